@@ -1,0 +1,43 @@
+# Every target creates .venv and installs what it needs, so a fresh clone works with no manual steps.
+PYTHON ?= $(shell command -v python3.11 || command -v python3)
+VENV   := .venv
+PY     := $(VENV)/bin/python
+PIP    := $(PY) -m pip install --disable-pip-version-check -q
+SUDO   := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
+PORT   ?= 8501
+MODELS ?= resnet18 resnet34 resnet50 resnet101 resnet152
+
+.PHONY: run test weights lint chromium clean
+
+$(PY):
+	$(PYTHON) -m venv $(VENV)
+
+$(VENV)/.runtime: requirements.txt | $(PY)
+	$(PIP) -r requirements.txt
+	touch $@
+
+$(VENV)/.dev: requirements.txt requirements-dev.txt | $(PY)
+	$(PIP) -r requirements-dev.txt
+	touch $@ $(VENV)/.runtime
+
+## make run: start the page on http://localhost:$(PORT)
+run: $(VENV)/.runtime
+	$(PY) -m streamlit run app.py --server.port $(PORT)
+
+## make test: the whole suite (unit, CLI, page, browser)
+test: $(VENV)/.dev chromium
+	$(PY) -m pytest
+
+## make weights: pre-fetch ImageNet checkpoints into the torch cache (needs internet once)
+weights: $(VENV)/.runtime
+	$(PY) -m vizhooks --download-weights $(MODELS)
+
+lint: $(VENV)/.dev
+	$(PY) -m ruff check vizhooks tests app.py
+
+# Browser tests drive Debian's chromium; Playwright's own browser download is never used.
+chromium:
+	@command -v chromium >/dev/null 2>&1 || { $(SUDO) apt-get update -qq && $(SUDO) apt-get install -y -qq chromium; }
+
+clean:
+	rm -rf $(VENV) .pytest_cache vizhooks-out

@@ -1,0 +1,133 @@
+from __future__ import annotations
+
+import io
+import math
+import threading
+
+import matplotlib.pyplot as plt
+import numpy as np
+import pytest
+import torch
+from PIL import Image
+
+from vizhooks import feature_grid, figure_to_png
+
+
+def _act(c=12, h=9, w=7, seed=0):
+    return torch.randn(1, c, h, w, generator=torch.Generator().manual_seed(seed))
+
+
+def _mosaic(fig):
+    return np.ma.getdata(fig.axes[0].images[0].get_array())
+
+
+def _labels(fig):
+    return [t.get_text() for t in fig.axes[0].texts]
+
+
+def _tile(mosaic, i, cols, h, w):
+    r, c = divmod(i, cols)
+    return mosaic[r * (h + 1): r * (h + 1) + h, c * (w + 1): c * (w + 1) + w]
+
+
+@pytest.mark.parametrize("c,channels,shown", [(12, 16, 12), (64, 16, 16), (10, None, 10), (5, 1, 1)])
+def test_tile_count_and_near_square_layout(c, channels, shown):
+    fig = feature_grid(_act(c), channels=channels)
+    cols = math.ceil(math.sqrt(shown))
+    rows = math.ceil(shown / cols)
+    assert _mosaic(fig).shape == (rows * 10 - 1, cols * 8 - 1)
+    assert _labels(fig) == [str(i) for i in range(shown)]
+    heading = fig.texts[0].get_text()
+    assert f"{c}×9×7" in heading
+    assert (f"{shown} of {c} channels" in heading) == (shown < c)
+
+
+@pytest.mark.parametrize("order,score", [("mean", lambda a: a.mean(dim=(1, 2))),
+                                         ("max", lambda a: a.amax(dim=(1, 2)))])
+def test_order_really_sorts(order, score):
+    act = _act(20, seed=3)
+    fig = feature_grid(act, channels=6, order=order)
+    want = torch.argsort(score(act[0]), descending=True)[:6].tolist()
+    assert [int(t) for t in _labels(fig)] == want
+    mosaic, cols = _mosaic(fig), 3
+    for i, ch in enumerate(want):
+        a = act[0, ch].numpy()
+        np.testing.assert_allclose(_tile(mosaic, i, cols, 9, 7), (a - a.min()) / (a.max() - a.min()),
+                                   atol=1e-6)
+
+
+def test_constant_channels_do_not_become_nan():
+    act = torch.zeros(1, 4, 5, 5)
+    act[0, 1] = 3.0
+    for norm in ("channel", "layer"):
+        fig = feature_grid(act, channels=4, norm=norm)
+        mosaic = _mosaic(fig)
+        tiles = [_tile(mosaic, i, 2, 5, 5) for i in range(4)]
+        assert all(np.isfinite(t).all() for t in tiles)
+        Image.open(io.BytesIO(figure_to_png(fig))).verify()
+
+
+def test_layer_norm_keeps_values_and_adds_colorbar():
+    act = _act(4, seed=5)
+    fig = feature_grid(act, channels=4, norm="layer")
+    assert len(fig.axes) == 2  # image + colorbar
+    np.testing.assert_allclose(_tile(_mosaic(fig), 3, 2, 9, 7), act[0, 3].numpy(), atol=1e-6)
+    vmin, vmax = fig.axes[0].images[0].get_clim()
+    assert vmin == pytest.approx(float(act.min())) and vmax == pytest.approx(float(act.max()))
+    sym = feature_grid(act, norm="layer", vcenter=0.0, cmap="coolwarm")
+    lo, hi = sym.axes[0].images[0].get_clim()
+    assert lo == pytest.approx(-hi)
+
+
+def test_no_pyplot_figures_are_left_open():
+    plt.close("all")
+    for _ in range(5):
+        figure_to_png(feature_grid(_act(), channels=8))
+    assert plt.get_fignums() == []
+
+
+@pytest.mark.parametrize("kwargs,match", [
+    ({"order": "random"}, "order"), ({"norm": "global"}, "norm"), ({"cmap": "nope"}, "colormap"),
+    ({"channels": 0}, "channels"), ({"channels": 2.5}, "channels"), ({"columns": 0}, "columns"),
+])
+def test_bad_arguments(kwargs, match):
+    with pytest.raises(ValueError, match=match):
+        feature_grid(_act(), **kwargs)
+
+
+def test_bad_shapes():
+    with pytest.raises(ValueError, match="batch"):
+        feature_grid(torch.zeros(2, 3, 4, 4))
+    with pytest.raises(ValueError, match="shape"):
+        feature_grid(torch.zeros(4))
+    assert _mosaic(feature_grid(np.ones((3, 4, 4), dtype=np.float64))).shape == (9, 9)
+
+
+def test_columns_and_png():
+    fig = feature_grid(_act(12), channels=12, columns=6)
+    assert _mosaic(fig).shape == (2 * 10 - 1, 6 * 8 - 1)
+    png = Image.open(io.BytesIO(figure_to_png(fig)))
+    assert png.format == "PNG" and png.size[0] > 100
+
+
+def test_threads_render_independently():
+    acts = [_act(16, seed=i) for i in range(6)]
+    want = [_mosaic(feature_grid(a)).copy() for a in acts]
+    errors, got = [], [None] * len(acts)
+
+    def work(i):
+        try:
+            fig = feature_grid(acts[i])
+            figure_to_png(fig)
+            got[i] = _mosaic(fig)
+        except BaseException as exc:  # asserted below
+            errors.append(exc)
+
+    threads = [threading.Thread(target=work, args=(i,)) for i in range(len(acts))]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert not errors
+    for g, w in zip(got, want, strict=True):
+        np.testing.assert_array_equal(g, w)

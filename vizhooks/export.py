@@ -1,0 +1,46 @@
+"""Saving captures: the .npz format shared by the CLI and the page's download button."""
+
+from __future__ import annotations
+
+import io
+import os
+import tempfile
+from pathlib import Path
+
+import numpy as np
+import torch
+
+INPUT_KEY = "__input__"
+
+
+def npz_bytes(x: torch.Tensor, activations: dict[str, torch.Tensor]) -> bytes:
+    """Pack a capture as .npz bytes: ``__input__`` is the (3, H, W) tensor the model saw, and
+    each captured layer is a float32 (C, H, W) array under its qualified module name."""
+    arrays = {INPUT_KEY: _chw(x)}
+    for name, tensor in activations.items():
+        arrays[name] = _chw(tensor)
+    buf = io.BytesIO()
+    np.savez_compressed(buf, **arrays)
+    return buf.getvalue()
+
+
+def _chw(t: torch.Tensor) -> np.ndarray:
+    arr = t.detach().float().cpu().numpy()
+    if arr.ndim == 4 and arr.shape[0] == 1:
+        arr = arr[0]
+    return np.ascontiguousarray(arr, dtype=np.float32)
+
+
+def write_atomic(path: str | os.PathLike, data: bytes) -> Path:
+    """Write ``data`` to ``path`` through a temporary file, so a crash never leaves half a file."""
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".part")
+    try:
+        with os.fdopen(fd, "wb") as fh:
+            fh.write(data)
+        os.replace(tmp, path)
+    except BaseException:
+        Path(tmp).unlink(missing_ok=True)
+        raise
+    return path

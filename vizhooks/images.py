@@ -1,0 +1,229 @@
+"""Reading and validating images, and turning them into model input.
+
+Everything a person can upload goes through :func:`load_image`, which either returns an RGB
+picture or raises :class:`InvalidImageError` with a sentence a student understands.
+"""
+
+from __future__ import annotations
+
+import io
+import os
+import struct
+import warnings
+import zipfile
+from typing import BinaryIO
+
+import numpy as np
+import torch
+from PIL import Image, ImageOps, UnidentifiedImageError
+
+from .models import IMAGENET_MEAN, IMAGENET_STD
+
+#: Larger images are refused before their pixels are decoded (a 40 MP photo is already
+#: 120 MB of RGB; a decompression bomb would be far more).
+MAX_PIXELS = 40_000_000
+
+MIN_SIZE, MAX_SIZE = 32, 1024
+
+
+class InvalidImageError(ValueError):
+    """The input is not an image vizhooks can use; the message says why, for a person."""
+
+
+ImageSource = str | os.PathLike | bytes | bytearray | memoryview | BinaryIO
+
+
+def _read_bytes(source: ImageSource) -> bytes:
+    if isinstance(source, (bytes, bytearray, memoryview)):
+        return bytes(source)
+    if isinstance(source, (str, os.PathLike)):
+        try:
+            with open(source, "rb") as fh:
+                return fh.read()
+        except FileNotFoundError:
+            raise InvalidImageError(f"There is no file at {os.fspath(source)}.") from None
+        except IsADirectoryError:
+            raise InvalidImageError(f"{os.fspath(source)} is a folder, not an image file.") from None
+        except OSError as exc:
+            raise InvalidImageError(f"{os.fspath(source)} could not be read ({exc.strerror}).") from None
+    if hasattr(source, "read"):
+        data = source.read()
+        if not isinstance(data, (bytes, bytearray)):
+            raise TypeError("load_image needs a binary file object (opened with 'rb').")
+        return bytes(data)
+    raise TypeError(
+        f"load_image takes a path, bytes or a binary file object, not {type(source).__name__}."
+    )
+
+
+def _what_is_it(data: bytes) -> str:
+    """A guess at what a non-image file is, for the error message."""
+    head = data[:512].lstrip().lower()
+    if head.startswith(b"%pdf"):
+        return "This is a PDF document, not an image. Export the page as PNG or JPEG first."
+    if b"<svg" in data[:4096].lower():
+        return "This is an SVG drawing, which vizhooks cannot read. Save it as PNG first."
+    if head.startswith((b"<!doctype html", b"<html")) or b"<html" in head:
+        return "This is a web page (HTML), not an image. Save the picture itself, not the page."
+    if zipfile.is_zipfile(io.BytesIO(data)) or data[:4] == b"PK\x03\x04":
+        return "This is a zip archive (or a document such as .docx), not an image."
+    try:
+        data[:4096].decode("utf-8")
+        return "This is a text file, not an image."
+    except UnicodeDecodeError:
+        pass
+    return "This file is not an image vizhooks can read (try PNG, JPEG, WebP, BMP, GIF or TIFF)."
+
+
+def _to_rgb(im: Image.Image) -> Image.Image:
+    mode = im.mode
+    if mode == "RGB":
+        return im
+    if mode == "P":
+        im = im.convert("RGBA") if "transparency" in im.info else im.convert("RGB")
+        mode = im.mode
+    if mode in ("RGBA", "LA", "PA", "RGBa", "La"):
+        rgba = im.convert("RGBA")
+        white = Image.new("RGBA", rgba.size, (255, 255, 255, 255))
+        return Image.alpha_composite(white, rgba).convert("RGB")
+    if mode in ("I", "I;16", "I;16L", "I;16B", "I;16N", "F"):
+        arr = np.asarray(im, dtype=np.float64)
+        if mode == "F":
+            # float images: [0, 1] is the usual convention; anything else is stretched.
+            lo, hi = (0.0, 1.0) if arr.min() >= 0 and arr.max() <= 1 else (arr.min(), arr.max())
+        else:
+            lo, hi = 0.0, 65535.0 if arr.max() <= 65535 else float(arr.max())
+            if mode == "I" and arr.min() < 0:
+                lo = float(arr.min())
+        scale = (hi - lo) or 1.0
+        arr = np.nan_to_num((arr - lo) / scale, nan=0.0, posinf=1.0, neginf=0.0)
+        gray = (np.clip(arr, 0, 1) * 255 + 0.5).astype(np.uint8)
+        return Image.fromarray(gray).convert("RGB")
+    return im.convert("RGB")
+
+
+def load_image(source: ImageSource) -> Image.Image:
+    """Read an image from a path, bytes or binary file object as an RGB picture.
+
+    Applies the EXIF orientation, takes the first frame of animations, converts grayscale,
+    palette, 16-bit, float and CMYK images to RGB and composites transparency on white.
+
+    Raises:
+        InvalidImageError: empty file, not an image, truncated or corrupt data, or more than
+            ``MAX_PIXELS`` pixels (checked from the header, before decoding).
+        TypeError: ``source`` is not a path, bytes or binary file object.
+
+    Example:
+        >>> load_image("sample_images/chelsea.jpg").mode
+        'RGB'
+    """
+    data = _read_bytes(source)
+    if not data:
+        raise InvalidImageError("The file is empty (0 bytes).")
+    try:
+        with warnings.catch_warnings():
+            warnings.simplefilter("error", Image.DecompressionBombWarning)
+            im = Image.open(io.BytesIO(data))
+            width, height = im.size
+    except (UnidentifiedImageError, SyntaxError):
+        raise InvalidImageError(_what_is_it(data)) from None
+    except (Image.DecompressionBombError, Image.DecompressionBombWarning):
+        raise InvalidImageError(
+            f"This image has too many pixels; the limit is {MAX_PIXELS / 1e6:.0f} megapixels."
+        ) from None
+    except Exception:  # a damaged header can raise almost anything inside a Pillow plugin
+        raise InvalidImageError("This image file is damaged and cannot be read.") from None
+    if width * height > MAX_PIXELS:
+        raise InvalidImageError(
+            f"This image is {width} x {height} pixels ({width * height / 1e6:.0f} megapixels); "
+            f"the limit is {MAX_PIXELS / 1e6:.0f} megapixels. Please use a smaller copy."
+        )
+    if width < 1 or height < 1:
+        raise InvalidImageError("This image has no pixels.")
+    try:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")  # e.g. "Corrupt EXIF data", "Palette images with..."
+            im.seek(0)
+            im.load()
+            try:
+                im = ImageOps.exif_transpose(im)
+            except Exception:  # broken EXIF: keep the picture as stored
+                pass
+            return _to_rgb(im)
+    except (OSError, SyntaxError, ValueError, EOFError, IndexError, struct.error):
+        raise InvalidImageError(
+            "This image file is truncated or corrupt: only part of it could be read. "
+            "Try saving or downloading it again."
+        ) from None
+    except Exception:
+        raise InvalidImageError("This image file is damaged and cannot be read.") from None
+
+
+def _target_size(width: int, height: int, size: int) -> tuple[int, int]:
+    short, long = min(width, height), max(width, height)
+    new_long = min(round(size * long / short), 2 * size)
+    return (new_long, size) if width >= height else (size, new_long)
+
+
+def _check_size(size: int) -> int:
+    if isinstance(size, bool) or not isinstance(size, int) or not MIN_SIZE <= size <= MAX_SIZE:
+        raise ValueError(
+            f"size must be a whole number of pixels from {MIN_SIZE} to {MAX_SIZE}, not {size!r}."
+        )
+    return size
+
+
+def resize_for_model(image: Image.Image, size: int = 224) -> Image.Image:
+    """The picture the model sees: shorter side ``size``, aspect ratio kept, longer side capped
+    at ``2 * size`` (so a panorama or a 2000 x 3 strip still gives a usable input)."""
+    _check_size(size)
+    target = _target_size(*image.size, size)
+    if image.size == target:
+        return image.copy()
+    return image.resize(target, Image.Resampling.BILINEAR, reducing_gap=3.0)
+
+
+def to_tensor(
+    image: Image.Image,
+    mean: tuple[float, float, float] = IMAGENET_MEAN,
+    std: tuple[float, float, float] = IMAGENET_STD,
+) -> torch.Tensor:
+    """RGB picture -> normalised (1, 3, H, W) float32 tensor, without resizing."""
+    arr = np.asarray(image.convert("RGB"), dtype=np.float32) / 255.0
+    arr = (arr - np.asarray(mean, dtype=np.float32)) / np.asarray(std, dtype=np.float32)
+    return torch.from_numpy(np.ascontiguousarray(arr.transpose(2, 0, 1)))[None]
+
+
+def preprocess(
+    image: Image.Image,
+    size: int = 224,
+    *,
+    mean: tuple[float, float, float] = IMAGENET_MEAN,
+    std: tuple[float, float, float] = IMAGENET_STD,
+) -> torch.Tensor:
+    """Resize (see :func:`resize_for_model`) and normalise an RGB picture for the model.
+
+    Returns:
+        Tensor of shape (1, 3, H, W), float32, ImageNet mean/std normalised.
+
+    Raises:
+        ValueError: ``size`` outside 32..1024.
+
+    Example:
+        >>> preprocess(Image.new("RGB", (640, 480)), 224).shape
+        torch.Size([1, 3, 224, 298])
+    """
+    return to_tensor(resize_for_model(image, size), mean, std)
+
+
+def tensor_to_image(
+    x: torch.Tensor,
+    mean: tuple[float, float, float] = IMAGENET_MEAN,
+    std: tuple[float, float, float] = IMAGENET_STD,
+) -> Image.Image:
+    """Undo :func:`to_tensor`: a (1, 3, H, W) or (3, H, W) tensor back to an RGB picture."""
+    t = x.detach().float().cpu()
+    if t.ndim == 4:
+        t = t[0]
+    arr = t.numpy().transpose(1, 2, 0) * np.asarray(std) + np.asarray(mean)
+    return Image.fromarray((np.clip(arr, 0, 1) * 255 + 0.5).astype(np.uint8))

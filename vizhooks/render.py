@@ -1,0 +1,204 @@
+"""Turning captured tensors into matplotlib figures, fast and without pyplot.
+
+One Axes per channel is what makes the usual approach slow (each Axes costs milliseconds to
+build and draw). Here the chosen channels are composed into one mosaic image with thin
+separators and drawn by a single ``imshow``; labels are plain text artists.
+"""
+
+from __future__ import annotations
+
+import io
+import math
+
+import matplotlib
+import numpy as np
+import torch
+from matplotlib.collections import PatchCollection
+from matplotlib.figure import Figure
+from matplotlib.patches import Rectangle
+
+ORDERS = ("index", "mean", "max")
+NORMS = ("channel", "layer")
+
+_GAP = 1  # separator width in pixels of the activation map
+
+
+def _as_chw(activation: torch.Tensor | np.ndarray) -> np.ndarray:
+    if isinstance(activation, torch.Tensor):
+        arr = activation.detach().float().cpu().numpy()
+    else:
+        arr = np.asarray(activation, dtype=np.float32)
+    if arr.ndim == 4:
+        if arr.shape[0] != 1:
+            raise ValueError(f"feature_grid draws one image at a time; got a batch of {arr.shape[0]}.")
+        arr = arr[0]
+    if arr.ndim == 2:
+        arr = arr[None]
+    if arr.ndim != 3:
+        raise ValueError(f"Expected a (C, H, W) or (1, C, H, W) activation, got shape {arr.shape}.")
+    return arr.astype(np.float32, copy=False)
+
+
+def get_colormap(name: str) -> matplotlib.colors.Colormap:
+    """The named matplotlib colormap, with separators ("bad" pixels) drawn white.
+
+    Raises:
+        ValueError: not a colormap name.
+    """
+    try:
+        return matplotlib.colormaps[name].with_extremes(bad="white")
+    except KeyError:
+        raise ValueError(f"Unknown colormap {name!r}; try viridis, magma, gray or coolwarm.") from None
+
+
+def channel_order(arr: np.ndarray, order: str = "index") -> np.ndarray:
+    """Channel indices of a (C, H, W) array: by index, by mean (most active first) or by max."""
+    if order == "index":
+        return np.arange(arr.shape[0])
+    flat = arr.reshape(arr.shape[0], -1)
+    if order == "mean":
+        score = flat.mean(axis=1)
+    elif order == "max":
+        score = flat.max(axis=1)
+    else:
+        raise ValueError(f"order must be one of {', '.join(ORDERS)}, not {order!r}.")
+    return np.argsort(-score, kind="stable")
+
+
+def grid_shape(n: int, columns: int | None = None) -> tuple[int, int]:
+    """(rows, columns) of a near-square grid for ``n`` tiles."""
+    cols = columns if columns else math.ceil(math.sqrt(n))
+    cols = max(1, min(cols, n))
+    return math.ceil(n / cols), cols
+
+
+def _mosaic(tiles: np.ndarray, rows: int, cols: int) -> np.ndarray:
+    n, h, w = tiles.shape
+    out = np.full((rows * (h + _GAP) - _GAP, cols * (w + _GAP) - _GAP), np.nan, dtype=np.float32)
+    for i in range(n):
+        r, c = divmod(i, cols)
+        out[r * (h + _GAP): r * (h + _GAP) + h, c * (w + _GAP): c * (w + _GAP) + w] = tiles[i]
+    return out
+
+
+def _normalise_channels(tiles: np.ndarray) -> np.ndarray:
+    lo = tiles.min(axis=(1, 2), keepdims=True)
+    span = tiles.max(axis=(1, 2), keepdims=True) - lo
+    # A constant channel has no contrast to show: draw it at the bottom of the scale, not NaN.
+    return np.where(span > 0, (tiles - lo) / np.where(span > 0, span, 1), 0.0).astype(np.float32)
+
+
+def feature_grid(
+    activation: torch.Tensor | np.ndarray,
+    *,
+    channels: int | None = 16,
+    order: str = "index",
+    cmap: str = "viridis",
+    norm: str = "channel",
+    title: str | None = None,
+    columns: int | None = None,
+    vcenter: float | None = None,
+) -> Figure:
+    """Draw the channels of one layer's activation as a grid of tiles in one figure.
+
+    Args:
+        activation: (C, H, W) or (1, C, H, W) tensor or array.
+        channels: how many channels to show (capped at C); None shows all.
+        order: "index", "mean" (most active first) or "max".
+        cmap: any matplotlib colormap name.
+        norm: "channel" (each tile stretched to its own min..max) or "layer" (one scale for the
+            whole layer, drawn with a colorbar).
+        title: figure title; the shape and the count of shown channels are appended.
+        columns: grid columns; default near-square.
+        vcenter: with ``norm="layer"``, make the scale symmetric around this value (use 0
+            with a diverging colormap for gradients).
+
+    Returns:
+        A ``matplotlib.figure.Figure`` (not registered with pyplot; nothing to close).
+
+    Raises:
+        ValueError: bad shape, order, norm, channel count or colormap.
+
+    Example:
+        >>> fig = feature_grid(acts["conv1"], channels=16, order="mean")
+        >>> fig.savefig("conv1.png")
+    """
+    arr = _as_chw(activation)
+    total, h, w = arr.shape
+    if norm not in NORMS:
+        raise ValueError(f"norm must be one of {', '.join(NORMS)}, not {norm!r}.")
+    if channels is None:
+        channels = total
+    if isinstance(channels, bool) or not isinstance(channels, (int, np.integer)) or channels < 1:
+        raise ValueError(f"channels must be a whole number of at least 1, not {channels!r}.")
+    colormap = get_colormap(cmap)
+    if columns is not None and (not isinstance(columns, (int, np.integer)) or columns < 1):
+        raise ValueError(f"columns must be a whole number of at least 1, not {columns!r}.")
+
+    picked = channel_order(arr, order)[: min(int(channels), total)]
+    tiles = np.nan_to_num(arr[picked], nan=0.0, posinf=0.0, neginf=0.0)
+    if norm == "channel":
+        tiles = _normalise_channels(tiles)
+        vmin, vmax = 0.0, 1.0
+    else:
+        finite = np.nan_to_num(arr, nan=0.0, posinf=0.0, neginf=0.0)
+        vmin, vmax = float(finite.min()), float(finite.max())
+        if vcenter is not None:
+            reach = max(abs(vmin - vcenter), abs(vmax - vcenter)) or 1.0
+            vmin, vmax = vcenter - reach, vcenter + reach
+        elif vmax <= vmin:
+            vmin, vmax = vmin - 0.5, vmax + 0.5
+    rows, cols = grid_shape(len(picked), columns)
+    mosaic = _mosaic(tiles, rows, cols)
+
+    # Size the figure so each tile is at least ~0.55 inch (labels stay readable) and the
+    # whole grid is not wider than ~12 inches; aspect follows the mosaic.
+    tile_in = max(0.55, min(1.6, 10.0 / cols))
+    width = cols * tile_in * max(w / h, 0.25) if h else cols * tile_in
+    width = min(max(width, 3.0), 14.0)
+    img_h = width * mosaic.shape[0] / mosaic.shape[1]
+    extra = 0.55 if norm == "layer" else 0.0
+    fig = Figure(figsize=(width + extra, img_h + 0.5), dpi=100, layout=None)
+    ax = fig.add_axes((0.0, 0.0, width / (width + extra), img_h / (img_h + 0.5)))
+    ax.set_axis_off()
+    im = ax.imshow(mosaic, cmap=colormap, vmin=vmin, vmax=vmax, interpolation="nearest", aspect="auto")
+
+    # Channel labels: one rectangle collection behind plain text. A bbox per text would draw
+    # 2 artists per tile and doubles the drawing time of a 64-tile grid.
+    label_size = max(5.0, min(9.0, 60.0 * tile_in / 5.0 / 1.4))
+    px_per_in = mosaic.shape[1] / width  # mosaic pixels per inch of figure
+    digits = len(str(total - 1))
+    box_w = min(w * 0.5, max(3.0, label_size * (0.65 * digits + 0.5) / 72 * px_per_in))
+    box_h = min(h * 0.5, label_size * 1.5 / 72 * px_per_in)
+    boxes = []
+    for i, ch in enumerate(picked):
+        r, c = divmod(i, cols)
+        x0, y0 = c * (w + _GAP) - 0.5, r * (h + _GAP) - 0.5
+        boxes.append(Rectangle((x0, y0), box_w, box_h))
+        ax.text(x0 + box_w / 2, y0 + box_h / 2, str(int(ch)), color="white",
+                fontsize=label_size, va="center", ha="center")
+    ax.add_collection(PatchCollection(boxes, facecolor="black", alpha=0.55, linewidth=0, zorder=2))
+    shown = f"{len(picked)} of {total} channels" if len(picked) < total else f"all {total} channels"
+    heading = f"{title}  ·  " if title else ""
+    fig.text(
+        0.01,
+        1 - 0.25 / (img_h + 0.5),
+        f"{heading}{total}×{h}×{w}  ·  {shown}, by {order}",
+        fontsize=10,
+        va="center",
+        ha="left",
+    )
+    if norm == "layer":
+        cax = fig.add_axes((width / (width + extra) + 0.1 * extra / (width + extra), 0.05,
+                            0.25 * extra / (width + extra), 0.8 * img_h / (img_h + 0.5)))
+        fig.colorbar(im, cax=cax)
+        cax.tick_params(labelsize=7)
+    return fig
+
+
+def figure_to_png(fig: Figure, dpi: int = 100) -> bytes:
+    """Render a figure to PNG bytes."""
+    buf = io.BytesIO()
+    # zlib level 1: a third of the default's encoding time for a few percent more bytes.
+    fig.savefig(buf, format="png", dpi=dpi, pil_kwargs={"compress_level": 1})
+    return buf.getvalue()
