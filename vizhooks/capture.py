@@ -142,9 +142,10 @@ def capture(
         ValueError: bad ``what`` or ``x``.
 
     Example:
+        >>> img = load_image("sample_images/chelsea.jpg")  # 451 x 300
         >>> acts = capture(bundle.model, preprocess(img), ["conv1", "layer1.0.conv1"])
         >>> acts["conv1"].shape
-        torch.Size([1, 64, 112, 149])
+        torch.Size([1, 64, 112, 169])
     """
     return capture_with_output(model, x, layers, what=what)[0]
 

@@ -56,49 +56,64 @@ def _read_bytes(source: ImageSource) -> bytes:
     )
 
 
+def _looks_like_text(head: bytes) -> bool:
+    if head.startswith((b"\xff\xfe", b"\xfe\xff", b"\xef\xbb\xbf")):  # UTF-16/UTF-8 byte order marks
+        return True
+    for cut in range(4):  # the sample may end in the middle of a multi-byte character
+        try:
+            head[: len(head) - cut].decode("utf-8")
+            return True
+        except UnicodeDecodeError:
+            continue
+    return False
+
+
 def _what_is_it(data: bytes) -> str:
     """A guess at what a non-image file is, for the error message."""
-    head = data[:512].lstrip().lower()
-    if head.startswith(b"%pdf"):
+    head = data[:4096].lower()
+    if head.lstrip().startswith(b"%pdf"):
         return "This is a PDF document, not an image. Export the page as PNG or JPEG first."
-    if b"<svg" in data[:4096].lower():
-        return "This is an SVG drawing, which vizhooks cannot read. Save it as PNG first."
-    if head.startswith((b"<!doctype html", b"<html")) or b"<html" in head:
+    if b"<html" in head or b"<!doctype html" in head:
         return "This is a web page (HTML), not an image. Save the picture itself, not the page."
-    if zipfile.is_zipfile(io.BytesIO(data)) or data[:4] == b"PK\x03\x04":
+    if b"<svg" in head:
+        return "This is an SVG drawing, which vizhooks cannot read. Save it as PNG first."
+    if data[:4] == b"PK\x03\x04" or zipfile.is_zipfile(io.BytesIO(data)):
         return "This is a zip archive (or a document such as .docx), not an image."
-    try:
-        data[:4096].decode("utf-8")
+    if _looks_like_text(data[:4096]):
         return "This is a text file, not an image."
-    except UnicodeDecodeError:
-        pass
     return "This file is not an image vizhooks can read (try PNG, JPEG, WebP, BMP, GIF or TIFF)."
+
+
+def _on_white(rgba: Image.Image) -> Image.Image:
+    white = Image.new("RGBA", rgba.size, (255, 255, 255, 255))
+    return Image.alpha_composite(white, rgba.convert("RGBA")).convert("RGB")
 
 
 def _to_rgb(im: Image.Image) -> Image.Image:
     mode = im.mode
-    if mode == "RGB":
+    key = im.info.get("transparency")  # a colour key: pixels of this value are transparent
+    if mode == "RGB" and key is None:
         return im
-    if mode == "P":
-        im = im.convert("RGBA") if "transparency" in im.info else im.convert("RGB")
-        mode = im.mode
-    if mode in ("RGBA", "LA", "PA", "RGBa", "La"):
-        rgba = im.convert("RGBA")
-        white = Image.new("RGBA", rgba.size, (255, 255, 255, 255))
-        return Image.alpha_composite(white, rgba).convert("RGB")
+    if mode in ("P", "L", "RGB") and key is not None and not isinstance(key, bytes):
+        return _on_white(im.convert("RGBA"))
+    if mode in ("RGBA", "LA", "PA", "RGBa", "La", "P"):
+        return _on_white(im) if mode != "P" else im.convert("RGB")
     if mode in ("I", "I;16", "I;16L", "I;16B", "I;16N", "F"):
         arr = np.asarray(im, dtype=np.float64)
+        finite = arr[np.isfinite(arr)]
         if mode == "F":
-            # float images: [0, 1] is the usual convention; anything else is stretched.
-            lo, hi = (0.0, 1.0) if arr.min() >= 0 and arr.max() <= 1 else (arr.min(), arr.max())
+            # Float images: [0, 1] is the usual convention; anything else is stretched.
+            in_unit = finite.size == 0 or (finite.min() >= 0 and finite.max() <= 1)
+            lo, hi = (0.0, 1.0) if in_unit else (float(finite.min()), float(finite.max()))
         else:
-            lo, hi = 0.0, 65535.0 if arr.max() <= 65535 else float(arr.max())
-            if mode == "I" and arr.min() < 0:
-                lo = float(arr.min())
-        scale = (hi - lo) or 1.0
-        arr = np.nan_to_num((arr - lo) / scale, nan=0.0, posinf=1.0, neginf=0.0)
-        gray = (np.clip(arr, 0, 1) * 255 + 0.5).astype(np.uint8)
-        return Image.fromarray(gray).convert("RGB")
+            lo = min(0.0, float(finite.min())) if finite.size else 0.0
+            hi = 65535.0 if not finite.size or finite.max() <= 65535 else float(finite.max())
+        unit = np.nan_to_num((arr - lo) / ((hi - lo) or 1.0), nan=0.0, posinf=1.0, neginf=0.0)
+        gray = Image.fromarray((np.clip(unit, 0, 1) * 255 + 0.5).astype(np.uint8))
+        if key is not None and not isinstance(key, bytes):
+            alpha = Image.fromarray(np.where(arr == key, 0, 255).astype(np.uint8))
+            return _on_white(Image.merge("LA", (gray, alpha)))
+        return gray.convert("RGB")
     return im.convert("RGB")
 
 
@@ -211,7 +226,7 @@ def preprocess(
 
     Example:
         >>> preprocess(Image.new("RGB", (640, 480)), 224).shape
-        torch.Size([1, 3, 224, 298])
+        torch.Size([1, 3, 224, 299])
     """
     return to_tensor(resize_for_model(image, size), mean, std)
 
