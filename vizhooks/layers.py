@@ -3,10 +3,12 @@
 from __future__ import annotations
 
 import difflib
+import functools
 import re
 from collections.abc import Iterable
 from dataclasses import dataclass
 
+import torch
 from torch import nn
 from torchvision.models.resnet import BasicBlock, Bottleneck
 
@@ -135,13 +137,7 @@ def conv_layers(model: nn.Module) -> list[LayerInfo]:
 
 def default_layers(model: nn.Module) -> list[str]:
     """conv1 plus the first convolution of each stage: a quick tour from edges to objects."""
-    convs = [c.name for c in conv_layers(model)]
-    picks = [n for n in convs if n == "conv1"]
-    for stage in find_layers(model, "stage"):
-        first = next((n for n in convs if n.startswith(stage.name + ".")), None)
-        if first:
-            picks.append(first)
-    return picks or convs[:5]
+    return quick_pick(conv_layers(model), "tour")
 
 
 def resolve_layers(model: nn.Module, layers: str | Iterable[str]) -> list[str]:
@@ -169,3 +165,44 @@ def resolve_layers(model: nn.Module, layers: str | Iterable[str]) -> list[str]:
                 "List the names with `python -m vizhooks --list-layers`."
             )
     return list(dict.fromkeys(names))
+
+
+@functools.cache
+def architecture_convs(name: str) -> tuple[LayerInfo, ...]:
+    """Conv2d layers of a torchvision architecture, without loading any weights (the model is
+    built on the meta device). Used to check layer names from a URL before a model loads."""
+    from torchvision.models import get_model_builder
+
+    with torch.device("meta"):
+        model = get_model_builder(name)(weights=None)
+    return tuple(conv_layers(model))
+
+
+#: Quick picks offered on the page, in menu order.
+QUICK_PICKS = ("tour", "stage1", "stage2", "stage3", "stage4", "shortcuts", "all")
+
+
+def quick_pick(convs: Iterable[LayerInfo], pick: str) -> list[str]:
+    """Layer names for a quick pick: "tour" (conv1 and each stage's first conv), "stageN" (every
+    conv of stage N), "shortcuts" (the 1x1 downsample convs) or "all".
+
+    Raises:
+        ValueError: unknown pick.
+    """
+    names = [c.name for c in convs]
+    if pick == "all":
+        return names
+    if pick == "tour":
+        tour, stages = [], set()
+        for n in names:
+            stage = n.split(".")[0]
+            if n == "conv1" or (stage.startswith("layer") and stage not in stages):
+                tour.append(n)
+                stages.add(stage)
+        return tour
+    if pick == "shortcuts":
+        return [n for n in names if ".downsample." in n]
+    if re.fullmatch(r"stage\d+", pick):
+        prefix = f"layer{pick[5:]}."
+        return [n for n in names if n.startswith(prefix)]
+    raise ValueError(f"Unknown quick pick {pick!r}. Choose one of: {', '.join(QUICK_PICKS)}.")

@@ -202,3 +202,44 @@ def figure_to_png(fig: Figure, dpi: int = 100) -> bytes:
     # zlib level 1: a third of the default's encoding time for a few percent more bytes.
     fig.savefig(buf, format="png", dpi=dpi, pil_kwargs={"compress_level": 1})
     return buf.getvalue()
+
+
+#: Colormaps offered on the page: perceptually uniform ones first, then diverging ones.
+CMAPS = ("viridis", "magma", "inferno", "plasma", "cividis", "gray", "coolwarm", "RdBu_r")
+
+
+def _unit(channel: np.ndarray) -> np.ndarray:
+    arr = np.nan_to_num(np.asarray(channel, dtype=np.float32))
+    lo, hi = float(arr.min()), float(arr.max())
+    return (arr - lo) / (hi - lo) if hi > lo else np.zeros_like(arr)
+
+
+def channel_image(channel: torch.Tensor | np.ndarray, size: tuple[int, int], cmap: str = "viridis"):
+    """One channel stretched to its own min..max, coloured and upsampled (bicubic) to ``size``
+    (width, height): the inspector's large view. Returns a PIL RGB image."""
+    import cv2
+    from PIL import Image
+
+    arr = channel.detach().float().cpu().numpy() if isinstance(channel, torch.Tensor) else channel
+    if arr.ndim != 2:
+        raise ValueError(f"Expected one (H, W) channel, got shape {arr.shape}.")
+    big = cv2.resize(_unit(arr), size, interpolation=cv2.INTER_CUBIC)
+    rgba = get_colormap(cmap)(np.clip(big, 0, 1), bytes=True)
+    return Image.fromarray(rgba[..., :3])
+
+
+def channel_overlay(picture, channel: torch.Tensor | np.ndarray, alpha: float = 0.5, cmap: str = "viridis"):
+    """Blend a coloured, upsampled channel over the picture the model saw.
+
+    Args:
+        picture: PIL RGB image (what the model saw).
+        channel: (H, W) activation of one channel.
+        alpha: opacity of the heat map, 0 (picture only) to 1 (map only).
+    """
+    from PIL import Image
+
+    if not 0.0 <= alpha <= 1.0:
+        raise ValueError(f"alpha must be between 0 and 1, not {alpha!r}.")
+    heat = np.asarray(channel_image(channel, picture.size, cmap), dtype=np.float32)
+    base = np.asarray(picture.convert("RGB"), dtype=np.float32)
+    return Image.fromarray((base * (1 - alpha) + heat * alpha + 0.5).astype(np.uint8))

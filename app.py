@@ -1,0 +1,273 @@
+"""The vizhooks page: widgets in, vizhooks calls, st.* out.
+
+Run with `streamlit run app.py` (or `make run`). All computing lives in the vizhooks package;
+this file only places widgets, caches results and shows them. Every sentence comes from
+vizhooks.ui_text.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+
+import streamlit as st
+
+import vizhooks as vz
+from vizhooks.analysis import Analysis, analyse, image_digest, layer_stats, top_classes
+from vizhooks.export import npz_bytes
+from vizhooks.layers import QUICK_PICKS, architecture_convs, quick_pick
+from vizhooks.render import CMAPS, NORMS, ORDERS, channel_image, channel_overlay
+from vizhooks.ui_text import t
+from vizhooks.urlstate import CHANNEL_CHOICES, DEFAULTS, SIZE_MAX, SIZE_MIN, SIZE_STEP, parse_query, to_query
+
+SAMPLES_DIR = Path(__file__).resolve().parent / "sample_images"
+SAMPLES = sorted(p.name for p in SAMPLES_DIR.iterdir() if p.suffix.lower() in (".jpg", ".jpeg", ".png"))
+DEFAULT_SAMPLE = "chelsea.jpg" if "chelsea.jpg" in SAMPLES else SAMPLES[0]
+UPLOAD_TYPES = ["png", "jpg", "jpeg", "webp", "bmp", "gif", "tif", "tiff"]
+SOURCES = ("sample", "upload", "camera")
+
+
+@dataclass(frozen=True)
+class Choices:
+    model: str
+    source: str
+    sample: str
+    size: int
+    layers: tuple[str, ...]
+    what: str
+    channels: int | None
+    order: str
+    cmap: str
+    norm: str
+    columns: int | None
+
+
+# ---------------------------------------------------------------------------------------------
+# caches: one model per architecture for the whole process (shared by every session, used under
+# vizhooks' per-model lock); activations keyed by what decides them; PNGs by display settings.
+
+
+@st.cache_resource(max_entries=2, show_spinner=False)
+def get_bundle(name: str) -> vz.ModelBundle:
+    return vz.load_model(name)
+
+
+@st.cache_resource(max_entries=16, show_spinner=False)
+def get_analysis(model: str, digest: str, _data: bytes, size: int, layers: tuple[str, ...], what: str) -> Analysis:
+    return analyse(get_bundle(model), vz.load_image(_data), size, list(layers), what)
+
+
+@st.cache_data(max_entries=128, show_spinner=False)
+def grid_png(_analysis: Analysis, key: tuple, layer: str, channels: int | None, order: str, cmap: str,
+             norm: str, columns: int | None) -> bytes:
+    fig = vz.feature_grid(_analysis.activations[layer], channels=channels, order=order, cmap=cmap,
+                          norm=norm, title=layer, columns=columns)
+    return vz.figure_to_png(fig)
+
+
+@st.cache_data(max_entries=64, show_spinner=False)
+def read_sample(name: str) -> bytes:
+    return (SAMPLES_DIR / name).read_bytes()
+
+
+# ---------------------------------------------------------------------------------------------
+# sidebar
+
+
+def init_state() -> None:
+    """First run of a session: defaults, then whatever the shared link says."""
+    if st.session_state.get("_initialised"):
+        return
+    params = {k: st.query_params.get_all(k) for k in st.query_params}
+    good, bad = parse_query(params, SAMPLES)
+    for key, value in DEFAULTS.items():
+        st.session_state[key] = good.get(key, value)
+    st.session_state["source"] = "sample"
+    st.session_state["sample"] = good.get("sample", DEFAULT_SAMPLE)
+    convs = architecture_convs(st.session_state["model"])
+    st.session_state["layers"] = good.get("layers") or quick_pick(convs, "tour")
+    st.session_state["_url_notices"] = bad
+    st.session_state["_initialised"] = True
+
+
+def apply_quick_pick() -> None:
+    pick = st.session_state.get("quick")
+    if pick:
+        st.session_state["layers"] = quick_pick(architecture_convs(st.session_state["model"]), pick)
+        st.session_state["quick"] = None
+
+
+def sidebar() -> tuple[Choices, st.delta_generator.DeltaGenerator]:
+    sb = st.sidebar
+    sb.selectbox(t("model"), vz.ARCHITECTURES, key="model", help=t("model_help"))
+    model_slot = sb.container()  # device and weights status, filled once the model is loaded
+
+    sb.radio(t("image_source"), SOURCES, key="source", horizontal=True,
+             format_func=lambda s: t(f"source_{s}"))
+    source = st.session_state["source"]
+    if source == "sample":
+        st.session_state.setdefault("sample", DEFAULT_SAMPLE)
+        sb.selectbox(t("sample"), SAMPLES, key="sample")
+    elif source == "upload":
+        sb.file_uploader(t("upload"), type=UPLOAD_TYPES, key="upload", help=t("upload_help"))
+    else:
+        sb.camera_input(t("camera"), key="camera")
+    sb.slider(t("size"), SIZE_MIN, SIZE_MAX, step=SIZE_STEP, key="size", help=t("size_help"))
+
+    sb.subheader(t("layers_header"))
+    convs = architecture_convs(st.session_state["model"])
+    labels = {c.name: c.label for c in convs}
+    # A layer chosen for another model may not exist in this one (resnet50 has conv3s).
+    st.session_state["layers"] = [n for n in st.session_state.get("layers", []) if n in labels]
+    sb.selectbox(t("quick_pick"), QUICK_PICKS, index=None, key="quick", on_change=apply_quick_pick,
+                 placeholder=t("quick_pick_placeholder"), format_func=lambda p: t(f"pick_{p}"))
+    sb.multiselect(t("layers"), list(labels), key="layers", format_func=labels.get, help=t("layers_help"))
+    sb.radio(t("what"), ("output", "input"), key="what", format_func=lambda w: t(f"what_{w}"))
+
+    sb.subheader(t("display_header"))
+    sb.select_slider(t("channels"), CHANNEL_CHOICES, key="channels")
+    sb.selectbox(t("order"), ORDERS, key="order", format_func=lambda o: t(f"order_{o}"))
+    sb.selectbox(t("cmap"), CMAPS, key="cmap")
+    sb.radio(t("norm"), NORMS, key="norm", horizontal=True, format_func=lambda n: t(f"norm_{n}"))
+    sb.number_input(t("columns"), min_value=0, max_value=64, step=1, key="columns")
+    sb.caption(t("share_hint"))
+
+    s = st.session_state
+    order = {c.name: i for i, c in enumerate(convs)}
+    return Choices(
+        model=s["model"], source=source, sample=s.get("sample", DEFAULT_SAMPLE), size=int(s["size"]),
+        layers=tuple(sorted(s["layers"], key=order.__getitem__)), what=s["what"],
+        channels=None if s["channels"] == "all" else int(s["channels"]), order=s["order"],
+        cmap=s["cmap"], norm=s["norm"], columns=int(s["columns"]) or None,
+    ), model_slot
+
+
+def sync_url(c: Choices) -> None:
+    query = to_query({
+        "model": c.model, "sample": c.sample if c.source == "sample" else None, "layers": c.layers,
+        "what": c.what, "size": c.size, "channels": c.channels or "all", "order": c.order,
+        "cmap": c.cmap, "norm": c.norm, "columns": c.columns or 0,
+    })
+    if query != st.query_params.to_dict():
+        st.query_params.from_dict(query)
+
+
+# ---------------------------------------------------------------------------------------------
+# main area
+
+
+def show_model_status(slot, bundle: vz.ModelBundle) -> None:
+    slot.caption(t("device", device=str(bundle.device).upper()))
+    if bundle.pretrained:
+        slot.caption(t("weights_ok", status=bundle.weights_status))
+    else:
+        slot.warning(t("weights_random", status=bundle.weights_status), icon=":material/warning:")
+
+
+def image_bytes(c: Choices) -> bytes | None:
+    if c.source == "sample":
+        return read_sample(c.sample)
+    widget = st.session_state.get("upload" if c.source == "upload" else "camera")
+    return widget.getvalue() if widget is not None else None
+
+
+def show_input_and_predictions(analysis: Analysis, bundle: vz.ModelBundle) -> None:
+    left, right = st.columns([3, 2])
+    w, h = analysis.picture.size
+    left.image(analysis.picture, caption=t("model_saw", width=w, height=h))
+    right.subheader(t("top5"))
+    if not bundle.pretrained:
+        right.warning(t("top5_random"))
+    for p in top_classes(analysis.logits, bundle.categories, 5):
+        right.progress(min(max(p.probability, 0.0), 1.0), text=f"{p.label} · {p.probability:.1%}")
+
+
+def show_feature_maps(analysis: Analysis, c: Choices, digest: str) -> None:
+    st.download_button(t("download_npz"), data=lambda: npz_bytes(analysis.x, analysis.activations),
+                       file_name=f"vizhooks-{c.model}-{digest[:8]}.npz", mime="application/octet-stream",
+                       key="download_npz", on_click="ignore", help=t("download_npz_help"))
+    layers = [name for name in c.layers if name in analysis.activations]
+    bar = st.progress(0.0) if len(layers) > 2 else None
+    where = {info.name: info.where for info in architecture_convs(c.model)}
+    for i, name in enumerate(layers):
+        if bar is not None:
+            bar.progress(i / len(layers), text=t("rendering", i=i + 1, n=len(layers), name=name))
+        stats = layer_stats(analysis.activations[name])
+        total = stats.channels
+        shown = min(c.channels or total, total)
+        st.subheader(name)
+        st.caption(t("layer_caption", where=where.get(name, ""), what=t(f"what_{c.what}").split(" ")[0],
+                     shape="×".join(map(str, stats.shape)), min=stats.min, mean=stats.mean, max=stats.max,
+                     shown=t("shown_some", shown=shown, total=total) if shown < total
+                     else t("shown_all", total=total)))
+        key = (c.model, digest, c.size, c.what, name)
+        png = grid_png(analysis, key, name, c.channels, c.order, c.cmap, c.norm, c.columns)
+        st.image(png)
+        st.download_button(t("download_png"), data=png, file_name=f"{name}.png", mime="image/png",
+                           key=f"download_{name}", on_click="ignore", icon=":material/download:")
+    if bar is not None:
+        bar.empty()
+
+
+def show_inspector(analysis: Analysis, c: Choices) -> None:
+    layers = [name for name in c.layers if name in analysis.activations]
+    if st.session_state.get("insp_layer") not in layers:
+        st.session_state["insp_layer"] = layers[0]
+    layer = st.selectbox(t("insp_layer"), layers, key="insp_layer")
+    act = analysis.activations[layer][0]
+    channels = act.shape[0]
+    st.session_state["insp_channel"] = min(int(st.session_state.get("insp_channel", 0)), channels - 1)
+    channel = st.number_input(t("insp_channel"), min_value=0, max_value=channels - 1, step=1, key="insp_channel")
+    alpha = st.slider(t("insp_alpha"), 0.0, 1.0, value=0.5, step=0.05, key="insp_alpha")
+    one = act[int(channel)]
+    left, right = st.columns(2)
+    left.image(channel_image(one, analysis.picture.size, c.cmap),
+               caption=t("insp_large", layer=layer, channel=int(channel), h=one.shape[0], w=one.shape[1]))
+    right.image(channel_overlay(analysis.picture, one, alpha, c.cmap), caption=t("insp_overlay", alpha=alpha))
+    s = layer_stats(one[None])
+    st.caption(t("insp_range", min=s.min, mean=s.mean, max=s.max))
+
+
+def main() -> None:
+    st.set_page_config(page_title=t("page_title"), layout="wide")
+    init_state()
+    choices, model_slot = sidebar()
+    sync_url(choices)
+
+    st.title(t("title"))
+    st.caption(t("subtitle"))
+    bad = st.session_state.get("_url_notices")
+    if bad:
+        st.info(t("url_notice", items=", ".join(f"{k}={v}" for k, v in bad)))
+
+    with st.spinner(t("loading_model", name=choices.model), show_time=True):
+        bundle = get_bundle(choices.model)
+    show_model_status(model_slot, bundle)
+
+    data = image_bytes(choices)
+    if data is None:
+        st.info(t("no_upload" if choices.source == "upload" else "no_camera"))
+        return
+    if not choices.layers:
+        st.info(t("no_layers"))
+        return
+    digest = image_digest(data)
+    try:
+        with st.spinner(t("running", model=choices.model, n=len(choices.layers))):
+            analysis = get_analysis(choices.model, digest, data, choices.size, choices.layers, choices.what)
+    except vz.InvalidImageError as exc:
+        st.error(t("bad_image", reason=str(exc)))
+        return
+    except (ValueError, KeyError) as exc:
+        st.error(t("bad_input", reason=str(exc)))
+        return
+
+    show_input_and_predictions(analysis, bundle)
+    maps, inspector = st.tabs([t("tab_maps"), t("tab_inspector")])
+    with maps:
+        show_feature_maps(analysis, choices, digest)
+    with inspector:
+        show_inspector(analysis, choices)
+
+
+main()

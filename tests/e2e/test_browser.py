@@ -1,0 +1,50 @@
+"""The page in a real browser: default view, an upload, another layer, a screenshot."""
+
+from __future__ import annotations
+
+import re
+
+from playwright.sync_api import expect
+
+from .conftest import ROOT
+
+PHOTO = ROOT / "sample_images" / "coffee.jpg"
+# A cold server loads torch and the model on the first visit: allow for a slow CI machine.
+expect.set_options(timeout=120_000)
+
+
+def _wait_for_grids(page, names):
+    for name in names:
+        expect(page.get_by_role("heading", name=name, exact=True)).to_be_visible()
+    # the input picture plus one grid per layer, all loaded
+    page.wait_for_function(
+        """n => [...document.querySelectorAll('[data-testid="stImage"] img')]
+                 .filter(img => img.complete && img.naturalWidth > 0).length >= n""",
+        arg=len(names) + 1, timeout=120_000)
+    expect(page.get_by_test_id("stStatusWidget")).to_have_count(0)
+
+
+def test_default_view_upload_and_layer_change(server, page, artifacts):
+    page.goto(server)
+    tour = ["conv1", "layer1.0.conv1", "layer2.0.conv1", "layer3.0.conv1", "layer4.0.conv1"]
+    _wait_for_grids(page, tour)
+    expect(page.get_by_text(re.compile(r"What the model saw: \d+ × 224 pixels"))).to_be_visible()
+    page.screenshot(path=str(artifacts / "page-default.png"), full_page=True)
+
+    sidebar = page.get_by_test_id("stSidebar")
+    sidebar.get_by_text("Upload", exact=True).click()
+    sidebar.locator("input[type=file]").set_input_files(str(PHOTO))
+    expect(page.get_by_text(re.compile(r"What the model saw: 336 × 224 pixels"))).to_be_visible()
+    _wait_for_grids(page, tour)
+    assert page.get_by_test_id("stException").count() == 0
+
+    layers = sidebar.get_by_test_id("stMultiSelect")
+    layers.locator("input").click()
+    page.keyboard.type("layer3.1.conv2")
+    page.keyboard.press("Enter")
+    page.keyboard.press("Escape")
+    _wait_for_grids(page, [*tour, "layer3.1.conv2"])
+    expect(page.get_by_text("256 of", exact=False)).to_have_count(0)
+    assert "layer3.1.conv2" in page.url
+    assert page.get_by_test_id("stException").count() == 0
+    page.screenshot(path=str(artifacts / "page.png"), full_page=True)

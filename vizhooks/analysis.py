@@ -1,0 +1,106 @@
+"""One photo through one model: what the page (and a notebook) shows, computed in one place."""
+
+from __future__ import annotations
+
+import hashlib
+from dataclasses import dataclass
+
+import torch
+from PIL import Image
+
+from .capture import capture_with_output
+from .images import resize_for_model, to_tensor
+from .layers import conv_layers
+from .models import ModelBundle
+
+
+@dataclass(frozen=True)
+class Prediction:
+    index: int
+    label: str
+    probability: float
+
+
+@dataclass(frozen=True)
+class LayerStats:
+    shape: tuple[int, ...]
+    min: float
+    mean: float
+    max: float
+
+    @property
+    def channels(self) -> int:
+        return self.shape[0]
+
+
+@dataclass(frozen=True)
+class Analysis:
+    """The result of one forward pass with hooks.
+
+    Attributes:
+        picture: the RGB picture the model saw (after resizing).
+        x: the normalised (1, 3, H, W) input tensor.
+        activations: ``{layer name: (1, C, H, W) tensor}`` in network order.
+        logits: (1, 1000) output of the same pass.
+        what: "output" or "input".
+    """
+
+    picture: Image.Image
+    x: torch.Tensor
+    activations: dict[str, torch.Tensor]
+    logits: torch.Tensor
+    what: str
+
+    def stats(self, layer: str) -> LayerStats:
+        return layer_stats(self.activations[layer])
+
+    @property
+    def nbytes(self) -> int:
+        return sum(t.element_size() * t.nelement() for t in self.activations.values())
+
+
+def image_digest(data: bytes) -> str:
+    """A short content hash, used as a cache key: the same photo under any name is one entry."""
+    return hashlib.sha256(data).hexdigest()[:32]
+
+
+def network_order(model: torch.nn.Module, layers: list[str]) -> list[str]:
+    """``layers`` sorted as the modules appear in the network (unknown names keep their place
+    at the end, for :func:`vizhooks.capture` to report)."""
+    order = {name: i for i, (name, _) in enumerate(model.named_modules())}
+    return sorted(dict.fromkeys(layers), key=lambda n: order.get(n, len(order)))
+
+
+def analyse(
+    bundle: ModelBundle,
+    image: Image.Image,
+    size: int = 224,
+    layers: list[str] | None = None,
+    what: str = "output",
+) -> Analysis:
+    """Resize ``image``, run the model once with hooks on ``layers`` and keep everything the page
+    shows. ``layers`` defaults to every Conv2d; results come in network order.
+
+    Example:
+        >>> a = analyse(bundle, load_image("sample_images/coffee.jpg"), 224, ["conv1"])
+        >>> top_classes(a.logits, bundle.categories)[0].label
+    """
+    picture = resize_for_model(image, size)
+    x = to_tensor(picture, bundle.mean, bundle.std)
+    names = network_order(bundle.model, layers or [c.name for c in conv_layers(bundle.model)])
+    acts, logits = capture_with_output(bundle.model, x, names, what=what)
+    return Analysis(picture=picture, x=x, activations=acts, logits=logits, what=what)
+
+
+def top_classes(logits: torch.Tensor, categories: list[str], k: int = 5) -> list[Prediction]:
+    """The ``k`` most probable classes (softmax over the logits of the first image)."""
+    probs = torch.softmax(logits.detach().float().reshape(logits.shape[0], -1)[0], dim=0)
+    values, indices = probs.topk(min(k, probs.numel()))
+    return [Prediction(int(i), categories[int(i)], float(v)) for v, i in zip(values, indices, strict=True)]
+
+
+def layer_stats(activation: torch.Tensor) -> LayerStats:
+    """Shape (without the batch dimension) and min / mean / max of one activation."""
+    t = activation.detach().float()
+    shape = tuple(t.shape[1:]) if t.ndim == 4 else tuple(t.shape)
+    return LayerStats(shape, float(t.min()), float(t.mean()), float(t.max()))

@@ -1,0 +1,108 @@
+"""The page's choices as a URL query string, so a teacher can share a link to one exact view.
+
+Parsing is strict and forgiving at once: every value is checked, bad ones are dropped and
+reported (the page shows a short notice), good ones are kept.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+
+from .layers import architecture_convs
+from .models import ARCHITECTURES
+from .render import CMAPS, NORMS, ORDERS
+
+SIZE_MIN, SIZE_MAX, SIZE_STEP = 128, 512, 32
+CHANNEL_CHOICES: tuple[int | str, ...] = (1, 2, 4, 8, 16, 32, 64, 128, 256, 512, "all")
+WHATS = ("output", "input")
+
+DEFAULTS: dict[str, object] = {
+    "model": "resnet18",
+    "size": 224,
+    "what": "output",
+    "channels": 16,
+    "order": "index",
+    "cmap": "viridis",
+    "norm": "channel",
+    "columns": 0,
+}
+
+#: The order of parameters in a shared link.
+KEYS = ("model", "sample", "layers", "what", "size", "channels", "order", "cmap", "norm", "columns")
+
+
+def _one(value: str | Sequence[str]) -> str:
+    return value if isinstance(value, str) else (value[-1] if value else "")
+
+
+def _int(text: str) -> int | None:
+    try:
+        return int(text)
+    except ValueError:
+        return None
+
+
+def parse_query(
+    params: Mapping[str, str | Sequence[str]], samples: Sequence[str]
+) -> tuple[dict[str, object], list[tuple[str, str]]]:
+    """Check query parameters.
+
+    Args:
+        params: e.g. ``st.query_params.to_dict()``; a list value means a repeated parameter
+            (the last one wins, except for ``layers``, whose lists are joined).
+        samples: file names of the sample photos.
+
+    Returns:
+        (valid choices, ``[(parameter, bad value), ...]``). Unknown parameter names are bad too.
+        Layer names are checked against the chosen (or default) model; good ones are kept.
+    """
+    good: dict[str, object] = {}
+    bad: list[tuple[str, str]] = []
+    for key in params:
+        if key not in KEYS:
+            bad.append((key, _one(params[key])))
+    model = _one(params.get("model", ""))
+    if "model" in params:
+        if model in ARCHITECTURES:
+            good["model"] = model
+        else:
+            bad.append(("model", model))
+    checks = {
+        "sample": lambda v: v if v in samples else None,
+        "what": lambda v: v if v in WHATS else None,
+        "order": lambda v: v if v in ORDERS else None,
+        "cmap": lambda v: v if v in CMAPS else None,
+        "norm": lambda v: v if v in NORMS else None,
+        "size": lambda v: n if (n := _int(v)) is not None and SIZE_MIN <= n <= SIZE_MAX else None,
+        "channels": lambda v: "all" if v == "all" else (n if (n := _int(v)) in CHANNEL_CHOICES else None),
+        "columns": lambda v: n if (n := _int(v)) is not None and 0 <= n <= 64 else None,
+    }
+    for key, check in checks.items():
+        if key in params:
+            value = _one(params[key])
+            parsed = check(value)
+            if parsed is None:
+                bad.append((key, value))
+            else:
+                good[key] = parsed
+    if "layers" in params:
+        raw = params["layers"]
+        names = [n.strip() for part in ([raw] if isinstance(raw, str) else raw) for n in part.split(",")]
+        names = [n for n in names if n]
+        valid = {c.name for c in architecture_convs(str(good.get("model", DEFAULTS["model"])))}
+        keep = [n for n in names if n in valid]
+        bad.extend(("layers", n) for n in names if n not in valid)
+        if keep:
+            good["layers"] = list(dict.fromkeys(keep))
+    return good, bad
+
+
+def to_query(choices: Mapping[str, object]) -> dict[str, str]:
+    """Choices -> query parameters (strings), in a stable order; ``sample`` only when set."""
+    out: dict[str, str] = {}
+    for key in KEYS:
+        value = choices.get(key)
+        if value is None or value == "":
+            continue
+        out[key] = ",".join(value) if isinstance(value, (list, tuple)) else str(value)
+    return out
