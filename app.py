@@ -16,6 +16,7 @@ import vizhooks as vz
 from vizhooks.analysis import Analysis, analyse, image_digest, layer_stats, top_classes
 from vizhooks.export import npz_bytes
 from vizhooks.layers import QUICK_PICKS, architecture_convs, quick_pick
+from vizhooks.models import fetch_command
 from vizhooks.render import CMAPS, NORMS, ORDERS, channel_image, channel_overlay
 from vizhooks.ui_text import t
 from vizhooks.urlstate import CHANNEL_CHOICES, DEFAULTS, SIZE_MAX, SIZE_MIN, SIZE_STEP, parse_query, to_query
@@ -161,7 +162,8 @@ def show_model_status(slot, bundle: vz.ModelBundle) -> None:
     if bundle.pretrained:
         slot.caption(t("weights_ok", status=bundle.weights_status))
     else:
-        slot.warning(t("weights_random", status=bundle.weights_status), icon=":material/warning:")
+        slot.warning(t("weights_random", command=fetch_command(bundle.name)), icon=":material/warning:")
+        slot.expander(t("weights_details")).write(bundle.weights_status)
 
 
 def image_bytes(c: Choices) -> bytes | None:
@@ -189,22 +191,24 @@ def show_feature_maps(analysis: Analysis, c: Choices, digest: str) -> None:
     layers = [name for name in c.layers if name in analysis.activations]
     bar = st.progress(0.0) if len(layers) > 2 else None
     where = {info.name: info.where for info in architecture_convs(c.model)}
+    columns = st.columns(2) if len(layers) > 1 else [st.container()]
     for i, name in enumerate(layers):
         if bar is not None:
             bar.progress(i / len(layers), text=t("rendering", i=i + 1, n=len(layers), name=name))
         stats = layer_stats(analysis.activations[name])
         total = stats.channels
         shown = min(c.channels or total, total)
-        st.subheader(name)
-        st.caption(t("layer_caption", where=where.get(name, ""), what=t(f"what_{c.what}").split(" ")[0],
-                     shape="×".join(map(str, stats.shape)), min=stats.min, mean=stats.mean, max=stats.max,
-                     shown=t("shown_some", shown=shown, total=total) if shown < total
-                     else t("shown_all", total=total)))
         key = (c.model, digest, c.size, c.what, name)
         png = grid_png(analysis, key, name, c.channels, c.order, c.cmap, c.norm, c.columns)
-        st.image(png)
-        st.download_button(t("download_png"), data=png, file_name=f"{name}.png", mime="image/png",
-                           key=f"download_{name}", on_click="ignore", icon=":material/download:")
+        with columns[i % len(columns)]:
+            st.subheader(name)
+            st.caption(t("layer_caption", where=where.get(name, ""), what=t(f"what_{c.what}").split(" ")[0],
+                         shape="×".join(map(str, stats.shape)), min=stats.min, mean=stats.mean, max=stats.max,
+                         shown=t("shown_some", shown=shown, total=total) if shown < total
+                         else t("shown_all", total=total)))
+            st.image(png)
+            st.download_button(t("download_png"), data=png, file_name=f"{name}.png", mime="image/png",
+                               key=f"download_{name}", on_click="ignore", icon=":material/download:")
     if bar is not None:
         bar.empty()
 

@@ -23,7 +23,12 @@ EN: dict[str, str] = {
     "device": "Running on **{device}**.",
     "loading_model": "Loading {name}…",
     "weights_ok": "{status}",
-    "weights_random": "{status}",
+    "weights_random": (
+        "**Random weights**: the ImageNet weights could not be loaded, so predictions are meaningless "
+        "and feature maps show an untrained network. Fix: run `make weights` or `{command}` once on "
+        "this server with internet, then restart it."
+    ),
+    "weights_details": "Why, and where the file goes",
     # sidebar: image
     "image_source": "Image",
     "source_sample": "Sample",

@@ -47,4 +47,7 @@ def test_default_view_upload_and_layer_change(server, page, artifacts):
     expect(page.get_by_text("256 of", exact=False)).to_have_count(0)
     assert "layer3.1.conv2" in page.url
     assert page.get_by_test_id("stException").count() == 0
-    page.screenshot(path=str(artifacts / "page.png"), full_page=True)
+    # Streamlit scrolls inside its own container, so a tall window shows the whole page.
+    page.set_viewport_size({"width": 1400, "height": 2600})
+    page.wait_for_timeout(500)
+    page.screenshot(path=str(artifacts / "page.png"))

@@ -1,0 +1,224 @@
+"""The page through Streamlit's AppTest: real script runs, in this process, random weights."""
+
+from __future__ import annotations
+
+import io
+from itertools import zip_longest
+from pathlib import Path
+
+import pytest
+import streamlit as st
+from PIL import Image
+from streamlit.testing.v1 import AppTest
+from torch.nn.modules.module import register_module_forward_hook
+from torchvision.models import ResNet
+
+ROOT = Path(__file__).resolve().parents[1]
+APP = str(ROOT / "app.py")
+TOUR = ["conv1", "layer1.0.conv1", "layer2.0.conv1", "layer3.0.conv1", "layer4.0.conv1"]
+
+
+@pytest.fixture(autouse=True)
+def _fresh_caches():
+    # st.cache_* live for the whole process, like on a server; each test starts from a cold page.
+    st.cache_data.clear()
+    st.cache_resource.clear()
+
+
+@pytest.fixture
+def forward_passes():
+    """Counts whole-network forward passes, by a global hook independent of the page's code."""
+    count = {"n": 0}
+
+    def hook(module, args, output):
+        if isinstance(module, ResNet):
+            count["n"] += 1
+
+    handle = register_module_forward_hook(hook)
+    yield count
+    handle.remove()
+
+
+def _app(**query) -> AppTest:
+    at = AppTest.from_file(APP, default_timeout=300)
+    for k, v in query.items():
+        at.query_params[k] = v
+    return at.run()
+
+
+def _ok(at: AppTest) -> None:
+    assert not at.exception, [e.value for e in at.exception]
+    assert not at.error, [e.value for e in at.error]
+
+
+def _layer_headings(at: AppTest) -> list[str]:
+    """Layer headings in reading order. Grids sit in two columns (left: 1st, 3rd, ...); the
+    element tree lists the left column first, so interleave the two halves again."""
+    heads = [s.value for s in at.subheader if s.value not in ("Top-5 ImageNet classes", "Layers", "Display")]
+    half = (len(heads) + 1) // 2
+    pairs = zip_longest(heads[:half], heads[half:])
+    return [h for pair in pairs for h in pair if h is not None]
+
+
+def _saw(at: AppTest) -> str:
+    return next(i.proto.imgs[0].caption for i in at.image if i.proto.imgs[0].caption.startswith("What the model"))
+
+
+def _png(mode="RGB", size=(64, 48), color=(200, 30, 30), fmt="PNG", **save) -> bytes:
+    buf = io.BytesIO()
+    Image.new(mode, size, color).save(buf, fmt, **save)
+    return buf.getvalue()
+
+
+def _upload(at: AppTest, name: str, data: bytes, mime: str = "image/png") -> AppTest:
+    if at.radio(key="source").value != "upload":
+        at.radio(key="source").set_value("upload").run()
+    at.file_uploader(key="upload").set_value((name, data, mime))
+    return at.run()
+
+
+def test_default_view_shows_input_and_grids(forward_passes):
+    at = _app()
+    _ok(at)
+    assert _layer_headings(at) == TOUR
+    assert _saw(at) == "What the model saw: 337 × 224 pixels"  # chelsea.jpg, 451 x 300
+    assert len(at.image) >= 1 + len(TOUR)
+    captions = " ".join(c.value for c in at.caption)
+    assert "16 of 64 channels" in captions and "16 of 512 channels" in captions
+    assert any("meaningless" in w.value for w in at.warning)  # random weights are said plainly
+    assert any("--download-weights resnet18" in w.value for w in at.warning)
+    assert forward_passes["n"] == 1
+    assert at.query_params["model"] == "resnet18" and at.query_params["sample"] == "chelsea.jpg"
+
+
+def test_display_changes_do_not_run_the_model(forward_passes):
+    at = _app()
+    assert forward_passes["n"] == 1
+    at.selectbox(key="cmap").set_value("magma").run()
+    at.selectbox(key="order").set_value("mean").run()
+    at.select_slider(key="channels").set_value(64).run()
+    at.radio(key="norm").set_value("layer").run()
+    at.number_input(key="columns").set_value(4).run()
+    at.number_input(key="insp_channel").set_value(5).run()
+    at.slider(key="insp_alpha").set_value(0.8).run()
+    _ok(at)
+    assert forward_passes["n"] == 1
+    captions = " ".join(c.value for c in at.caption)
+    assert "all 64 channels" in captions and "64 of 128 channels" in captions
+    assert at.query_params["cmap"] == "magma" and at.query_params["channels"] == "64"
+
+    at.multiselect(key="layers").select("layer3.1.conv2").run()
+    assert forward_passes["n"] == 2
+    assert _layer_headings(at) == [*TOUR[:4], "layer3.1.conv2", TOUR[4]]  # network order
+    at.slider(key="size").set_value(128).run()
+    assert forward_passes["n"] == 3
+    at.selectbox(key="cmap").set_value("gray").run()
+    assert forward_passes["n"] == 3
+    _ok(at)
+
+
+def test_switch_model_layers_and_capture_kind(forward_passes):
+    at = _app()
+    at.selectbox(key="model").set_value("resnet50").run()
+    _ok(at)
+    assert _layer_headings(at) == TOUR
+    assert "stage 1 · block 0 · conv 3" in at.multiselect(key="layers").options[3]
+    at.multiselect(key="layers").set_value(["layer1.0.conv3"]).run()
+    _ok(at)
+    assert _layer_headings(at) == ["layer1.0.conv3"]
+    at.selectbox(key="model").set_value("resnet34").run()  # conv3 does not exist in resnet34
+    _ok(at)
+    assert any("Choose at least one layer" in i.value for i in at.info)
+    at.selectbox(key="quick").set_value("stage2").run()
+    _ok(at)
+    assert _layer_headings(at) == [n for n in at.multiselect(key="layers").value]
+    assert len(at.multiselect(key="layers").value) == 9  # resnet34 stage 2: 4 blocks x 2 + shortcut
+    at.radio(key="what").set_value("input").run()
+    _ok(at)
+    # layer2.0.conv1's input is layer1's output: 64 channels at 1/4 of 224 x 337
+    assert "input 64×56×85" in " ".join(c.value for c in at.caption)
+
+
+def test_sample_gallery_switch(forward_passes):
+    at = _app()
+    at.selectbox(key="sample").set_value("astronaut.jpg").run()
+    _ok(at)
+    assert _saw(at) == "What the model saw: 224 × 224 pixels"
+    assert at.query_params["sample"] == "astronaut.jpg"
+
+
+def _exif_rotated_jpeg() -> bytes:
+    im = Image.new("RGB", (40, 80), (10, 200, 10))
+    exif = im.getexif()
+    exif[0x0112] = 6  # rotate 90° clockwise on display
+    buf = io.BytesIO()
+    im.save(buf, "JPEG", exif=exif)
+    return buf.getvalue()
+
+
+@pytest.mark.parametrize("name,data,saw", [
+    ("chelsea.jpg", (ROOT / "sample_images" / "chelsea.jpg").read_bytes(), "337 × 224"),
+    ("gray.png", _png("L", (100, 50), 128), "448 × 224"),
+    ("rgba.png", _png("RGBA", (50, 100), (255, 0, 0, 0)), "224 × 448"),
+    ("rotated.jpg", _exif_rotated_jpeg(), "448 × 224"),  # stored 40 x 80, shown 80 x 40
+])
+def test_good_uploads(name, data, saw):
+    at = _upload(_app(), name, data)
+    _ok(at)
+    assert _saw(at) == f"What the model saw: {saw} pixels"
+    assert _layer_headings(at) == TOUR
+    assert "sample" not in at.query_params  # an upload cannot be shared by link
+
+
+@pytest.mark.parametrize("name,data,needle", [
+    ("empty.png", b"", "empty"),
+    ("notes.png", b"these are my lecture notes\n" * 10, "text file"),
+    ("cut.jpg", (ROOT / "sample_images" / "chelsea.jpg").read_bytes()[:6000], "truncated"),
+])
+def test_bad_uploads_show_an_error_and_the_page_recovers(name, data, needle):
+    at = _upload(_app(), name, data)
+    assert not at.exception
+    assert len(at.error) == 1 and needle in at.error[0].value.lower()
+    assert "Traceback" not in at.error[0].value
+    assert at.selectbox(key="model").value == "resnet18"  # the sidebar still works
+    at.selectbox(key="cmap").set_value("magma").run()
+    assert not at.exception
+    at = _upload(at, "good.png", _png())
+    _ok(at)
+    assert _saw(at) == "What the model saw: 299 × 224 pixels"
+
+
+def test_camera_photo():
+    at = _app()
+    at.radio(key="source").set_value("camera").run()
+    assert any("Take a photo" in i.value for i in at.info)
+    at.camera_input(key="camera").set_value(("photo.jpg", _png(size=(640, 480), fmt="JPEG"), "image/jpeg"))
+    at.run()
+    _ok(at)
+    assert _saw(at) == "What the model saw: 299 × 224 pixels"
+
+
+def test_shared_link_restores_the_view_and_reports_bad_values(forward_passes):
+    at = _app(model="resnet34", layers="layer2.0.conv1,layer9.conv1", cmap="magma", size="999",
+              channels="all", sample="coffee.jpg", bogus="1")
+    _ok(at)
+    assert at.selectbox(key="model").value == "resnet34"
+    assert at.multiselect(key="layers").value == ["layer2.0.conv1"]
+    assert at.selectbox(key="cmap").value == "magma" and at.slider(key="size").value == 224
+    assert _layer_headings(at) == ["layer2.0.conv1"]
+    notice = " ".join(i.value for i in at.info)
+    assert "layers=layer9.conv1" in notice and "size=999" in notice and "bogus=1" in notice
+    assert "all 128 channels" in " ".join(c.value for c in at.caption)
+    assert _saw(at) == "What the model saw: 336 × 224 pixels"  # coffee.jpg, 600 x 400
+
+
+def test_downloads_are_offered():
+    at = _app()
+    keys = {b.key for b in at.get("download_button")}
+    assert {"download_npz", *(f"download_{n}" for n in TOUR)} <= keys
+
+
+def test_page_code_stays_thin():
+    source = Path(APP).read_text()
+    for forbidden in ("import torch", "pyplot", "register_forward_hook", "register_forward_pre_hook"):
+        assert forbidden not in source
