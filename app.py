@@ -14,12 +14,25 @@ import streamlit as st
 
 import vizhooks as vz
 from vizhooks.analysis import Analysis, analyse, image_digest, layer_stats, top_classes
+from vizhooks.cam import cams_from
 from vizhooks.export import npz_bytes
+from vizhooks.gradients import BackwardRecord, backward_report, gradient_pass
 from vizhooks.layers import QUICK_PICKS, architecture_convs, quick_pick
 from vizhooks.models import fetch_command
-from vizhooks.render import CMAPS, NORMS, ORDERS, channel_image, channel_overlay
+from vizhooks.render import CMAPS, NORMS, ORDERS, channel_image, channel_overlay, image_to_png
+from vizhooks.snippets import snippet
+from vizhooks.summary import layer_summary, summary_dataframe, summary_totals
 from vizhooks.ui_text import t
-from vizhooks.urlstate import CHANNEL_CHOICES, DEFAULTS, SIZE_MAX, SIZE_MIN, SIZE_STEP, parse_query, to_query
+from vizhooks.urlstate import (
+    CHANNEL_CHOICES,
+    DEFAULTS,
+    SIZE_MAX,
+    SIZE_MIN,
+    SIZE_STEP,
+    VIEWS,
+    parse_query,
+    to_query,
+)
 
 SAMPLES_DIR = Path(__file__).resolve().parent / "sample_images"
 SAMPLES = sorted(p.name for p in SAMPLES_DIR.iterdir() if p.suffix.lower() in (".jpg", ".jpeg", ".png"))
@@ -58,11 +71,32 @@ def get_analysis(model: str, digest: str, _data: bytes, size: int, layers: tuple
     return analyse(get_bundle(model), vz.load_image(_data), size, list(layers), what)
 
 
+@st.cache_resource(max_entries=8, show_spinner=False)
+def get_gradients(model: str, key: tuple, layers: tuple[str, ...], target: int, _analysis: Analysis):
+    """One forward + backward pass for a class: gradients and Grad-CAM maps of the chosen layers.
+    Keyed apart from get_analysis, so a new class re-runs this and nothing else."""
+    result = gradient_pass(get_bundle(model).model, _analysis.x, list(layers), target=target)
+    return result, cams_from(result, _analysis.x.shape[-2:])
+
+
+@st.cache_resource(max_entries=8, show_spinner=False)
+def get_backward_report(model: str, key: tuple, target: int, _analysis: Analysis) -> list[BackwardRecord]:
+    bundle = get_bundle(model)
+    children = [name for name, _ in bundle.model.named_children()]
+    return backward_report(bundle.model, _analysis.x, children, target=target)
+
+
+@st.cache_resource(max_entries=8, show_spinner=False)
+def get_summary(model: str, key: tuple, _analysis: Analysis):
+    rows = layer_summary(get_bundle(model).model, _analysis.x)
+    return summary_dataframe(rows), summary_totals(rows)
+
+
 @st.cache_data(max_entries=128, show_spinner=False)
-def grid_png(_analysis: Analysis, key: tuple, layer: str, channels: int | None, order: str, cmap: str,
-             norm: str, columns: int | None) -> bytes:
-    fig = vz.feature_grid(_analysis.activations[layer], channels=channels, order=order, cmap=cmap,
-                          norm=norm, title=layer, columns=columns)
+def grid_png(_tensor, key: tuple, channels: int | None, order: str, cmap: str, norm: str,
+             columns: int | None, title: str, vcenter: float | None = None) -> bytes:
+    fig = vz.feature_grid(_tensor, channels=channels, order=order, cmap=cmap, norm=norm, title=title,
+                          columns=columns, vcenter=vcenter)
     return vz.figure_to_png(fig)
 
 
@@ -87,6 +121,8 @@ def init_state() -> None:
     st.session_state["sample"] = good.get("sample", DEFAULT_SAMPLE)
     convs = architecture_convs(st.session_state["model"])
     st.session_state["layers"] = good.get("layers") or quick_pick(convs, "tour")
+    if "target" in good:
+        st.session_state["target"] = good["target"]
     st.session_state["_url_notices"] = bad
     st.session_state["_initialised"] = True
 
@@ -143,9 +179,11 @@ def sidebar() -> tuple[Choices, st.delta_generator.DeltaGenerator]:
     ), model_slot
 
 
-def sync_url(c: Choices) -> None:
+def sync_url(c: Choices, view: str) -> None:
+    target = st.session_state.get("target")
     query = to_query({
-        "model": c.model, "sample": c.sample if c.source == "sample" else None, "layers": c.layers,
+        "view": view, "target": target, "model": c.model,
+        "sample": c.sample if c.source == "sample" else None, "layers": c.layers,
         "what": c.what, "size": c.size, "channels": c.channels or "all", "order": c.order,
         "cmap": c.cmap, "norm": c.norm, "columns": c.columns or 0,
     })
@@ -198,8 +236,8 @@ def show_feature_maps(analysis: Analysis, c: Choices, digest: str) -> None:
         stats = layer_stats(analysis.activations[name])
         total = stats.channels
         shown = min(c.channels or total, total)
-        key = (c.model, digest, c.size, c.what, name)
-        png = grid_png(analysis, key, name, c.channels, c.order, c.cmap, c.norm, c.columns)
+        key = ("maps", c.model, digest, c.size, c.what, name)
+        png = grid_png(analysis.activations[name], key, c.channels, c.order, c.cmap, c.norm, c.columns, name)
         with columns[i % len(columns)]:
             st.subheader(name)
             st.caption(t("layer_caption", where=where.get(name, ""), what=t(f"what_{c.what}").split(" ")[0],
@@ -232,11 +270,104 @@ def show_inspector(analysis: Analysis, c: Choices) -> None:
     st.caption(t("insp_range", min=s.min, mean=s.mean, max=s.max))
 
 
+def class_picker(bundle: vz.ModelBundle, analysis: Analysis) -> int:
+    """The class whose logit is differentiated: the top-1 class unless the person picks one."""
+    top = top_classes(analysis.logits, bundle.categories, 1)[0]
+    cats = bundle.categories
+    picked = st.selectbox(t("target"), range(len(cats)), key="target", index=None,
+                          format_func=lambda i: f"{cats[i]} ({i})", help=t("target_help"),
+                          placeholder=t("target_top1", label=top.label, index=top.index),
+                          persist_state="session")
+    return top.index if picked is None else int(picked)
+
+
+def show_gradients(analysis: Analysis, bundle: vz.ModelBundle, c: Choices, digest: str) -> None:
+    target = class_picker(bundle, analysis)
+    with st.spinner(t("running_backward", label=bundle.categories[target])):
+        result, _ = get_gradients(c.model, (digest, c.size), c.layers, target, analysis)
+    st.caption(t("gradients_intro", label=bundle.categories[target], index=target))
+    columns = st.columns(2) if len(c.layers) > 1 else [st.container()]
+    for i, name in enumerate(n for n in c.layers if n in result.gradients):
+        grad = result.gradients[name]
+        s = layer_stats(grad)
+        key = ("grad", c.model, digest, c.size, target, name)
+        png = grid_png(grad, key, c.channels, c.order, "RdBu_r", "layer", c.columns, f"d logit / d {name}", 0.0)
+        with columns[i % len(columns)]:
+            st.subheader(name)
+            st.caption(t("grad_caption", shape="×".join(map(str, s.shape)), min=s.min, max=s.max))
+            st.image(png)
+            st.download_button(t("download_png"), data=png, file_name=f"{name}-gradient.png", mime="image/png",
+                               key=f"download_grad_{name}", on_click="ignore", icon=":material/download:")
+
+
+def show_gradcam(analysis: Analysis, bundle: vz.ModelBundle, c: Choices, digest: str) -> None:
+    target = class_picker(bundle, analysis)
+    alpha = st.slider(t("cam_alpha"), 0.0, 1.0, value=0.5, step=0.05, key="cam_alpha", persist_state="session")
+    with st.spinner(t("running_backward", label=bundle.categories[target])):
+        _, cams = get_gradients(c.model, (digest, c.size), c.layers, target, analysis)
+    st.caption(t("gradcam_intro", label=bundle.categories[target], index=target))
+    columns = st.columns(2) if len(c.layers) > 1 else [st.container()]
+    for i, name in enumerate(n for n in c.layers if n in cams):
+        overlay = channel_overlay(analysis.picture, cams[name], alpha, "jet")
+        with columns[i % len(columns)]:
+            st.subheader(name)
+            st.image(overlay, caption=t("cam_caption", layer=name, label=bundle.categories[target]))
+            st.download_button(t("download_png"), data=image_to_png(overlay), file_name=f"{name}-gradcam.png",
+                               mime="image/png", key=f"download_cam_{name}", on_click="ignore",
+                               icon=":material/download:")
+
+
+def _shapes(shapes) -> str:
+    if shapes is None:
+        return "—"
+    return ", ".join("None" if s is None else "×".join(map(str, s)) for s in shapes)
+
+
+def show_backward(analysis: Analysis, bundle: vz.ModelBundle, c: Choices, digest: str) -> None:
+    target = class_picker(bundle, analysis)
+    with st.spinner(t("running_backward", label=bundle.categories[target])):
+        records = get_backward_report(c.model, (digest, c.size), target, analysis)
+    st.markdown(t("backward_intro", label=bundle.categories[target]))
+    st.dataframe(
+        [{t("col_step"): i + 1, t("col_module"): r.name, t("col_type"): r.type,
+          t("col_grad_output"): _shapes(r.grad_output), t("col_grad_input"): _shapes(r.grad_input),
+          t("col_note"): r.note} for i, r in enumerate(records)],
+        hide_index=True, key="backward_table",
+    )
+    st.markdown(t("backward_reading"))
+
+
+def show_table(analysis: Analysis, c: Choices, digest: str) -> None:
+    with st.spinner(t("running_table")):
+        frame, totals = get_summary(c.model, (digest, c.size), analysis)
+    left, mid, right = st.columns(3)
+    left.metric(t("total_params"), f"{int(totals['params']):,}")
+    mid.metric(t("total_outputs"), f"{int(totals['output_elements']):,}")
+    right.metric(t("total_time"), f"{totals['time_ms']:.0f} ms")
+    st.caption(t("table_intro"))
+    st.dataframe(frame, hide_index=True, key="layer_table", column_config={
+        "time_ms": st.column_config.NumberColumn(format="%.2f"),
+        "params": st.column_config.NumberColumn(format="localized"),
+        "output_elements": st.column_config.NumberColumn(format="localized"),
+    })
+
+
+def show_code(bundle: vz.ModelBundle, c: Choices) -> None:
+    view = st.radio(t("code_view"), ("maps", "gradients", "gradcam", "backward", "table"), key="code_view",
+                    horizontal=True, format_func=lambda v: t(f"view_{v}"))
+    image = f"sample_images/{c.sample}" if c.source == "sample" else "my_photo.jpg"
+    target = st.session_state.get("target")
+    code = snippet(view, model=c.model, image=image, size=c.size, layers=list(c.layers), what=c.what,
+                   target=None if target is None else int(target), pretrained=bundle.pretrained)
+    st.caption(t("code_intro"))
+    st.code(code, language="python")
+    st.markdown(t("hooks_explained"))
+
+
 def main() -> None:
     st.set_page_config(page_title=t("page_title"), layout="wide")
     init_state()
     choices, model_slot = sidebar()
-    sync_url(choices)
 
     st.title(t("title"))
     st.caption(t("subtitle"))
@@ -249,6 +380,9 @@ def main() -> None:
     show_model_status(model_slot, bundle)
 
     data = image_bytes(choices)
+    view = st.radio(t("view"), VIEWS, key="view", horizontal=True, label_visibility="collapsed",
+                    format_func=lambda v: t(f"view_{v}"))
+    sync_url(choices, view)
     if data is None:
         st.info(t("no_upload" if choices.source == "upload" else "no_camera"))
         return
@@ -267,11 +401,21 @@ def main() -> None:
         return
 
     show_input_and_predictions(analysis, bundle)
-    maps, inspector = st.tabs([t("tab_maps"), t("tab_inspector")])
-    with maps:
+    st.divider()
+    if view == "maps":
         show_feature_maps(analysis, choices, digest)
-    with inspector:
+    elif view == "inspector":
         show_inspector(analysis, choices)
+    elif view == "gradients":
+        show_gradients(analysis, bundle, choices, digest)
+    elif view == "gradcam":
+        show_gradcam(analysis, bundle, choices, digest)
+    elif view == "backward":
+        show_backward(analysis, bundle, choices, digest)
+    elif view == "table":
+        show_table(analysis, choices, digest)
+    else:
+        show_code(bundle, choices)
 
 
 main()

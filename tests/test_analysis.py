@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import copy
 import dataclasses
+import functools
 
 import numpy as np
 import pytest
@@ -37,6 +38,12 @@ def photo(width: int, height: int, seed: int = 0) -> Image.Image:
 
 def tv_conv_names(model: nn.Module) -> list[str]:
     return [n for n, m in model.named_modules() if isinstance(m, nn.Conv2d)]
+
+
+@functools.cache
+def real_conv_names(arch: str) -> tuple[str, ...]:
+    """Conv2d names of the real torchvision architecture (built on the CPU, random weights)."""
+    return tuple(tv_conv_names(getattr(torchvision.models, arch)(weights=None)))
 
 
 def out_of_place_copy(model: nn.Module) -> nn.Module:
@@ -207,7 +214,7 @@ def test_analyse_default_size_and_x(resnet18):
 
 
 def test_layers_come_back_in_network_order(resnet18, picture):
-    real_order = tv_conv_names(torchvision.models.resnet18(weights=None))
+    real_order = list(real_conv_names("resnet18"))
     asked = ["layer4.0.downsample.0", "conv1", "layer2.1.conv2", "layer1.0.conv1", "layer2.0.conv1"]
     a = analyse(resnet18, picture, size=128, layers=asked)
     assert list(a.activations) == sorted(asked, key=real_order.index)
@@ -217,7 +224,7 @@ def test_layers_come_back_in_network_order(resnet18, picture):
 
 def test_layers_none_gives_every_conv(resnet18, picture):
     a = analyse(resnet18, picture, size=128, layers=None)
-    expected = tv_conv_names(torchvision.models.resnet18(weights=None))
+    expected = list(real_conv_names("resnet18"))
     assert len(expected) == 20
     assert list(a.activations) == expected
     for name, t in a.activations.items():
@@ -329,8 +336,7 @@ def test_quick_picks_menu():
 @pytest.mark.parametrize("pick", QUICK_PICKS)
 def test_quick_pick(request, fixture, pick):
     bundle = request.getfixturevalue(fixture)
-    names = tv_conv_names(getattr(torchvision.models, fixture)(weights=None))
-    expected = oracle_pick(names, pick)
+    expected = oracle_pick(list(real_conv_names(fixture)), pick)
     assert expected, pick
     assert quick_pick(conv_layers(bundle.model), pick) == expected
     assert quick_pick(architecture_convs(fixture), pick) == expected

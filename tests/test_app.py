@@ -3,6 +3,9 @@
 from __future__ import annotations
 
 import io
+import os
+import subprocess
+import sys
 from itertools import zip_longest
 from pathlib import Path
 
@@ -11,7 +14,7 @@ import streamlit as st
 from PIL import Image
 from streamlit.testing.v1 import AppTest
 from torch.nn.modules.module import register_module_forward_hook
-from torchvision.models import ResNet
+from torchvision.models import ResNet, ResNet18_Weights
 
 ROOT = Path(__file__).resolve().parents[1]
 APP = str(ROOT / "app.py")
@@ -99,8 +102,10 @@ def test_display_changes_do_not_run_the_model(forward_passes):
     at.select_slider(key="channels").set_value(64).run()
     at.radio(key="norm").set_value("layer").run()
     at.number_input(key="columns").set_value(4).run()
+    at.radio(key="view").set_value("inspector").run()
     at.number_input(key="insp_channel").set_value(5).run()
     at.slider(key="insp_alpha").set_value(0.8).run()
+    at.radio(key="view").set_value("maps").run()
     _ok(at)
     assert forward_passes["n"] == 1
     captions = " ".join(c.value for c in at.caption)
@@ -222,3 +227,76 @@ def test_page_code_stays_thin():
     source = Path(APP).read_text()
     for forbidden in ("import torch", "pyplot", "register_forward_hook", "register_forward_pre_hook"):
         assert forbidden not in source
+
+
+# --- the hook views ---------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("view", ["inspector", "gradients", "gradcam", "backward", "table", "code"])
+def test_every_view_renders(view):
+    at = _app(view=view)
+    _ok(at)
+    assert at.radio(key="view").value == view
+    if view in ("gradients", "gradcam"):
+        assert _layer_headings(at) == TOUR
+        assert len(at.image) == 1 + len(TOUR)  # the input picture + one per layer
+    if view == "backward":
+        table = at.dataframe[0].value
+        assert list(table["module"]) == ["fc", "avgpool", "layer4", "layer3", "layer2", "layer1",
+                                         "maxpool", "relu", "bn1", "conv1"]
+    if view == "table":
+        assert len(at.dataframe[0].value) == 67  # every module of resnet18 but the root
+        # resnet18's parameter count as torchvision's weights metadata states it
+        assert at.metric[0].value == f"{ResNet18_Weights.IMAGENET1K_V1.meta['num_params']:,}"
+
+
+def _image_urls(at: AppTest) -> list[str]:
+    # AppTest's media store names images by a hash of their bytes
+    return [i.proto.imgs[0].url for i in at.image][1:]
+
+
+def test_another_class_changes_gradcam_and_reruns_only_backward(forward_passes):
+    at = _app(view="gradcam")
+    _ok(at)
+    before, passes = _image_urls(at), forward_passes["n"]
+    assert passes == 2  # the feature capture, then the gradient pass
+    at.slider(key="cam_alpha").set_value(0.7).run()
+    assert forward_passes["n"] == passes  # opacity is display only
+    changed_alpha = _image_urls(at)
+    at.selectbox(key="target").set_value(281).run()  # tabby cat
+    _ok(at)
+    assert forward_passes["n"] == passes + 1  # one gradient pass; the feature capture is cached
+    after = _image_urls(at)
+    assert after != changed_alpha and changed_alpha != before
+    assert "tabby" in " ".join(i.proto.imgs[0].caption for i in at.image)
+    assert at.query_params["target"] == "281"
+    at.radio(key="view").set_value("gradients").run()
+    assert forward_passes["n"] == passes + 1  # same class, same layers: cached
+    at.selectbox(key="cmap").set_value("magma").run()
+    assert forward_passes["n"] == passes + 1
+
+
+def test_code_snippet_runs_as_written_and_matches_the_page(tmp_path):
+    at = _app()
+    shapes = {}
+    for cap in at.caption:
+        if " · output " in cap.value:
+            shapes[len(shapes)] = cap.value.split(" · output ")[1].split(" · ")[0]
+    # captions and headings come in the same (element tree) order
+    heads = [s.value for s in at.subheader if s.value in TOUR]
+    page_shapes = dict(zip(heads, shapes.values(), strict=True))
+    at.radio(key="view").set_value("code").run()
+    _ok(at)
+    code = at.code[0].value
+    assert "vizhooks" not in code and "register_forward_hook" in code
+    script = tmp_path / "snippet.py"
+    script.write_text(code)
+    env = {**os.environ, "TORCH_HOME": str(tmp_path)}
+    run = subprocess.run([sys.executable, str(script)], cwd=ROOT, env=env, capture_output=True, text=True,
+                         timeout=300)
+    assert run.returncode == 0, run.stderr
+    printed = {}
+    for line in run.stdout.splitlines():
+        name, shape = line.split(" ", 1)
+        printed[name] = "×".join(shape.strip("()").split(", ")[1:])
+    assert printed == page_shapes

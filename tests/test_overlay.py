@@ -90,6 +90,16 @@ def test_hot_pixel_elsewhere_moves_the_bright_region():
     assert grey[:10, :10].max() == 0
 
 
+def test_upsampling_is_smooth_not_blocky():
+    # A 4-step ramp upsampled 10x: smooth (bicubic) interpolation gives many grey levels that
+    # rise left to right; blocky (nearest) upsampling would give only the 4 original levels.
+    ramp = np.tile(np.arange(4, dtype=np.float32), (4, 1))
+    row = rgb(channel_image(ramp, (40, 40), "gray"))[20, :, 0].astype(np.int32)
+    assert len(np.unique(row)) >= 12
+    assert row[0] == 0 and row[-1] == 255
+    assert (np.diff(row) >= -2).all()  # rising, allowing for tiny interpolation ripple
+
+
 def test_channel_stretched_to_its_own_range():
     # Offset and scale do not matter: each channel is stretched to its own min..max.
     base = random_channel(6, 6, seed=9)

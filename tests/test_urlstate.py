@@ -36,7 +36,10 @@ def test_constants():
     assert (SIZE_MIN, SIZE_MAX) == (128, 512)
     assert CHANNEL_CHOICES == (1, 2, 4, 8, 16, 32, 64, 128, 256, 512, "all")
     assert set(WHATS) == {"output", "input"}
-    assert KEYS == ("model", "sample", "layers", "what", "size", "channels", "order", "cmap", "norm", "columns")
+    # Other parameters may be added to KEYS; these ten must stay, in this relative order.
+    ten = ("model", "sample", "layers", "what", "size", "channels", "order", "cmap", "norm", "columns")
+    assert [k for k in KEYS if k in ten] == list(ten)
+    assert len(KEYS) == len(set(KEYS))
 
 
 def test_defaults_are_valid_choices():
@@ -388,3 +391,30 @@ def test_round_trip_expected_query_text():
         "norm": "layer",
         "columns": "64",
     }
+
+
+# --- stricter parsing, found while reviewing the parser ------------------------------------
+
+
+@pytest.mark.parametrize("params", [{"size": "130"}, {"size": "2_56"}, {"columns": " 8 "}, {"channels": "+16"},
+                                    {"target": "1e2"}, {"view": "secret"}, {"target": "1000"}])
+def test_loose_numbers_and_off_grid_values_are_rejected(params):
+    good, bad = parse_query(params, [])
+    assert good == {} and bad == [next(iter(params.items()))]
+
+
+def test_view_and_target_round_trip():
+    good, bad = parse_query({"view": "gradcam", "target": "281"}, [])
+    assert good == {"view": "gradcam", "target": 281} and bad == []
+
+
+def test_repeated_bad_layer_reported_once():
+    _, bad = parse_query({"layers": "nope,nope,conv1"}, [])
+    assert bad == [("layers", "nope")]
+
+
+def test_quick_pick_refuses_unknown_stage():
+    from vizhooks.layers import architecture_convs, quick_pick
+
+    with pytest.raises(ValueError):
+        quick_pick(architecture_convs("resnet18"), "stage5")

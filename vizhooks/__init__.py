@@ -8,7 +8,9 @@ Example:
     >>> feature_grid(acts["conv1"], title="conv1").savefig("conv1.png")
 """
 
+from .cam import grad_cam
 from .capture import capture, capture_with_output, hook_count, model_lock
+from .gradients import BackwardRecord, GradientResult, backward_report, capture_gradients, gradient_pass
 from .images import (
     MAX_PIXELS,
     InvalidImageError,
@@ -36,11 +38,21 @@ from .models import (
     resolve_device,
 )
 from .render import feature_grid, figure_to_png
+from .summary import SummaryRow, layer_summary, summary_dataframe
 
 __version__ = "0.1.0"
 
 __all__ = [
     "ARCHITECTURES",
+    "BackwardRecord",
+    "GradientResult",
+    "SummaryRow",
+    "backward_report",
+    "capture_gradients",
+    "grad_cam",
+    "gradient_pass",
+    "layer_summary",
+    "summary_dataframe",
     "MAX_PIXELS",
     "InvalidImageError",
     "LayerInfo",

@@ -189,6 +189,8 @@ def quick_pick(convs: Iterable[LayerInfo], pick: str) -> list[str]:
     Raises:
         ValueError: unknown pick.
     """
+    if pick not in QUICK_PICKS:
+        raise ValueError(f"Unknown quick pick {pick!r}. Choose one of: {', '.join(QUICK_PICKS)}.")
     names = [c.name for c in convs]
     if pick == "all":
         return names
@@ -202,7 +204,5 @@ def quick_pick(convs: Iterable[LayerInfo], pick: str) -> list[str]:
         return tour
     if pick == "shortcuts":
         return [n for n in names if ".downsample." in n]
-    if re.fullmatch(r"stage\d+", pick):
-        prefix = f"layer{pick[5:]}."
-        return [n for n in names if n.startswith(prefix)]
-    raise ValueError(f"Unknown quick pick {pick!r}. Choose one of: {', '.join(QUICK_PICKS)}.")
+    prefix = f"layer{pick.removeprefix('stage')}."  # stage1..stage4
+    return [n for n in names if n.startswith(prefix)]

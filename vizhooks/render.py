@@ -243,3 +243,10 @@ def channel_overlay(picture, channel: torch.Tensor | np.ndarray, alpha: float = 
     heat = np.asarray(channel_image(channel, picture.size, cmap), dtype=np.float32)
     base = np.asarray(picture.convert("RGB"), dtype=np.float32)
     return Image.fromarray((base * (1 - alpha) + heat * alpha + 0.5).astype(np.uint8))
+
+
+def image_to_png(image) -> bytes:
+    """A PIL image as PNG bytes (for download buttons)."""
+    buf = io.BytesIO()
+    image.save(buf, format="PNG")
+    return buf.getvalue()

@@ -92,6 +92,87 @@ EN: dict[str, str] = {
     "download_png": "PNG",
     "download_npz": "Download all activations (.npz)",
     "download_npz_help": "One float32 array per layer (C, H, W) plus __input__, the same format as the CLI's --npz.",
+    # views
+    "view": "View",
+    "view_maps": "Feature maps",
+    "view_inspector": "Channel inspector",
+    "view_gradients": "Gradients",
+    "view_gradcam": "Grad-CAM",
+    "view_backward": "Backward hooks",
+    "view_table": "Layer table",
+    "view_code": "How this was made",
+    # class for gradients
+    "target": "Class to explain",
+    "target_help": "Gradients and Grad-CAM are taken of this class's score. Type to search all 1000 classes.",
+    "target_top1": "Top-1 class: {label} ({index})",
+    "running_backward": "Forward and backward pass for “{label}”…",
+    "gradients_intro": (
+        "How much the score of **{label}** ({index}) would change if one value of a feature map "
+        "went up: red pushes the score up, blue pushes it down, white does nothing. Caught with a "
+        "tensor hook (`output.register_hook`) registered from a forward hook."
+    ),
+    "grad_caption": "gradient {shape} · min {min:.3g} · max {max:.3g} · one colour scale per layer, centred at 0",
+    "gradcam_intro": (
+        "Grad-CAM for **{label}** ({index}): each channel is weighted by its average gradient, the "
+        "weighted channels are summed, negatives are dropped, and the map is stretched over the "
+        "photo. Red marks where this layer found evidence for the class. Deep layers give coarse "
+        "but meaningful maps; early layers give fine, noisy ones."
+    ),
+    "cam_alpha": "Heat map opacity",
+    "cam_caption": "{layer} → {label}",
+    "backward_intro": (
+        "`register_full_backward_hook` on each top-level child of the model, then one backward "
+        "pass from the score of **{label}**. Rows come in the order backward reached them."
+    ),
+    "col_step": "step",
+    "col_module": "module",
+    "col_type": "type",
+    "col_grad_output": "grad_output (arrives)",
+    "col_grad_input": "grad_input (leaves)",
+    "col_note": "note",
+    "backward_reading": (
+        "**Reading the table.** Backward runs the network in reverse: it starts at `fc`, the last "
+        "layer, and walks back to `conv1`. Each module receives `grad_output`, the gradient of the "
+        "score with respect to what it produced, and passes on `grad_input`, the gradient with "
+        "respect to what it was given: the `grad_input` of one row is the `grad_output` of the row "
+        "below it. Shapes shrink towards the top of the table because deeper layers have fewer, "
+        "smaller maps. `bn1` and `relu` carry no full backward hook: `relu` overwrites its input "
+        "(inplace=True) and so changes `bn1`'s output after the fact, which full backward hooks "
+        "refuse. The Gradients view gets around this with tensor hooks."
+    ),
+    "running_table": "Timing every module…",
+    "total_params": "Parameters",
+    "total_outputs": "Output values (all leaf modules)",
+    "total_time": "Forward time",
+    "table_intro": (
+        "Built in one forward pass: a forward pre-hook notes each module's input and start time, a "
+        "forward hook its output and end time. Containers (Sequential stages, blocks) include their "
+        "children. Click a column header to sort."
+    ),
+    "code_view": "Code for",
+    "code_intro": (
+        "Plain PyTorch, no vizhooks: paste it into a notebook next to the photo to get the same "
+        "numbers (with the same weights)."
+    ),
+    "hooks_explained": (
+        "#### The four hook kinds\n\n"
+        "- **`tensor.register_hook(fn)`**, `fn(grad) -> grad or None`. Runs during backward, when "
+        "the gradient for this tensor has been computed. Read it, or return a changed one (clipping). "
+        "Saves keeping `retain_grad()` copies of every intermediate tensor.\n"
+        "- **`module.register_forward_pre_hook(fn)`**, `fn(module, inputs) -> new inputs or None`. "
+        "Runs just before `forward()`; `inputs` is a tuple. Used here for \"input\" capture and "
+        "for the start time in the layer table.\n"
+        "- **`module.register_forward_hook(fn)`**, `fn(module, inputs, output) -> new output or "
+        "None`. Runs just after `forward()`. This is how the feature maps are caught. Clone what "
+        "you keep: an in-place op later in the network may overwrite it.\n"
+        "- **`module.register_full_backward_hook(fn)`**, `fn(module, grad_input, grad_output)`. "
+        "Runs during backward with the gradients of the module's inputs and outputs (tuples; "
+        "`None` where there is no gradient). It replaced `register_backward_hook`, which gave wrong "
+        "`grad_input` for modules made of several operations. It cannot wrap modules whose output "
+        "is modified in place.\n\n"
+        "Every registration returns a handle; call `handle.remove()` (in a `finally:`) when done, "
+        "or the hook keeps running on every later pass."
+    ),
     "insp_layer": "Layer",
     "insp_channel": "Channel",
     "insp_alpha": "Overlay opacity",

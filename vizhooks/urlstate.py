@@ -15,6 +15,8 @@ from .render import CMAPS, NORMS, ORDERS
 SIZE_MIN, SIZE_MAX, SIZE_STEP = 128, 512, 32
 CHANNEL_CHOICES: tuple[int | str, ...] = (1, 2, 4, 8, 16, 32, 64, 128, 256, 512, "all")
 WHATS = ("output", "input")
+#: The page's views, in menu order.
+VIEWS = ("maps", "inspector", "gradients", "gradcam", "backward", "table", "code")
 
 DEFAULTS: dict[str, object] = {
     "model": "resnet18",
@@ -25,10 +27,12 @@ DEFAULTS: dict[str, object] = {
     "cmap": "viridis",
     "norm": "channel",
     "columns": 0,
+    "view": "maps",
 }
 
 #: The order of parameters in a shared link.
-KEYS = ("model", "sample", "layers", "what", "size", "channels", "order", "cmap", "norm", "columns")
+KEYS = ("view", "model", "sample", "layers", "what", "size", "channels", "order", "cmap", "norm", "columns",
+        "target")
 
 
 def _one(value: str | Sequence[str]) -> str:
@@ -36,10 +40,7 @@ def _one(value: str | Sequence[str]) -> str:
 
 
 def _int(text: str) -> int | None:
-    try:
-        return int(text)
-    except ValueError:
-        return None
+    return int(text) if text.isascii() and text.isdigit() else None
 
 
 def parse_query(
@@ -73,9 +74,12 @@ def parse_query(
         "order": lambda v: v if v in ORDERS else None,
         "cmap": lambda v: v if v in CMAPS else None,
         "norm": lambda v: v if v in NORMS else None,
-        "size": lambda v: n if (n := _int(v)) is not None and SIZE_MIN <= n <= SIZE_MAX else None,
+        "size": lambda v: n if (n := _int(v)) is not None and SIZE_MIN <= n <= SIZE_MAX
+        and (n - SIZE_MIN) % SIZE_STEP == 0 else None,
         "channels": lambda v: "all" if v == "all" else (n if (n := _int(v)) in CHANNEL_CHOICES else None),
         "columns": lambda v: n if (n := _int(v)) is not None and 0 <= n <= 64 else None,
+        "view": lambda v: v if v in VIEWS else None,
+        "target": lambda v: n if (n := _int(v)) is not None and 0 <= n < 1000 else None,
     }
     for key, check in checks.items():
         if key in params:
@@ -91,7 +95,7 @@ def parse_query(
         names = [n for n in names if n]
         valid = {c.name for c in architecture_convs(str(good.get("model", DEFAULTS["model"])))}
         keep = [n for n in names if n in valid]
-        bad.extend(("layers", n) for n in names if n not in valid)
+        bad.extend(("layers", n) for n in dict.fromkeys(names) if n not in valid)
         if keep:
             good["layers"] = list(dict.fromkeys(keep))
     return good, bad

@@ -51,3 +51,24 @@ def test_default_view_upload_and_layer_change(server, page, artifacts):
     page.set_viewport_size({"width": 1400, "height": 2600})
     page.wait_for_timeout(500)
     page.screenshot(path=str(artifacts / "page.png"))
+
+
+def test_every_view_renders_from_a_link(server, page, artifacts):
+    from vizhooks.urlstate import VIEWS
+
+    # what each view must show once it has finished
+    shows = {"maps": "stImage", "inspector": "stImage", "gradients": "stImage", "gradcam": "stImage",
+             "backward": "stDataFrame", "table": "stDataFrame", "code": "stCode"}
+    assert set(shows) == set(VIEWS)
+    for view in VIEWS:
+        page.goto(f"{server}/?view={view}&layers=conv1,layer4.1.conv2")
+        expect(page.get_by_text(re.compile(r"What the model saw"))).to_be_visible()
+        if view not in ("inspector", "code"):
+            expect(page.get_by_role("heading", name="layer4.1.conv2", exact=True).or_(
+                page.get_by_test_id(shows[view]).last).first).to_be_visible()
+        expect(page.get_by_test_id(shows[view]).last).to_be_visible()
+        expect(page.get_by_test_id("stSpinner")).to_have_count(0)
+        expect(page.get_by_test_id("stStatusWidget")).to_have_count(0)
+        assert page.get_by_test_id("stException").count() == 0, view
+        assert page.get_by_test_id("stAlert").filter(has_text="can't").count() == 0, view
+        page.screenshot(path=str(artifacts / f"view-{view}.png"))
