@@ -7,6 +7,9 @@ vizhooks.ui_text.
 
 from __future__ import annotations
 
+import logging
+import os
+from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -14,6 +17,7 @@ import streamlit as st
 
 import vizhooks as vz
 from vizhooks.analysis import Analysis, analyse, image_digest, layer_stats, top_classes
+from vizhooks.budget import ByteLRU, CaptureTooLargeError, check_capture
 from vizhooks.cam import cams_from
 from vizhooks.export import npz_bytes
 from vizhooks.gradients import BackwardRecord, backward_report, gradient_pass
@@ -34,6 +38,7 @@ from vizhooks.urlstate import (
     to_query,
 )
 
+LOG = logging.getLogger("vizhooks.app")
 SAMPLES_DIR = Path(__file__).resolve().parent / "sample_images"
 SAMPLES = sorted(p.name for p in SAMPLES_DIR.iterdir() if p.suffix.lower() in (".jpg", ".jpeg", ".png"))
 DEFAULT_SAMPLE = "chelsea.jpg" if "chelsea.jpg" in SAMPLES else SAMPLES[0]
@@ -66,17 +71,37 @@ def get_bundle(name: str) -> vz.ModelBundle:
     return vz.load_model(name)
 
 
-@st.cache_resource(max_entries=16, show_spinner=False)
-def get_analysis(model: str, digest: str, _data: bytes, size: int, layers: tuple[str, ...], what: str) -> Analysis:
-    return analyse(get_bundle(model), vz.load_image(_data), size, list(layers), what)
+@st.cache_resource(show_spinner=False)
+def result_cache() -> ByteLRU:
+    """Activations and gradients of recent requests, shared by all sessions, bounded in bytes
+    (VIZHOOKS_CACHE_MB) rather than in entries: one ResNet-152 capture can outweigh a hundred
+    small ones."""
+    return ByteLRU(int(float(os.environ.get("VIZHOOKS_CACHE_MB", "1500")) * 1e6))
 
 
-@st.cache_resource(max_entries=8, show_spinner=False)
-def get_gradients(model: str, key: tuple, layers: tuple[str, ...], target: int, _analysis: Analysis):
+def get_analysis(model: str, digest: str, data: bytes, size: int, layers: tuple[str, ...], what: str) -> Analysis:
+    key = ("analysis", model, digest, size, layers, what)
+    return result_cache().get_or_create(
+        key, lambda: analyse(get_bundle(model), vz.load_image(data), size, list(layers), what),
+        lambda a: a.nbytes)
+
+
+def get_gradients(model: str, key: tuple, layers: tuple[str, ...], target: int, analysis: Analysis):
     """One forward + backward pass for a class: gradients and Grad-CAM maps of the chosen layers.
     Keyed apart from get_analysis, so a new class re-runs this and nothing else."""
-    result = gradient_pass(get_bundle(model).model, _analysis.x, list(layers), target=target)
-    return result, cams_from(result, _analysis.x.shape[-2:])
+    height, width = analysis.x.shape[-2:]
+    check_capture(model, list(layers), (height, width), copies=2)
+
+    def make():
+        result = gradient_pass(get_bundle(model).model, analysis.x, list(layers), target=target)
+        return result, cams_from(result, (height, width))
+
+    def size(made) -> int:
+        result, cams = made
+        tensors = [*result.activations.values(), *result.gradients.values(), *cams.values()]
+        return sum(t.element_size() * t.nelement() for t in tensors)
+
+    return result_cache().get_or_create(("gradients", model, key, layers, target), make, size)
 
 
 @st.cache_resource(max_entries=8, show_spinner=False)
@@ -92,7 +117,7 @@ def get_summary(model: str, key: tuple, _analysis: Analysis):
     return summary_dataframe(rows), summary_totals(rows)
 
 
-@st.cache_data(max_entries=128, show_spinner=False)
+@st.cache_data(max_entries=64, show_spinner=False)
 def grid_png(_tensor, key: tuple, channels: int | None, order: str, cmap: str, norm: str,
              columns: int | None, title: str, vcenter: float | None = None) -> bytes:
     fig = vz.feature_grid(_tensor, channels=channels, order=order, cmap=cmap, norm=norm, title=title,
@@ -364,6 +389,29 @@ def show_code(bundle: vz.ModelBundle, c: Choices) -> None:
     st.markdown(t("hooks_explained"))
 
 
+@contextmanager
+def shown_errors():
+    """Turn a failure into one sentence on the page and stop this run. Nothing else is lost: the
+    sidebar is already drawn, the shared model is unharmed (vizhooks removes its hooks and
+    restores its state in `finally`), and the next change runs normally."""
+    try:
+        yield
+    except vz.InvalidImageError as exc:
+        st.error(t("bad_image", reason=str(exc)))
+    except CaptureTooLargeError as exc:
+        st.warning(t("too_large", reason=str(exc)))
+    except (ValueError, KeyError) as exc:
+        LOG.warning("refused: %s", exc)
+        st.error(t("bad_input", reason=str(exc)))
+    except (RuntimeError, MemoryError) as exc:
+        LOG.exception("model run failed")
+        vz.release_memory()
+        st.error(t("out_of_memory" if vz.is_out_of_memory(exc) else "failed"))
+    else:
+        return
+    st.stop()
+
+
 def main() -> None:
     st.set_page_config(page_title=t("page_title"), layout="wide")
     init_state()
@@ -390,32 +438,25 @@ def main() -> None:
         st.info(t("no_layers"))
         return
     digest = image_digest(data)
-    try:
-        with st.spinner(t("running", model=choices.model, n=len(choices.layers))):
-            analysis = get_analysis(choices.model, digest, data, choices.size, choices.layers, choices.what)
-    except vz.InvalidImageError as exc:
-        st.error(t("bad_image", reason=str(exc)))
-        return
-    except (ValueError, KeyError) as exc:
-        st.error(t("bad_input", reason=str(exc)))
-        return
+    with shown_errors(), st.spinner(t("running", model=choices.model, n=len(choices.layers))):
+        analysis = get_analysis(choices.model, digest, data, choices.size, choices.layers, choices.what)
 
     show_input_and_predictions(analysis, bundle)
     st.divider()
-    if view == "maps":
-        show_feature_maps(analysis, choices, digest)
-    elif view == "inspector":
-        show_inspector(analysis, choices)
-    elif view == "gradients":
-        show_gradients(analysis, bundle, choices, digest)
-    elif view == "gradcam":
-        show_gradcam(analysis, bundle, choices, digest)
-    elif view == "backward":
-        show_backward(analysis, bundle, choices, digest)
-    elif view == "table":
-        show_table(analysis, choices, digest)
-    else:
-        show_code(bundle, choices)
-
+    with shown_errors():
+        if view == "maps":
+            show_feature_maps(analysis, choices, digest)
+        elif view == "inspector":
+            show_inspector(analysis, choices)
+        elif view == "gradients":
+            show_gradients(analysis, bundle, choices, digest)
+        elif view == "gradcam":
+            show_gradcam(analysis, bundle, choices, digest)
+        elif view == "backward":
+            show_backward(analysis, bundle, choices, digest)
+        elif view == "table":
+            show_table(analysis, choices, digest)
+        else:
+            show_code(bundle, choices)
 
 main()

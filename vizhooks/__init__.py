@@ -9,7 +9,7 @@ Example:
 """
 
 from .cam import grad_cam
-from .capture import capture, capture_with_output, hook_count, model_lock
+from .capture import capture, capture_with_output, hook_count, is_out_of_memory, model_lock, release_memory
 from .gradients import BackwardRecord, GradientResult, backward_report, capture_gradients, gradient_pass
 from .images import (
     MAX_PIXELS,
@@ -69,6 +69,8 @@ __all__ = [
     "figure_to_png",
     "find_layers",
     "hook_count",
+    "is_out_of_memory",
+    "release_memory",
     "load_image",
     "load_model",
     "model_lock",

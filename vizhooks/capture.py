@@ -162,3 +162,20 @@ def hook_count(model: nn.Module) -> int:
         ):
             total += len(getattr(m, attr, {}))
     return total
+
+
+def is_out_of_memory(exc: BaseException) -> bool:
+    """True for CUDA / MPS / host out-of-memory errors (each backend words it differently)."""
+    if isinstance(exc, (MemoryError, torch.cuda.OutOfMemoryError)):
+        return True
+    return isinstance(exc, RuntimeError) and "out of memory" in str(exc).lower()
+
+
+def release_memory() -> None:
+    """After a failed run: drop garbage and give cached GPU memory back, so the next request
+    (from any session) starts clean."""
+    import gc
+
+    gc.collect()
+    if torch.cuda.is_available():
+        torch.cuda.empty_cache()

@@ -9,6 +9,7 @@ import torch
 from torch import nn
 
 from .capture import _check_input, _first_tensor, hooks_removed_after, model_device, model_lock
+from .gradients import preserved_state
 
 
 @dataclass(frozen=True)
@@ -48,7 +49,7 @@ def layer_summary(model: nn.Module, x: torch.Tensor) -> list[SummaryRow]:
     """
     _check_input(x)
     sync = torch.cuda.synchronize if model_device(model).type == "cuda" else (lambda: None)
-    with model_lock(model):
+    with model_lock(model), preserved_state(model):  # eval mode: BatchNorm statistics stay untouched
         named = [(n, m) for n, m in model.named_modules() if n]
         seen: dict[str, dict] = {}
         order: list[str] = []

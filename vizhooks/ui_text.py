@@ -77,6 +77,11 @@ EN: dict[str, str] = {
     "bad_image": "This file can't be used: {reason} The rest of the page still works; try another file.",
     "bad_input": "This can't be done: {reason}",
     "failed": "Something went wrong while running the model. Please try again or choose other settings.",
+    "out_of_memory": (
+        "The server ran out of memory for this request. Choose fewer layers, fewer channels or a "
+        "smaller input size and try again."
+    ),
+    "too_large": "{reason}",
     "running": "Running {model} with hooks on {n} layer(s)…",
     "rendering": "Drawing layer {i} of {n}: {name}",
     "model_saw": "What the model saw: {width} × {height} pixels",
