@@ -11,6 +11,7 @@ from pathlib import Path
 
 import pytest
 import streamlit as st
+import torch
 from PIL import Image
 from streamlit.testing.v1 import AppTest
 from torch.nn.modules.module import register_module_forward_hook
@@ -301,3 +302,100 @@ def test_code_snippet_runs_as_written_and_matches_the_page(tmp_path):
         name, shape = line.split(" ", 1)
         printed[name] = "×".join(shape.strip("()").split(", ")[1:])
     assert printed == page_shapes
+
+
+# --- faults and limits (a class on one server) ----------------------------------------------------
+
+
+def _count_hooks(model) -> int:
+    return sum(len(m._forward_hooks) + len(m._forward_pre_hooks) + len(m._backward_hooks)
+               + len(m._backward_pre_hooks) for m in model.modules())
+
+
+def test_failure_inside_the_forward_pass_is_one_message(monkeypatch):
+    import vizhooks.analysis as va
+    from vizhooks.capture import capture_with_output
+
+    seen = []
+
+    def broken_run(model, *args, **kwargs):
+        seen.append(model)
+
+        def boom(*a, **k):
+            raise RuntimeError("simulated failure in layer3")
+
+        model.layer3.forward = boom
+        try:
+            return capture_with_output(model, *args, **kwargs)
+        finally:
+            del model.layer3.forward
+
+    monkeypatch.setattr(va, "capture_with_output", broken_run)
+    at = _app()
+    assert not at.exception
+    assert len(at.error) == 1 and "Something went wrong" in at.error[0].value
+    assert "Traceback" not in at.error[0].value and "layer3" not in at.error[0].value
+    assert seen and _count_hooks(seen[0]) == 0
+    monkeypatch.undo()
+    at.slider(key="size").set_value(160).run()  # the same session goes on
+    _ok(at)
+    other = _app()  # and so does another session on the shared model
+    _ok(other)
+    assert _layer_headings(other) == TOUR
+
+
+def test_simulated_cuda_out_of_memory(monkeypatch):
+    import vizhooks.analysis as va
+
+    def oom(*a, **k):
+        raise torch.cuda.OutOfMemoryError("CUDA out of memory. Tried to allocate 20.00 GiB")
+
+    monkeypatch.setattr(va, "capture_with_output", oom)
+    at = _app()
+    assert not at.exception
+    assert len(at.error) == 1 and "ran out of memory" in at.error[0].value
+    monkeypatch.undo()
+    at.slider(key="size").set_value(160).run()
+    _ok(at)
+
+
+def test_failure_in_backward_leaves_the_model_clean(monkeypatch):
+    import vizhooks.gradients as vg
+
+    models = []
+    real_grad = torch.autograd.grad
+
+    def failing_grad(*a, **k):
+        raise RuntimeError("simulated failure during backward")
+
+    real_pass = vg.gradient_pass
+
+    def spy(model, *a, **k):
+        models.append(model)
+        return real_pass(model, *a, **k)
+
+    monkeypatch.setattr(vg, "gradient_pass", spy)
+    monkeypatch.setattr(vg.torch.autograd, "grad", failing_grad)
+    at = _app(view="gradcam")
+    assert not at.exception and "Something went wrong" in at.error[0].value
+    model = models[0]
+    assert _count_hooks(model) == 0 and not model.training
+    assert all(p.requires_grad and p.grad is None for p in model.parameters())
+    monkeypatch.setattr(vg.torch.autograd, "grad", real_grad)
+    at.radio(key="view").set_value("maps").run()
+    _ok(at)
+    at.radio(key="view").set_value("gradcam").run()
+    _ok(at)
+
+
+def test_capture_over_the_memory_budget_is_refused_with_a_sentence(forward_passes):
+    from vizhooks.layers import architecture_convs
+
+    names = ",".join(c.name for c in architecture_convs("resnet152"))
+    at = _app(model="resnet152", size="512", layers=names, channels="all")
+    assert not at.exception and not at.error
+    assert any("this server allows 600 MB" in w.value for w in at.warning)
+    assert forward_passes["n"] == 0  # refused before the network ran
+    at.multiselect(key="layers").set_value(["conv1"]).run()
+    _ok(at)
+    assert forward_passes["n"] == 1
