@@ -7,7 +7,7 @@ SUDO   := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 PORT   ?= 8501
 MODELS ?= resnet18 resnet34 resnet50 resnet101 resnet152
 
-.PHONY: run test weights lint chromium clean
+.PHONY: run test loadtest bench weights lint chromium clean
 
 $(PY):
 	$(PYTHON) -m venv $(VENV)
@@ -27,6 +27,10 @@ run: $(VENV)/.runtime
 ## make test: the whole suite (unit, CLI, page, browser)
 test: $(VENV)/.dev chromium
 	$(PY) -m pytest
+
+## make loadtest: 30 simultaneous browser sessions against one server; p50/p95 in tests/artifacts/load.json
+loadtest: $(VENV)/.dev chromium
+	VIZHOOKS_LOAD_N=30 $(PY) -m pytest -q -s tests/e2e/test_load.py
 
 ## make weights: pre-fetch ImageNet checkpoints into the torch cache (needs internet once)
 weights: $(VENV)/.runtime

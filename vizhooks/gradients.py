@@ -76,6 +76,16 @@ def _input_with_grad(model: nn.Module, x: torch.Tensor) -> torch.Tensor:
     return x.detach().to(model_device(model)).clone().requires_grad_(True)
 
 
+def _forward_backward(model: nn.Module, x: torch.Tensor, target: int | None) -> tuple[torch.Tensor, int]:
+    """Forward with autograd on, then backward from one class logit (hooks do the recording)."""
+    with torch.enable_grad():
+        xg = _input_with_grad(model, x)
+        logits = model(xg)
+        index = _target_index(logits, target)
+        torch.autograd.grad(logits[0, index], xg)
+    return logits, index
+
+
 def gradient_pass(
     model: nn.Module, x: torch.Tensor, layers: str | Iterable[str], *, target: int | None = None
 ) -> GradientResult:
@@ -113,11 +123,7 @@ def gradient_pass(
         with hooks_removed_after([]) as handles:
             for name in names:
                 handles.append(modules[name].register_forward_hook(make_forward_hook(name)))
-            with torch.enable_grad():
-                xg = _input_with_grad(model, x)
-                logits = model(xg)
-                index = _target_index(logits, target)
-                torch.autograd.grad(logits[0, index], xg)
+            logits, index = _forward_backward(model, x, target)
         ordered = [k for k in acts]  # forward order, repeated calls after their first
         return GradientResult(
             activations={k: acts[k] for k in ordered},
@@ -259,11 +265,7 @@ def backward_report(
             for name in names:
                 if name not in skipped:
                     handles.append(named[name].register_full_backward_hook(make_hook(name)))
-            with torch.enable_grad():
-                xg = _input_with_grad(model, x)
-                logits = model(xg)
-                index = _target_index(logits, target)
-                torch.autograd.grad(logits[0, index], xg)
+            _forward_backward(model, x, target)
 
     records = list(fired)
     for name, reason in skipped.items():

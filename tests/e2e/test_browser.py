@@ -21,7 +21,13 @@ def _wait_for_grids(page, names):
         """n => [...document.querySelectorAll('[data-testid="stImage"] img')]
                  .filter(img => img.complete && img.naturalWidth > 0).length >= n""",
         arg=len(names) + 1, timeout=120_000)
-    expect(page.get_by_test_id("stStatusWidget")).to_have_count(0)
+    _wait_idle(page)
+
+
+def _wait_idle(page):
+    # The status widget is hidden with toolbarMode = "minimal"; the app root says whether the
+    # script is still running.
+    expect(page.get_by_test_id("stApp")).to_have_attribute("data-test-script-state", "notRunning")
 
 
 def test_default_view_upload_and_layer_change(server, page, artifacts):
@@ -67,8 +73,8 @@ def test_every_view_renders_from_a_link(server, page, artifacts):
             expect(page.get_by_role("heading", name="layer4.1.conv2", exact=True).or_(
                 page.get_by_test_id(shows[view]).last).first).to_be_visible()
         expect(page.get_by_test_id(shows[view]).last).to_be_visible()
+        _wait_idle(page)
         expect(page.get_by_test_id("stSpinner")).to_have_count(0)
-        expect(page.get_by_test_id("stStatusWidget")).to_have_count(0)
         assert page.get_by_test_id("stException").count() == 0, view
         assert page.get_by_test_id("stAlert").filter(has_text="can't").count() == 0, view
         page.screenshot(path=str(artifacts / f"view-{view}.png"))
