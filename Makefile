@@ -32,12 +32,17 @@ test: $(VENV)/.dev chromium
 loadtest: $(VENV)/.dev chromium
 	VIZHOOKS_LOAD_N=30 $(PY) -m pytest -q -s tests/e2e/test_load.py
 
+## make bench: speed and memory benchmarks (about 5 min); prints a table and rewrites BENCHMARKS.md
+BENCH_ARGS ?=
+bench: $(VENV)/.dev chromium
+	$(PY) -m benchmarks.run $(BENCH_ARGS)
+
 ## make weights: pre-fetch ImageNet checkpoints into the torch cache (needs internet once)
 weights: $(VENV)/.runtime
 	$(PY) -m vizhooks --download-weights $(MODELS)
 
 lint: $(VENV)/.dev
-	$(PY) -m ruff check vizhooks tests app.py
+	$(PY) -m ruff check vizhooks tests app.py benchmarks
 
 # Browser tests drive Debian's chromium; Playwright's own browser download is never used.
 chromium:

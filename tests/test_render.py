@@ -18,11 +18,11 @@ def _act(c=12, h=9, w=7, seed=0):
 
 
 def _mosaic(fig):
-    return np.ma.getdata(fig.axes[0].images[0].get_array())
+    return fig.vizhooks["mosaic"]
 
 
 def _labels(fig):
-    return [t.get_text() for t in fig.axes[0].texts]
+    return [str(c) for c in fig.vizhooks["channels"]]
 
 
 def _tile(mosaic, i, cols, h, w):
@@ -70,12 +70,12 @@ def test_constant_channels_do_not_become_nan():
 def test_layer_norm_keeps_values_and_adds_colorbar():
     act = _act(4, seed=5)
     fig = feature_grid(act, channels=4, norm="layer")
-    assert len(fig.axes) == 2  # image + colorbar
+    assert len(fig.axes) == 1  # the colorbar
     np.testing.assert_allclose(_tile(_mosaic(fig), 3, 2, 9, 7), act[0, 3].numpy(), atol=1e-6)
-    vmin, vmax = fig.axes[0].images[0].get_clim()
+    vmin, vmax = fig.vizhooks["clim"]
     assert vmin == pytest.approx(float(act.min())) and vmax == pytest.approx(float(act.max()))
     sym = feature_grid(act, norm="layer", vcenter=0.0, cmap="coolwarm")
-    lo, hi = sym.axes[0].images[0].get_clim()
+    lo, hi = sym.vizhooks["clim"]
     assert lo == pytest.approx(-hi)
 
 
@@ -131,3 +131,24 @@ def test_threads_render_independently():
     assert not errors
     for g, w in zip(got, want, strict=True):
         np.testing.assert_array_equal(g, w)
+
+
+def test_png_pixels_show_each_channel_in_its_tile_with_the_colormap():
+    # Four constant channels on one layer scale: each tile's centre must have exactly the
+    # colormap's colour for its value, in row-major tile order, in the PNG itself.
+    import matplotlib
+
+    values = [0.0, 1.0, 2.0, 3.0]
+    act = torch.stack([torch.full((6, 10), v) for v in values])[None]
+    fig = feature_grid(act, channels=4, norm="layer", cmap="magma", order="index")
+    png = np.asarray(Image.open(io.BytesIO(figure_to_png(fig))).convert("RGB"))
+    k = fig.vizhooks["scale"]
+    th, tw = 6 * k, 10 * k
+    top = png.shape[0] - (2 * th + 2)  # the picture sits at the bottom-left, under the title
+    cmap = matplotlib.colormaps["magma"]
+    for i, v in enumerate(values):
+        r, c = divmod(i, 2)
+        y, x = top + r * (th + 2) + th - 2, c * (tw + 2) + tw - 2  # bottom-right: away from the label
+        want = (np.asarray(cmap(v / 3.0)[:3]) * 255).round()
+        np.testing.assert_allclose(png[y, x], want, atol=1)
+    assert (png[top + th, 0:tw] == 255).all()  # the separator row between the two tile rows

@@ -1,21 +1,24 @@
 """Turning captured tensors into matplotlib figures, fast and without pyplot.
 
 One Axes per channel is what makes the usual approach slow (each Axes costs milliseconds to
-build and draw). Here the chosen channels are composed into one mosaic image with thin
-separators and drawn by a single ``imshow``; labels are plain text artists.
+build and draw). Here the chosen channels are coloured with the matplotlib colormap, composed
+into one picture with thin separators and channel numbers, and placed on the figure 1:1 with
+``figimage``: matplotlib only draws the title (and the colorbar of a per-layer scale).
 """
 
 from __future__ import annotations
 
+import functools
 import io
 import math
 
 import matplotlib
 import numpy as np
 import torch
-from matplotlib.collections import PatchCollection
+from matplotlib.artist import Artist
+from matplotlib.cm import ScalarMappable
+from matplotlib.colors import Normalize
 from matplotlib.figure import Figure
-from matplotlib.patches import Rectangle
 
 ORDERS = ("index", "mean", "max")
 NORMS = ("channel", "layer")
@@ -149,51 +152,99 @@ def feature_grid(
         elif vmax <= vmin:
             vmin, vmax = vmin - 0.5, vmax + 0.5
     rows, cols = grid_shape(len(picked), columns)
-    mosaic = _mosaic(tiles, rows, cols)
+    unit = tiles if norm == "channel" else (tiles - vmin) / (vmax - vmin)
+    canvas, k = _canvas(np.clip(unit, 0, 1), rows, cols, colormap)
+    _draw_labels(canvas, [int(c) for c in picked], cols, h * k, w * k)
 
-    # Size the figure so each tile is at least ~0.55 inch (labels stay readable) and the
-    # whole grid is not wider than ~12 inches; aspect follows the mosaic.
-    tile_in = max(0.55, min(1.6, 10.0 / cols))
-    width = cols * tile_in * max(w / h, 0.25) if h else cols * tile_in
-    width = min(max(width, 3.0), 14.0)
-    img_h = width * mosaic.shape[0] / mosaic.shape[1]
-    extra = 0.55 if norm == "layer" else 0.0
-    fig = Figure(figsize=(width + extra, img_h + 0.5), dpi=100, layout=None)
-    ax = fig.add_axes((0.0, 0.0, width / (width + extra), img_h / (img_h + 0.5)))
-    ax.set_axis_off()
-    im = ax.imshow(mosaic, cmap=colormap, vmin=vmin, vmax=vmax, interpolation="nearest", aspect="auto")
-
-    # Channel labels: one rectangle collection behind plain text. A bbox per text would draw
-    # 2 artists per tile and doubles the drawing time of a 64-tile grid.
-    label_size = max(5.0, min(9.0, 60.0 * tile_in / 5.0 / 1.4))
-    px_per_in = mosaic.shape[1] / width  # mosaic pixels per inch of figure
-    digits = len(str(total - 1))
-    box_w = min(w * 0.5, max(3.0, label_size * (0.65 * digits + 0.5) / 72 * px_per_in))
-    box_h = min(h * 0.5, label_size * 1.5 / 72 * px_per_in)
-    boxes = []
-    for i, ch in enumerate(picked):
-        r, c = divmod(i, cols)
-        x0, y0 = c * (w + _GAP) - 0.5, r * (h + _GAP) - 0.5
-        boxes.append(Rectangle((x0, y0), box_w, box_h))
-        ax.text(x0 + box_w / 2, y0 + box_h / 2, str(int(ch)), color="white",
-                fontsize=label_size, va="center", ha="center")
-    ax.add_collection(PatchCollection(boxes, facecolor="black", alpha=0.55, linewidth=0, zorder=2))
     shown = f"{len(picked)} of {total} channels" if len(picked) < total else f"all {total} channels"
     heading = f"{title}  ·  " if title else ""
-    fig.text(
-        0.01,
-        1 - 0.25 / (img_h + 0.5),
-        f"{heading}{total}×{h}×{w}  ·  {shown}, by {order}",
-        fontsize=10,
-        va="center",
-        ha="left",
-    )
+    dpi = 100
+    title_px, bar_px = 34, (70 if norm == "layer" else 0)
+    height_px, width_px = canvas.shape[0] + title_px, max(canvas.shape[1] + bar_px, 360)
+    fig = Figure(figsize=(width_px / dpi, height_px / dpi), dpi=dpi, layout=None)
+    fig.add_artist(_Pixels(canvas))
+    fig.text(6 / width_px, 1 - (title_px / 2) / height_px, f"{heading}{total}×{h}×{w}  ·  {shown}, by {order}",
+             fontsize=10, va="center", ha="left")
     if norm == "layer":
-        cax = fig.add_axes((width / (width + extra) + 0.1 * extra / (width + extra), 0.05,
-                            0.25 * extra / (width + extra), 0.8 * img_h / (img_h + 0.5)))
-        fig.colorbar(im, cax=cax)
+        cax = fig.add_axes(((canvas.shape[1] + 12) / width_px, 0.05 * canvas.shape[0] / height_px,
+                            14 / width_px, 0.9 * canvas.shape[0] / height_px))
+        fig.colorbar(ScalarMappable(Normalize(vmin, vmax), colormap), cax=cax)
         cax.tick_params(labelsize=7)
+    # What was drawn, for callers and tests: channel of each tile, the values behind the colours
+    # (at activation resolution, NaN between tiles) and the colour scale.
+    fig.vizhooks = {"channels": [int(c) for c in picked], "grid": (rows, cols),
+                    "mosaic": _mosaic(tiles, rows, cols), "clim": (vmin, vmax), "scale": k}
     return fig
+
+
+class _Pixels(Artist):
+    """Finished RGBA pixels blitted to the bottom-left of the figure as they are. ``imshow`` and
+    ``figimage`` would resample, mask and re-colour them on every draw: most of the time of a
+    grid, for an identical result."""
+
+    def __init__(self, rgba: np.ndarray):
+        super().__init__()
+        self._rgba = np.ascontiguousarray(rgba)
+        self.set_zorder(0)
+
+    def draw(self, renderer) -> None:
+        if not self.get_visible():
+            return
+        gc = renderer.new_gc()
+        try:
+            renderer.draw_image(gc, 0, 0, self._rgba[::-1])
+        finally:
+            gc.restore()
+
+
+#: Tiles are enlarged by a whole factor (crisp pixels) until the grid is about this wide.
+_GRID_PX = 800
+_MIN_TILE_PX = 40
+_SEP_PX = 2
+
+
+def _canvas(unit: np.ndarray, rows: int, cols: int, colormap) -> tuple[np.ndarray, int]:
+    """Colour the tiles (values in [0, 1]) and lay them out, enlarged, with white separators.
+    Colouring happens at activation resolution; enlarging repeats the coloured pixels."""
+    n, h, w = unit.shape
+    # ... but never so small that a tile is under ~40 px (512 channels of 7 x 11 would be)
+    k = max(1, _GRID_PX // (cols * (w + _SEP_PX)), math.ceil(_MIN_TILE_PX / max(h, w)))
+    rgb = colormap(unit, bytes=True)
+    if k > 1:
+        rgb = rgb.repeat(k, axis=1).repeat(k, axis=2)
+    th, tw = h * k, w * k
+    canvas = np.full((rows * (th + _SEP_PX) - _SEP_PX, cols * (tw + _SEP_PX) - _SEP_PX, 4), 255, np.uint8)
+    for i in range(n):
+        r, c = divmod(i, cols)
+        y, x = r * (th + _SEP_PX), c * (tw + _SEP_PX)
+        canvas[y: y + th, x: x + tw] = rgb[i]
+    return canvas, k
+
+
+@functools.lru_cache(maxsize=8)
+def _font(size: int):
+    from PIL import ImageFont
+
+    return ImageFont.load_default(size=size)
+
+
+def _draw_labels(canvas: np.ndarray, channels: list[int], cols: int, th: int, tw: int) -> None:
+    """Channel numbers in the top-left corner of each tile, white on a dark box, drawn into the
+    pixels (a matplotlib Text per tile would cost more than the whole grid)."""
+    from PIL import Image, ImageDraw
+
+    size = int(max(8, min(14, min(th, tw) // 4)))
+    font = _font(size)
+    img = Image.fromarray(canvas)
+    draw = ImageDraw.Draw(img)
+    for i, ch in enumerate(channels):
+        r, c = divmod(i, cols)
+        x, y = c * (tw + _SEP_PX), r * (th + _SEP_PX)
+        left, top, right, bottom = draw.textbbox((0, 0), str(ch), font=font)
+        box = (x, y, x + min(right + 6, tw), y + min(bottom + 4, th))
+        draw.rectangle(box, fill=(20, 20, 20, 255))
+        draw.text((x + 3, y + 2 - top // 2), str(ch), fill=(255, 255, 255, 255), font=font)
+    canvas[...] = np.asarray(img)
 
 
 def figure_to_png(fig: Figure, dpi: int = 100) -> bytes:
