@@ -137,6 +137,7 @@ def load_image(source: ImageSource) -> Image.Image:
         raise InvalidImageError("The file is empty (0 bytes).")
     try:
         with warnings.catch_warnings():
+            warnings.simplefilter("ignore")  # damaged-header chatter ("Truncated File Read"): we decide below
             warnings.simplefilter("error", Image.DecompressionBombWarning)
             im = Image.open(io.BytesIO(data))
             width, height = im.size
