@@ -37,7 +37,7 @@ def test_tile_count_and_near_square_layout(c, channels, shown):
     rows = math.ceil(shown / cols)
     assert _mosaic(fig).shape == (rows * 10 - 1, cols * 8 - 1)
     assert _labels(fig) == [str(i) for i in range(shown)]
-    heading = fig.texts[0].get_text()
+    heading = fig.vizhooks["title"]
     assert f"{c}×9×7" in heading
     assert (f"{shown} of {c} channels" in heading) == (shown < c)
 
