@@ -13,71 +13,31 @@ from __future__ import annotations
 
 import os
 import shutil
-import socket
-import subprocess
-import sys
 import tempfile
 import time
-import urllib.request
 from pathlib import Path
 
-from .common import ROOT, Config, Result, Row, fmt_s, fmt_samples, median
+from tests.e2e import server
+from tests.e2e.server import CHROMIUM_ARGS
+
+from .common import Config, Result, Row, fmt_s, fmt_samples, median
 
 CHROMIUM = "/usr/bin/chromium"
-CHROMIUM_ARGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking",
-                 "--disable-component-update", "--disable-sync", "--disable-quic", "--no-first-run"]
 MIN_IMAGES = 6
 GRIDS_VISIBLE = """(n) => Array.from(document.querySelectorAll('[data-testid="stImage"] img'))
     .filter(img => img.complete && img.naturalWidth > 0).length >= n"""
 
 
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
-def _wait_healthy(url: str, proc: subprocess.Popen, limit: float = 180.0) -> None:
-    deadline = time.monotonic() + limit
-    while time.monotonic() < deadline:
-        if proc.poll() is not None:
-            raise RuntimeError(f"streamlit exited early with status {proc.returncode}")
-        try:
-            with urllib.request.urlopen(f"{url}/_stcore/health", timeout=2) as resp:
-                if resp.status == 200:
-                    return
-        except OSError:
-            time.sleep(0.05)
-    raise RuntimeError("streamlit did not become healthy in time")
-
-
-def _stop(proc: subprocess.Popen) -> None:
-    if proc.poll() is None:
-        proc.terminate()
-        try:
-            proc.wait(timeout=20)
-        except subprocess.TimeoutExpired:
-            proc.kill()
-            proc.wait(timeout=20)
-
-
 def _one_start(browser, log_dir: Path, i: int) -> dict[str, float]:
-    port = _free_port()
     torch_home = tempfile.mkdtemp(prefix="vizhooks-bench-th-")
     env = {**os.environ, "VIZHOOKS_OFFLINE": "1", "TORCH_HOME": torch_home}
     env.pop("VIZHOOKS_WEIGHTS", None)
-    url = f"http://127.0.0.1:{port}"
     log = (log_dir / f"streamlit-{i}.log").open("w")
     context = None
     start = time.perf_counter()
-    proc = subprocess.Popen(
-        [sys.executable, "-m", "streamlit", "run", "app.py", "--server.headless", "true",
-         "--server.port", str(port), "--server.address", "127.0.0.1",
-         "--browser.gatherUsageStats", "false", "--server.fileWatcherType", "none"],
-        cwd=ROOT, env=env, stdout=log, stderr=subprocess.STDOUT,
-    )
+    proc, url = server.start(env, log)
     try:
-        _wait_healthy(url, proc)
+        server.wait_healthy(url, proc, limit=180.0, poll=0.05)
         healthy = time.perf_counter() - start
         context = browser.new_context(viewport={"width": 1400, "height": 1000})
         page = context.new_page()
@@ -98,7 +58,7 @@ def _one_start(browser, log_dir: Path, i: int) -> dict[str, float]:
     finally:
         if context is not None:
             context.close()
-        _stop(proc)
+        server.stop(proc)
         log.close()
         shutil.rmtree(torch_home, ignore_errors=True)
 
