@@ -23,7 +23,16 @@ from vizhooks.export import npz_bytes
 from vizhooks.gradients import BackwardRecord, backward_report, gradient_pass
 from vizhooks.layers import QUICK_PICKS, architecture_convs, quick_pick
 from vizhooks.models import fetch_command
-from vizhooks.render import CMAPS, NORMS, ORDERS, channel_image, channel_overlay, image_to_png
+from vizhooks.render import (
+    CMAPS,
+    NORMS,
+    ORDERS,
+    channel_image,
+    channel_overlay,
+    grid_layout,
+    image_to_png,
+    palette_png,
+)
 from vizhooks.snippets import snippet
 from vizhooks.summary import layer_summary, summary_dataframe, summary_totals
 from vizhooks.ui_text import t
@@ -123,6 +132,18 @@ def grid_png(_tensor, key: tuple, channels: int | None, order: str, cmap: str, n
     fig = vz.feature_grid(_tensor, channels=channels, order=order, cmap=cmap, norm=norm, title=title,
                           columns=columns, vcenter=vcenter)
     return vz.figure_to_png(fig)
+
+
+@st.cache_data(max_entries=64, show_spinner=False)
+def maps_png(_tensor, key: tuple, channels: int | None, order: str, columns: int | None, title: str,
+             cmap: str) -> bytes:
+    """Per-channel grids in two steps: the layout (which channel where, as colour levels) is kept
+    with the activations, so another colormap costs a palette PNG encode, not a redraw."""
+    layout = result_cache().get_or_create(
+        ("layout", key, channels, order, columns, title),
+        lambda: grid_layout(_tensor, channels=channels, order=order, columns=columns, title=title),
+        lambda made: made.nbytes)
+    return palette_png(layout, cmap)
 
 
 @st.cache_data(max_entries=64, show_spinner=False)
@@ -252,7 +273,7 @@ def show_feature_maps(analysis: Analysis, c: Choices, digest: str) -> None:
                        file_name=f"vizhooks-{c.model}-{digest[:8]}.npz", mime="application/octet-stream",
                        key="download_npz", on_click="ignore", help=t("download_npz_help"))
     layers = [name for name in c.layers if name in analysis.activations]
-    bar = st.progress(0.0) if len(layers) > 2 else None
+    bar = st.progress(0.0) if len(layers) > 6 else None  # a few grids draw faster than a bar updates
     where = {info.name: info.where for info in architecture_convs(c.model)}
     columns = st.columns(2) if len(layers) > 1 else [st.container()]
     for i, name in enumerate(layers):
@@ -262,7 +283,10 @@ def show_feature_maps(analysis: Analysis, c: Choices, digest: str) -> None:
         total = stats.channels
         shown = min(c.channels or total, total)
         key = ("maps", c.model, digest, c.size, c.what, name)
-        png = grid_png(analysis.activations[name], key, c.channels, c.order, c.cmap, c.norm, c.columns, name)
+        if c.norm == "channel":  # the common case: a colormap change only swaps a PNG palette
+            png = maps_png(analysis.activations[name], key, c.channels, c.order, c.columns, name, c.cmap)
+        else:
+            png = grid_png(analysis.activations[name], key, c.channels, c.order, c.cmap, c.norm, c.columns, name)
         with columns[i % len(columns)]:
             st.subheader(name)
             st.caption(t("layer_caption", where=where.get(name, ""), what=t(f"what_{c.what}").split(" ")[0],

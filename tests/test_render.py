@@ -152,3 +152,26 @@ def test_png_pixels_show_each_channel_in_its_tile_with_the_colormap():
         want = (np.asarray(cmap(v / 3.0)[:3]) * 255).round()
         np.testing.assert_allclose(png[y, x], want, atol=1)
     assert (png[top + th, 0:tw] == 255).all()  # the separator row between the two tile rows
+
+
+def test_palette_png_matches_feature_grid_and_recolours():
+    from vizhooks.render import grid_layout, palette_png
+
+    act = _act(12, h=20, w=30, seed=9)
+    layout = grid_layout(act, channels=9, order="mean", title="x")
+    fig = feature_grid(act, channels=9, order="mean", title="x")
+    assert layout.channels == fig.vizhooks["channels"] and layout.title == fig.vizhooks["title"]
+    want = np.asarray(Image.open(io.BytesIO(figure_to_png(fig))).convert("RGB")).astype(int)
+    got = np.asarray(Image.open(io.BytesIO(palette_png(layout, "viridis"))).convert("RGB")).astype(int)
+    assert got.shape == want.shape
+    th, tw = layout.tile
+    # tile interiors (away from label boxes and text) are the same colours
+    for i in range(9):
+        r, c = divmod(i, 3)
+        y, x = layout.title_px + r * (th + 2), c * (tw + 2)
+        np.testing.assert_array_equal(got[y + th // 2: y + th, x + tw // 2: x + tw],
+                                      want[y + th // 2: y + th, x + tw // 2: x + tw])
+    magma = np.asarray(Image.open(io.BytesIO(palette_png(layout, "magma"))).convert("RGB")).astype(int)
+    assert not np.array_equal(magma, got)
+    with pytest.raises(ValueError):
+        palette_png(layout, "nope")

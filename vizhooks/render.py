@@ -8,9 +8,11 @@ into one picture with thin separators and channel numbers, and placed on the fig
 
 from __future__ import annotations
 
+import dataclasses
 import functools
 import io
 import math
+from dataclasses import dataclass
 
 import matplotlib
 import numpy as np
@@ -130,52 +132,27 @@ def feature_grid(
     total, h, w = arr.shape
     if norm not in NORMS:
         raise ValueError(f"norm must be one of {', '.join(NORMS)}, not {norm!r}.")
-    if channels is None:
-        channels = total
-    if isinstance(channels, bool) or not isinstance(channels, (int, np.integer)) or channels < 1:
-        raise ValueError(f"channels must be a whole number of at least 1, not {channels!r}.")
+    _check_grid_args(channels, columns)
     colormap = get_colormap(cmap)
-    if columns is not None and (not isinstance(columns, (int, np.integer)) or columns < 1):
-        raise ValueError(f"columns must be a whole number of at least 1, not {columns!r}.")
 
-    picked = channel_order(arr, order)[: min(int(channels), total)]
-    tiles = np.nan_to_num(arr[picked], nan=0.0, posinf=0.0, neginf=0.0)
-    if norm == "channel":
-        tiles = _normalise_channels(tiles)
-        vmin, vmax = 0.0, 1.0
-    else:
-        finite = np.nan_to_num(arr, nan=0.0, posinf=0.0, neginf=0.0)
-        vmin, vmax = float(finite.min()), float(finite.max())
-        if vcenter is not None:
-            reach = max(abs(vmin - vcenter), abs(vmax - vcenter)) or 1.0
-            vmin, vmax = vcenter - reach, vcenter + reach
-        elif vmax <= vmin:
-            vmin, vmax = vmin - 0.5, vmax + 0.5
-    rows, cols = grid_shape(len(picked), columns)
-    unit = tiles if norm == "channel" else (tiles - vmin) / (vmax - vmin)
-    canvas, k = _canvas(np.clip(unit, 0, 1), rows, cols, colormap)
-    _draw_labels(canvas, [int(c) for c in picked], cols, h * k, w * k)
-
-    shown = f"{len(picked)} of {total} channels" if len(picked) < total else f"all {total} channels"
-    heading = f"{title}  ·  " if title else ""
-    text = f"{heading}{total}×{h}×{w}  ·  {shown}, by {order}"
+    layout = _layout(arr, channels, order, norm, columns, vcenter, title)
+    page = _colour(layout, colormap)
+    _draw_text(page, layout, (20, 20, 20, 255), (255, 255, 255, 255), (0, 0, 0, 255))
+    vmin, vmax = layout.clim
+    height_px, width_px = page.shape[:2]
     dpi = 100
-    title_px, bar_px = 34, (70 if norm == "layer" else 0)
-    height_px, width_px = canvas.shape[0] + title_px, max(canvas.shape[1] + bar_px, 360)
-    page = np.full((height_px, width_px, 4), 255, np.uint8)
-    page[title_px:, : canvas.shape[1]] = canvas
-    _draw_title(page, text, title_px)
     fig = Figure(figsize=(width_px / dpi, height_px / dpi), dpi=dpi, layout=None)
     fig.add_artist(_Pixels(page))
     if norm == "layer":
-        cax = fig.add_axes(((canvas.shape[1] + 12) / width_px, 0.05 * canvas.shape[0] / height_px,
-                            14 / width_px, 0.9 * canvas.shape[0] / height_px))
+        grid_h, grid_w = layout.levels.shape[0] - layout.title_px, layout.grid_width
+        cax = fig.add_axes(((grid_w + 12) / width_px, 0.05 * grid_h / height_px,
+                            14 / width_px, 0.9 * grid_h / height_px))
         fig.colorbar(ScalarMappable(Normalize(vmin, vmax), colormap), cax=cax)
         cax.tick_params(labelsize=7)
     # What was drawn, for callers and tests: channel of each tile, the values behind the colours
     # (at activation resolution, NaN between tiles) and the colour scale.
-    fig.vizhooks = {"channels": [int(c) for c in picked], "grid": (rows, cols), "title": text,
-                    "mosaic": _mosaic(tiles, rows, cols), "clim": (vmin, vmax), "scale": k}
+    fig.vizhooks = {"channels": layout.channels, "grid": layout.grid, "title": layout.title,
+                    "mosaic": layout.mosaic, "clim": layout.clim, "scale": layout.scale}
     return fig
 
 
@@ -205,22 +182,12 @@ _MIN_TILE_PX = 40
 _SEP_PX = 2
 
 
-def _canvas(unit: np.ndarray, rows: int, cols: int, colormap) -> tuple[np.ndarray, int]:
-    """Colour the tiles (values in [0, 1]) and lay them out, enlarged, with white separators.
-    Colouring happens at activation resolution; enlarging repeats the coloured pixels."""
-    n, h, w = unit.shape
-    # ... but never so small that a tile is under ~40 px (512 channels of 7 x 11 would be)
-    k = max(1, _GRID_PX // (cols * (w + _SEP_PX)), math.ceil(_MIN_TILE_PX / max(h, w)))
-    rgb = colormap(unit, bytes=True)
-    if k > 1:
-        rgb = rgb.repeat(k, axis=1).repeat(k, axis=2)
-    th, tw = h * k, w * k
-    canvas = np.full((rows * (th + _SEP_PX) - _SEP_PX, cols * (tw + _SEP_PX) - _SEP_PX, 4), 255, np.uint8)
-    for i in range(n):
-        r, c = divmod(i, cols)
-        y, x = r * (th + _SEP_PX), c * (tw + _SEP_PX)
-        canvas[y: y + th, x: x + tw] = rgb[i]
-    return canvas, k
+def _check_grid_args(channels, columns) -> None:
+    if channels is not None and (isinstance(channels, bool) or not isinstance(channels, (int, np.integer))
+                                 or channels < 1):
+        raise ValueError(f"channels must be a whole number of at least 1, not {channels!r}.")
+    if columns is not None and (not isinstance(columns, (int, np.integer)) or columns < 1):
+        raise ValueError(f"columns must be a whole number of at least 1, not {columns!r}.")
 
 
 @functools.lru_cache(maxsize=8)
@@ -234,34 +201,145 @@ def _font(size: int, face: str | None = None):
     return ImageFont.load_default(size=size)
 
 
-def _draw_title(page: np.ndarray, text: str, height: int) -> None:
-    """The heading, drawn into the pixels like the labels (a matplotlib Text costs ~5 ms)."""
-    from PIL import Image, ImageDraw
-
-    font = _font(13, "DejaVu Sans")
-    img = Image.fromarray(page[:height])
-    draw = ImageDraw.Draw(img)
-    draw.text((6, height // 2), text, fill=(0, 0, 0, 255), font=font, anchor="lm")
-    page[:height] = np.asarray(img)
+#: Tile values are stored as 252 levels; the last indices are the page's own colours.
+_LEVELS = 252
+_WHITE = 252
 
 
-def _draw_labels(canvas: np.ndarray, channels: list[int], cols: int, th: int, tw: int) -> None:
-    """Channel numbers in the top-left corner of each tile, white on a dark box, drawn into the
-    pixels (a matplotlib Text per tile would cost more than the whole grid)."""
-    from PIL import Image, ImageDraw
+@dataclass(frozen=True)
+class GridLayout:
+    """Everything about a grid except its colours: which channel goes where, the tiles as
+    colour levels (0..251, separators and margins = 252), label and title positions. Cheap to
+    colour again with another colormap (see :func:`palette_png`)."""
 
-    size = int(max(8, min(14, min(th, tw) // 4)))
-    font = _font(size)
-    img = Image.fromarray(canvas)
-    draw = ImageDraw.Draw(img)
-    for i, ch in enumerate(channels):
+    levels: np.ndarray  # (H, W) uint8
+    channels: list[int]
+    grid: tuple[int, int]
+    scale: int
+    tile: tuple[int, int]
+    title: str
+    title_px: int
+    grid_width: int
+    clim: tuple[float, float]
+    mosaic: np.ndarray
+    norm: str
+    labelled: np.ndarray | None = None  # levels with labels and title drawn in, for palette_png
+
+    @property
+    def nbytes(self) -> int:
+        extra = self.labelled.nbytes if self.labelled is not None else 0
+        return int(self.levels.nbytes + self.mosaic.nbytes + extra)
+
+
+def _layout(arr: np.ndarray, channels: int | None, order: str, norm: str, columns: int | None,
+            vcenter: float | None, title: str | None) -> GridLayout:
+    total, h, w = arr.shape
+    picked = channel_order(arr, order)[: min(int(channels or total), total)]
+    tiles = np.nan_to_num(arr[picked], nan=0.0, posinf=0.0, neginf=0.0)
+    if norm == "channel":
+        tiles = _normalise_channels(tiles)
+        vmin, vmax = 0.0, 1.0
+    else:
+        finite = np.nan_to_num(arr, nan=0.0, posinf=0.0, neginf=0.0)
+        vmin, vmax = float(finite.min()), float(finite.max())
+        if vcenter is not None:
+            reach = max(abs(vmin - vcenter), abs(vmax - vcenter)) or 1.0
+            vmin, vmax = vcenter - reach, vcenter + reach
+        elif vmax <= vmin:
+            vmin, vmax = vmin - 0.5, vmax + 0.5
+    rows, cols = grid_shape(len(picked), columns)
+    unit = np.clip(tiles if norm == "channel" else (tiles - vmin) / (vmax - vmin), 0, 1)
+    # Tiles are enlarged by a whole factor until the grid is about _GRID_PX wide, but never so
+    # small that a tile is under ~40 px (512 channels of 7 x 11 would be).
+    k = max(1, _GRID_PX // (cols * (w + _SEP_PX)), math.ceil(_MIN_TILE_PX / max(h, w)))
+    level = (unit * (_LEVELS - 1) + 0.5).astype(np.uint8)
+    if k > 1:
+        level = level.repeat(k, axis=1).repeat(k, axis=2)
+    th, tw = h * k, w * k
+    title_px, bar_px = 34, (70 if norm == "layer" else 0)
+    grid_h, grid_w = rows * (th + _SEP_PX) - _SEP_PX, cols * (tw + _SEP_PX) - _SEP_PX
+    page = np.full((grid_h + title_px, max(grid_w + bar_px, 360)), _WHITE, np.uint8)
+    for i in range(len(picked)):
         r, c = divmod(i, cols)
-        x, y = c * (tw + _SEP_PX), r * (th + _SEP_PX)
-        left, top, right, bottom = draw.textbbox((0, 0), str(ch), font=font)
-        box = (x, y, x + min(right + 6, tw), y + min(bottom + 4, th))
-        draw.rectangle(box, fill=(20, 20, 20, 255))
-        draw.text((x + 3, y + 2 - top // 2), str(ch), fill=(255, 255, 255, 255), font=font)
-    canvas[...] = np.asarray(img)
+        y, x = title_px + r * (th + _SEP_PX), c * (tw + _SEP_PX)
+        page[y: y + th, x: x + tw] = level[i]
+    shown = f"{len(picked)} of {total} channels" if len(picked) < total else f"all {total} channels"
+    heading = f"{title}  ·  " if title else ""
+    return GridLayout(
+        levels=page, channels=[int(c) for c in picked], grid=(rows, cols), scale=k, tile=(th, tw),
+        title=f"{heading}{total}×{h}×{w}  ·  {shown}, by {order}", title_px=title_px, grid_width=grid_w,
+        clim=(vmin, vmax), mosaic=_mosaic(tiles, rows, cols), norm=norm,
+    )
+
+
+def _lut(colormap) -> np.ndarray:
+    """(256, 4) uint8: the colormap sampled at the 252 levels, then white, black and dark grey."""
+    lut = np.empty((256, 4), np.uint8)
+    lut[:_LEVELS] = colormap(np.linspace(0, 1, _LEVELS), bytes=True)
+    lut[_WHITE:] = [(255, 255, 255, 255), (0, 0, 0, 255), (20, 20, 20, 255), (255, 255, 255, 255)]
+    return lut
+
+
+def _colour(layout: GridLayout, colormap) -> np.ndarray:
+    return _lut(colormap)[layout.levels]
+
+
+def _draw_text(page: np.ndarray, layout: GridLayout, box, text, title) -> None:
+    """Channel numbers (on dark boxes in the top-left corner of each tile) and the heading,
+    drawn into the pixels: a matplotlib Text per tile would cost more than the whole grid.
+    ``page`` is RGBA (colours given as tuples) or palette indices (colours given as ints)."""
+    from PIL import Image, ImageDraw
+
+    th, tw = layout.tile
+    img = Image.fromarray(page)
+    draw = ImageDraw.Draw(img)
+    if page.ndim == 2:
+        draw.fontmode = "1"  # palette images: no anti-aliasing, every pixel is one of our colours
+    font = _font(int(max(8, min(14, min(th, tw) // 4))))
+    cols = layout.grid[1]
+    for i, ch in enumerate(layout.channels):
+        r, c = divmod(i, cols)
+        x, y = c * (tw + _SEP_PX), layout.title_px + r * (th + _SEP_PX)
+        _, top, right, bottom = draw.textbbox((0, 0), str(ch), font=font)
+        draw.rectangle((x, y, x + min(right + 6, tw), y + min(bottom + 4, th)), fill=box)
+        draw.text((x + 3, y + 2 - top // 2), str(ch), fill=text, font=font)
+    draw.text((6, layout.title_px // 2), layout.title, fill=title, font=_font(13, "DejaVu Sans"), anchor="lm")
+    page[...] = np.asarray(img)
+
+
+def grid_layout(
+    activation: torch.Tensor | np.ndarray,
+    *,
+    channels: int | None = 16,
+    order: str = "index",
+    columns: int | None = None,
+    title: str | None = None,
+) -> GridLayout:
+    """The colour-independent part of a per-channel (``norm="channel"``) grid, for
+    :func:`palette_png`. Same arguments and checks as :func:`feature_grid`."""
+    arr = _as_chw(activation)
+    _check_grid_args(channels, columns)
+    layout = _layout(arr, channels, order, "channel", columns, None, title)
+    labelled = layout.levels.copy()
+    _draw_text(labelled, layout, _WHITE + 2, _WHITE + 3, _WHITE + 1)
+    return dataclasses.replace(layout, labelled=labelled)
+
+
+def palette_png(layout: GridLayout, cmap: str = "viridis") -> bytes:
+    """A per-channel grid as a palette PNG: the colormap is the palette, so a colormap change
+    costs an encode (a few ms), not a redraw. Looks like :func:`feature_grid`'s picture, with
+    un-smoothed label text."""
+    from PIL import Image
+
+    if layout.norm != "channel":
+        raise ValueError("palette_png draws per-channel grids; use feature_grid for norm='layer'.")
+    if layout.labelled is None:
+        raise ValueError("palette_png needs a layout from grid_layout().")
+    img = Image.fromarray(layout.labelled, mode="L").convert("P")
+    img.putpalette(_lut(get_colormap(cmap))[:, :3].tobytes())
+    buf = io.BytesIO()
+    img.save(buf, format="PNG", compress_level=1, compress_type=3)
+    return buf.getvalue()
 
 
 def figure_to_png(fig: Figure, dpi: int = 100) -> bytes:
