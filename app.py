@@ -2,7 +2,7 @@
 
 Run with `streamlit run app.py` (or `make run`). All computing lives in the vizhooks package;
 this file only places widgets, caches results and shows them. Every sentence comes from
-vizhooks.ui_text.
+vizhooks.page.texts.
 """
 
 from __future__ import annotations
@@ -16,13 +16,26 @@ from pathlib import Path
 import streamlit as st
 
 import vizhooks as vz
-from vizhooks.analysis import Analysis, analyse, image_digest, layer_stats, top_classes
-from vizhooks.budget import ByteLRU, CaptureTooLargeError, check_capture
+from vizhooks.budget import CaptureTooLargeError, check_capture
 from vizhooks.cam import cams_from
 from vizhooks.export import npz_bytes
 from vizhooks.gradients import BackwardRecord, backward_report, gradient_pass
-from vizhooks.layers import QUICK_PICKS, architecture_convs, quick_pick
-from vizhooks.models import fetch_command
+from vizhooks.layers import architecture_layers, quick_picks, reference_hw, token_model
+from vizhooks.models import family, list_models, operator_models, resolve_entry
+from vizhooks.page.analysis import Analysis, analyse, image_digest, layer_stats, top_classes
+from vizhooks.page.cache import ByteLRU
+from vizhooks.page.snippets import snippet
+from vizhooks.page.texts import t
+from vizhooks.page.urlstate import (
+    CHANNEL_CHOICES,
+    DEFAULTS,
+    SIZE_MAX,
+    SIZE_MIN,
+    SIZE_STEP,
+    VIEWS,
+    parse_query,
+    to_query,
+)
 from vizhooks.render import (
     CMAPS,
     NORMS,
@@ -33,19 +46,8 @@ from vizhooks.render import (
     image_to_png,
     palette_png,
 )
-from vizhooks.snippets import snippet
 from vizhooks.summary import layer_summary, summary_dataframe, summary_totals
-from vizhooks.ui_text import t
-from vizhooks.urlstate import (
-    CHANNEL_CHOICES,
-    DEFAULTS,
-    SIZE_MAX,
-    SIZE_MIN,
-    SIZE_STEP,
-    VIEWS,
-    parse_query,
-    to_query,
-)
+from vizhooks.weights import fetch_command
 
 LOG = logging.getLogger("vizhooks.app")
 SAMPLES_DIR = Path(__file__).resolve().parent / "sample_images"
@@ -80,6 +82,37 @@ def get_bundle(name: str) -> vz.ModelBundle:
     return vz.load_model(name)
 
 
+@st.cache_data(show_spinner=False)
+def model_option(name: str) -> str:
+    """The selector's line for a model, without building it: family, parameters, input size."""
+    from vizhooks.models import input_spec
+
+    arch = resolve_entry(name).arch
+    try:
+        from torchvision.models import get_model_weights
+
+        params = get_model_weights(arch).DEFAULT.meta["num_params"]
+        fixed = input_spec(arch).fixed_size
+    except (ValueError, KeyError, AttributeError):  # timm or unusual entries: count on the meta device
+        from vizhooks.models import meta_model
+
+        model = meta_model(name)[0]
+        params, fixed = sum(p.numel() for p in model.parameters()), input_spec(arch, model).fixed_size
+    size = t("model_fixed_size", side=fixed) if fixed else ""
+    return t("model_option", family=family(name), name=name, params=t("model_params_m", m=params / 1e6), size=size)
+
+
+def picks_for(model: str) -> dict[str, list[str]]:
+    return quick_picks(architecture_layers(model), token_model(model))
+
+
+def pick_label(pick: str, model: str) -> str:
+    if pick.startswith("res:"):
+        hw = pick.removeprefix("res:").replace("x", "×")
+        return t("pick_res_blocks" if token_model(model) else "pick_res_convs", hw=hw)
+    return t(f"pick_{pick}")
+
+
 @st.cache_resource(show_spinner=False)
 def result_cache() -> ByteLRU:
     """Activations and gradients of recent requests, shared by all sessions, bounded in bytes
@@ -102,7 +135,7 @@ def get_gradients(model: str, key: tuple, layers: tuple[str, ...], target: int, 
     check_capture(model, list(layers), (height, width), copies=2)
 
     def make():
-        result = gradient_pass(get_bundle(model).model, analysis.x, list(layers), target=target)
+        result = gradient_pass(get_bundle(model).model, analysis.x, list(layers), target=target, as_maps=True)
         return result, cams_from(result, (height, width))
 
     def size(made) -> int:
@@ -165,8 +198,7 @@ def init_state() -> None:
         st.session_state[key] = good.get(key, value)
     st.session_state["source"] = "sample"
     st.session_state["sample"] = good.get("sample", DEFAULT_SAMPLE)
-    convs = architecture_convs(st.session_state["model"])
-    st.session_state["layers"] = good.get("layers") or quick_pick(convs, "tour")
+    st.session_state["layers"] = good.get("layers") or picks_for(st.session_state["model"])["tour"]
     if "target" in good:
         st.session_state["target"] = good["target"]
     st.session_state["_url_notices"] = bad
@@ -176,13 +208,30 @@ def init_state() -> None:
 def apply_quick_pick() -> None:
     pick = st.session_state.get("quick")
     if pick:
-        st.session_state["layers"] = quick_pick(architecture_convs(st.session_state["model"]), pick)
+        st.session_state["layers"] = picks_for(st.session_state["model"]).get(pick, [])
         st.session_state["quick"] = None
+
+
+def model_changed() -> None:
+    """A new model keeps the layers it also has; with none left, it starts on its own tour."""
+    model = st.session_state["model"]
+    names = {info.name for info in architecture_layers(model)}
+    kept = [n for n in st.session_state.get("layers", []) if n in names]
+    st.session_state["layers"] = kept or picks_for(model)["tour"]
 
 
 def sidebar() -> tuple[Choices, st.delta_generator.DeltaGenerator]:
     sb = st.sidebar
-    sb.selectbox(t("model"), vz.ARCHITECTURES, key="model", help=t("model_help"))
+    models = list_models()
+    if st.session_state.get("model") not in models:  # an operator entry removed since
+        st.session_state["model"] = DEFAULTS["model"]
+    sb.selectbox(t("model"), models, key="model", help=t("model_help"), format_func=model_option,
+                 on_change=model_changed)
+    for warning in operator_models()[1]:
+        sb.warning(t("operator_warning", warning=warning), icon=":material/warning:")
+    description = resolve_entry(st.session_state["model"]).description
+    if description:
+        sb.caption(t("model_description", description=description))
     model_slot = sb.container()  # device and weights status, filled once the model is loaded
 
     sb.radio(t("image_source"), SOURCES, key="source", horizontal=True,
@@ -198,13 +247,15 @@ def sidebar() -> tuple[Choices, st.delta_generator.DeltaGenerator]:
     sb.slider(t("size"), SIZE_MIN, SIZE_MAX, step=SIZE_STEP, key="size", help=t("size_help"))
 
     sb.subheader(t("layers_header"))
-    convs = architecture_convs(st.session_state["model"])
-    labels = {c.name: c.label for c in convs}
+    model = st.session_state["model"]
+    infos = architecture_layers(model)
+    labels = {info.name: info.label for info in infos}
     # A layer chosen for another model may not exist in this one (resnet50 has conv3s).
     st.session_state["layers"] = [n for n in st.session_state.get("layers", []) if n in labels]
-    sb.selectbox(t("quick_pick"), QUICK_PICKS, index=None, key="quick", on_change=apply_quick_pick,
-                 placeholder=t("quick_pick_placeholder"), format_func=lambda p: t(f"pick_{p}"))
-    sb.multiselect(t("layers"), list(labels), key="layers", format_func=labels.get, help=t("layers_help"))
+    sb.selectbox(t("quick_pick"), list(picks_for(model)), index=None, key="quick", on_change=apply_quick_pick,
+                 placeholder=t("quick_pick_placeholder"), format_func=lambda p: pick_label(p, model))
+    sb.multiselect(t("layers"), list(labels), key="layers", format_func=labels.get,
+                   help=t("layers_help", side=reference_hw(model)[0]))
     sb.radio(t("what"), ("output", "input"), key="what", format_func=lambda w: t(f"what_{w}"))
 
     sb.subheader(t("display_header"))
@@ -216,7 +267,7 @@ def sidebar() -> tuple[Choices, st.delta_generator.DeltaGenerator]:
     sb.caption(t("share_hint"))
 
     s = st.session_state
-    order = {c.name: i for i, c in enumerate(convs)}
+    order = {info.name: i for i, info in enumerate(infos)}
     return Choices(
         model=s["model"], source=source, sample=s.get("sample", DEFAULT_SAMPLE), size=int(s["size"]),
         layers=tuple(sorted(s["layers"], key=order.__getitem__)), what=s["what"],
@@ -257,10 +308,14 @@ def image_bytes(c: Choices) -> bytes | None:
     return widget.getvalue() if widget is not None else None
 
 
-def show_input_and_predictions(analysis: Analysis, bundle: vz.ModelBundle) -> None:
+def show_input_and_predictions(analysis: Analysis, bundle: vz.ModelBundle, size: int) -> None:
     left, right = st.columns([3, 2])
     w, h = analysis.picture.size
     left.image(analysis.picture, caption=t("model_saw", width=w, height=h))
+    if bundle.input.fixed_size:
+        left.caption(t("input_fixed", name=bundle.name, side=bundle.input.fixed_size))
+    elif size < bundle.input.min_size:
+        left.caption(t("input_min", name=bundle.name, side=bundle.input.min_size))
     right.subheader(t("top5"))
     if not bundle.pretrained:
         right.warning(t("top5_random"))
@@ -274,7 +329,7 @@ def show_feature_maps(analysis: Analysis, c: Choices, digest: str) -> None:
                        key="download_npz", on_click="ignore", help=t("download_npz_help"))
     layers = [name for name in c.layers if name in analysis.activations]
     bar = st.progress(0.0) if len(layers) > 6 else None  # a few grids draw faster than a bar updates
-    where = {info.name: info.where for info in architecture_convs(c.model)}
+    where = {info.name: info.where for info in architecture_layers(c.model)}
     columns = st.columns(2) if len(layers) > 1 else [st.container()]
     for i, name in enumerate(layers):
         if bar is not None:
@@ -323,6 +378,8 @@ def class_picker(bundle: vz.ModelBundle, analysis: Analysis) -> int:
     """The class whose logit is differentiated: the top-1 class unless the person picks one."""
     top = top_classes(analysis.logits, bundle.categories, 1)[0]
     cats = bundle.categories
+    if not isinstance(st.session_state.get("target"), int) or not 0 <= st.session_state["target"] < len(cats):
+        st.session_state["target"] = None  # a class of another model, or from a link
     picked = st.selectbox(t("target"), range(len(cats)), key="target", index=None,
                           format_func=lambda i: f"{cats[i]} ({i})", help=t("target_help"),
                           placeholder=t("target_top1", label=top.label, index=top.index),
@@ -407,7 +464,8 @@ def show_code(bundle: vz.ModelBundle, c: Choices) -> None:
     image = f"sample_images/{c.sample}" if c.source == "sample" else "my_photo.jpg"
     target = st.session_state.get("target")
     code = snippet(view, model=c.model, image=image, size=c.size, layers=list(c.layers), what=c.what,
-                   target=None if target is None else int(target), pretrained=bundle.pretrained)
+                   target=None if target is None else int(target), pretrained=bundle.pretrained,
+                   num_classes=len(bundle.categories))
     st.caption(t("code_intro"))
     st.code(code, language="python")
     st.markdown(t("hooks_explained"))
@@ -465,7 +523,7 @@ def main() -> None:
     with shown_errors(), st.spinner(t("running", model=choices.model, n=len(choices.layers))):
         analysis = get_analysis(choices.model, digest, data, choices.size, choices.layers, choices.what)
 
-    show_input_and_predictions(analysis, bundle)
+    show_input_and_predictions(analysis, bundle, choices.size)
     st.divider()
     with shown_errors():
         if view == "maps":

@@ -20,8 +20,8 @@ from torch import nn
 from torchvision.models.feature_extraction import create_feature_extractor
 
 from vizhooks import preprocess
-from vizhooks.analysis import Analysis, LayerStats, analyse, image_digest, layer_stats, network_order, top_classes
-from vizhooks.layers import QUICK_PICKS, LayerInfo, architecture_convs, conv_layers, quick_pick
+from vizhooks.layers import LayerInfo, architecture_convs, architecture_layers, quick_pick, quick_picks
+from vizhooks.page.analysis import Analysis, LayerStats, analyse, image_digest, layer_stats, network_order, top_classes
 
 ARCHS = ("resnet18", "resnet34", "resnet50", "resnet101", "resnet152")
 CATEGORIES = list(torchvision.models.ResNet18_Weights.IMAGENET1K_V1.meta["categories"])
@@ -316,48 +316,70 @@ def test_network_order_direct(resnet18):
 # quick picks and architecture_convs
 
 
-def oracle_pick(names: list[str], pick: str) -> list[str]:
-    if pick == "all":
-        return list(names)
-    if pick == "shortcuts":
-        return [n for n in names if "downsample" in n]
-    if pick.startswith("stage"):
-        return [n for n in names if n.startswith(f"layer{pick[len('stage'):]}.")]
-    assert pick == "tour", pick
-    firsts = [next(n for n in names if n.startswith(f"layer{s}.")) for s in range(1, 5)]
-    return ["conv1", *firsts]
+def conv_resolutions(model: torch.nn.Module, side: int = 224) -> dict[str, tuple[int, int]]:
+    """Each Conv2d's output (H, W), by plain forward hooks written here (independent of vizhooks)."""
+    seen = {}
+
+    def remember(name):
+        def hook(module, args, output):  # returns None: the output stays as it is
+            seen.setdefault(name, tuple(output.shape[-2:]))
+
+        return hook
+
+    handles = [m.register_forward_hook(remember(n)) for n, m in model.named_modules() if isinstance(m, torch.nn.Conv2d)]
+    try:
+        with torch.no_grad():
+            model(torch.zeros(1, 3, side, side))
+    finally:
+        for h in handles:
+            h.remove()
+    return seen
 
 
-def test_quick_picks_menu():
-    assert QUICK_PICKS == ("tour", "stage1", "stage2", "stage3", "stage4", "shortcuts", "all")
+def oracle_picks(model: torch.nn.Module) -> dict[str, list[str]]:
+    res = conv_resolutions(model)
+    names = [n for n, m in model.named_modules() if isinstance(m, torch.nn.Conv2d)]
+    tour, seen = [], set()
+    for n in names:
+        if res[n] not in seen:
+            seen.add(res[n])
+            tour.append(n)
+    groups = {f"res:{h}x{w}": [n for n in names if res[n] == (h, w)] for h, w in dict.fromkeys(res[n] for n in names)}
+    strided = [n for n in names if max(dict(model.named_modules())[n].stride) > 1]
+    return {"tour": tour, **groups, "downsampling": strided, "convs": names}
 
 
 @pytest.mark.parametrize("fixture", ["resnet18", "resnet50"])
-@pytest.mark.parametrize("pick", QUICK_PICKS)
-def test_quick_pick(request, fixture, pick):
+def test_quick_picks_match_an_independent_grouping(request, fixture):
     bundle = request.getfixturevalue(fixture)
-    expected = oracle_pick(list(real_conv_names(fixture)), pick)
-    assert expected, pick
-    assert quick_pick(conv_layers(bundle.model), pick) == expected
-    assert quick_pick(architecture_convs(fixture), pick) == expected
+    picks = quick_picks(architecture_layers(fixture))
+    expected = oracle_picks(bundle.model)
+    assert {k: v for k, v in picks.items() if k != "blocks"} == expected
+    blocks = [n for n, m in bundle.model.named_modules() if type(m).__name__ in ("BasicBlock", "Bottleneck")]
+    assert picks["blocks"] == blocks and len(blocks) == (8 if fixture == "resnet18" else 16)
+    for names in picks.values():
+        assert names and all(n in dict(bundle.model.named_modules()) for n in names)
+    assert quick_pick(architecture_layers(fixture), "all") == expected["convs"]
 
 
 def test_quick_pick_known_values():
-    r18 = architecture_convs("resnet18")
-    r50 = architecture_convs("resnet50")
+    r18 = architecture_layers("resnet18")
+    r50 = architecture_layers("resnet50")
+    # The tour of a ResNet-18 is still conv1 and the first conv of each stage.
     assert quick_pick(r18, "tour") == ["conv1", "layer1.0.conv1", "layer2.0.conv1", "layer3.0.conv1", "layer4.0.conv1"]
-    assert quick_pick(r18, "shortcuts") == ["layer2.0.downsample.0", "layer3.0.downsample.0", "layer4.0.downsample.0"]
-    assert quick_pick(r50, "shortcuts")[0] == "layer1.0.downsample.0"
-    assert len(quick_pick(r18, "stage2")) == 5  # 2 blocks x 2 convs + shortcut
-    assert len(quick_pick(r50, "stage3")) == 6 * 3 + 1
+    assert len(quick_pick(r18, "res:28x28")) == 5  # stage 2: 2 blocks x 2 convs + shortcut
+    # stage 3 (6 x 3 convs + shortcut) less its first 1x1 conv (still at 28), plus stage 4's first 1x1
+    assert len(quick_pick(r50, "res:14x14")) == 19
+    assert quick_pick(r18, "downsampling") == ["conv1", "layer2.0.conv1", "layer2.0.downsample.0", "layer3.0.conv1",
+                                               "layer3.0.downsample.0", "layer4.0.conv1", "layer4.0.downsample.0"]
     assert len(quick_pick(r18, "all")) == 20
-    assert len(quick_pick(r50, "all")) == 53
+    assert len(quick_pick(r50, "convs")) == 53
 
 
-@pytest.mark.parametrize("pick", ["nope", "Tour", "", "stage", "stages1", "layer1"])
+@pytest.mark.parametrize("pick", ["nope", "Tour", "", "stage1", "res:1x1", "layer1"])
 def test_quick_pick_unknown(pick):
     with pytest.raises(ValueError):
-        quick_pick(architecture_convs("resnet18"), pick)
+        quick_pick(architecture_layers("resnet18"), pick)
 
 
 @pytest.mark.parametrize("arch", ARCHS)
@@ -406,8 +428,11 @@ def test_architecture_convs_builds_on_meta_device(monkeypatch):
         return build
 
     monkeypatch.setattr(torchvision.models, "get_model_builder", spying_get)
-    convs = architecture_convs.__wrapped__("resnet152")  # bypass the cache: really build
-    assert len(seen) == 1, "architecture_convs must build the model through get_model_builder"
+    import vizhooks.models as vm
+
+    vm._meta.cache_clear()  # bypass the caches: really build
+    convs = [c for c in architecture_layers.__wrapped__("resnet152") if c.kind == "conv"]
+    assert len(seen) == 1, "architecture_layers must build the model through get_model_builder"
     assert seen[0] == {"meta"}
     assert [c.name for c in convs] == [c.name for c in architecture_convs("resnet152")]
     # The result holds only plain numbers and names, no tensors.
@@ -417,6 +442,6 @@ def test_architecture_convs_builds_on_meta_device(monkeypatch):
 
 
 def test_architecture_convs_cached_and_rejects_unknown():
-    assert architecture_convs("resnet50") is architecture_convs("resnet50")
+    assert architecture_layers("resnet50") is architecture_layers("resnet50")
     with pytest.raises(ValueError):
         architecture_convs("resnet9000")

@@ -59,7 +59,7 @@ def _ok(at: AppTest) -> None:
 def _layer_headings(at: AppTest) -> list[str]:
     """Layer headings in reading order. Grids sit in two columns (left: 1st, 3rd, ...); the
     element tree lists the left column first, so interleave the two halves again."""
-    heads = [s.value for s in at.subheader if s.value not in ("Top-5 ImageNet classes", "Layers", "Display")]
+    heads = [s.value for s in at.subheader if s.value not in ("Top-5 classes", "Layers", "Display")]
     half = (len(heads) + 1) // 2
     pairs = zip_longest(heads[:half], heads[half:])
     return [h for pair in pairs for h in pair if h is not None]
@@ -129,14 +129,19 @@ def test_switch_model_layers_and_capture_kind(forward_passes):
     at.selectbox(key="model").set_value("resnet50").run()
     _ok(at)
     assert _layer_headings(at) == TOUR
-    assert "stage 1 · block 0 · conv 3" in at.multiselect(key="layers").options[3]
+    options = at.multiselect(key="layers").options
+    # labels say where a layer is without ResNet words: the 4th of 53 convs, at 56 x 56
+    assert next(o for o in options if o.startswith("layer1.0.conv3 ")) == \
+        "layer1.0.conv3 · conv 4 of 53 · 56×56 · 64→256, 1x1, stride 1"
     at.multiselect(key="layers").set_value(["layer1.0.conv3"]).run()
     _ok(at)
     assert _layer_headings(at) == ["layer1.0.conv3"]
     at.selectbox(key="model").set_value("resnet34").run()  # conv3 does not exist in resnet34
     _ok(at)
+    assert _layer_headings(at) == TOUR  # nothing left to keep: the new model starts on its tour
+    at.multiselect(key="layers").set_value([]).run()
     assert any("Choose at least one layer" in i.value for i in at.info)
-    at.selectbox(key="quick").set_value("stage2").run()
+    at.selectbox(key="quick").set_value("res:28x28").run()
     _ok(at)
     assert _layer_headings(at) == [n for n in at.multiselect(key="layers").value]
     assert len(at.multiselect(key="layers").value) == 9  # resnet34 stage 2: 4 blocks x 2 + shortcut
@@ -313,7 +318,7 @@ def _count_hooks(model) -> int:
 
 
 def test_failure_inside_the_forward_pass_is_one_message(monkeypatch):
-    import vizhooks.analysis as va
+    import vizhooks.page.analysis as va
     from vizhooks.capture import capture_with_output
 
     seen = []
@@ -345,7 +350,7 @@ def test_failure_inside_the_forward_pass_is_one_message(monkeypatch):
 
 
 def test_simulated_cuda_out_of_memory(monkeypatch):
-    import vizhooks.analysis as va
+    import vizhooks.page.analysis as va
 
     def oom(*a, **k):
         raise torch.cuda.OutOfMemoryError("CUDA out of memory. Tried to allocate 20.00 GiB")

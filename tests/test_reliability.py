@@ -19,9 +19,10 @@ from hypothesis import strategies as st_
 from PIL import Image
 
 import vizhooks as vz
-import vizhooks.analysis as va
-from vizhooks.analysis import analyse
-from vizhooks.budget import ByteLRU, CaptureTooLargeError, capture_bytes, check_capture
+import vizhooks.page.analysis as va
+from vizhooks.page.analysis import analyse
+from vizhooks.budget import CaptureTooLargeError, capture_bytes, check_capture
+from vizhooks.page.cache import ByteLRU
 from vizhooks.layers import architecture_convs
 
 ROOT = Path(__file__).resolve().parents[1]

@@ -9,10 +9,11 @@ from __future__ import annotations
 import functools
 
 import pytest
+import torch
 import torchvision
 from torch import nn
 
-from vizhooks.urlstate import CHANNEL_CHOICES, DEFAULTS, KEYS, SIZE_MAX, SIZE_MIN, WHATS, parse_query, to_query
+from vizhooks.page.urlstate import CHANNEL_CHOICES, DEFAULTS, KEYS, SIZE_MAX, SIZE_MIN, WHATS, parse_query, to_query
 
 SAMPLES = ["astronaut.jpg", "chelsea.jpg", "coffee.jpg"]
 
@@ -61,7 +62,7 @@ def test_model_valid(model):
     assert parse({"model": model}) == ({"model": model}, [])
 
 
-@pytest.mark.parametrize("model", ["vgg16", "ResNet18", "resnet", "", "resnet18 "])
+@pytest.mark.parametrize("model", ["vgg17", "ResNet18", "resnet", "", "resnet18 ", "../etc/passwd"])
 def test_model_invalid(model):
     assert parse({"model": model}) == ({}, [("model", model)])
 
@@ -166,7 +167,7 @@ def test_unknown_parameters_are_bad():
 
 def test_every_parameter_bad_at_once():
     params = {
-        "model": "alexnet",
+        "model": "alexnet2",
         "sample": "missing.png",
         "layers": "nope",
         "what": "both",
@@ -245,9 +246,20 @@ def test_layers_checked_against_the_chosen_model():
 
 
 def test_bad_model_means_layers_checked_against_default():
-    good, bad = parse({"model": "vgg16", "layers": "layer1.0.conv3,layer1.0.conv2"})
+    good, bad = parse({"model": "vgg17", "layers": "layer1.0.conv3,layer1.0.conv2"})
     assert good == {"layers": ["layer1.0.conv2"]}
-    assert sorted(bad) == [("layers", "layer1.0.conv3"), ("model", "vgg16")]
+    assert sorted(bad) == [("layers", "layer1.0.conv3"), ("model", "vgg17")]
+
+
+def test_any_torchvision_model_and_its_layers():
+    vgg_convs = [n for n, m in torchvision.models.vgg16().to("meta").named_modules() if isinstance(m, torch.nn.Conv2d)]
+    good, bad = parse({"model": "vgg16", "layers": f"{vgg_convs[0]},{vgg_convs[-1]},layer1.0.conv1"})
+    assert good == {"model": "vgg16", "layers": [vgg_convs[0], vgg_convs[-1]]}
+    assert bad == [("layers", "layer1.0.conv1")]
+    # blocks are layers too (ViT has almost no convs)
+    good, bad = parse({"model": "vit_b_16", "layers": "encoder.layers.encoder_layer_3"})
+    assert good == {"model": "vit_b_16", "layers": ["encoder.layers.encoder_layer_3"]} and bad == []
+    assert parse({"layers": "layer1.0"}) == ({"layers": ["layer1.0"]}, [])
 
 
 def test_deep_layers_need_the_deep_model():
@@ -257,7 +269,7 @@ def test_deep_layers_need_the_deep_model():
     assert parse({"model": "resnet50", "layers": deep}) == ({"model": "resnet50"}, [("layers", deep)])
 
 
-@pytest.mark.parametrize("name", ["layer1", "layer1.0", "layer1.0.bn1", "bn1", "relu", "fc", "avgpool",
+@pytest.mark.parametrize("name", ["layer1", "layer1.0.bn1", "bn1", "relu", "fc", "avgpool",
                                   "layer2.0.downsample", "layer2.0.downsample.1", "Conv1", "layer9.0.conv1"])
 def test_modules_that_are_not_convs_are_bad(name):
     assert parse({"layers": name}) == ({}, [("layers", name)])
@@ -397,7 +409,7 @@ def test_round_trip_expected_query_text():
 
 
 @pytest.mark.parametrize("params", [{"size": "130"}, {"size": "2_56"}, {"columns": " 8 "}, {"channels": "+16"},
-                                    {"target": "1e2"}, {"view": "secret"}, {"target": "1000"}])
+                                    {"target": "1e2"}, {"view": "secret"}, {"target": "100000"}])
 def test_loose_numbers_and_off_grid_values_are_rejected(params):
     good, bad = parse_query(params, [])
     assert good == {} and bad == [next(iter(params.items()))]
@@ -417,4 +429,4 @@ def test_quick_pick_refuses_unknown_stage():
     from vizhooks.layers import architecture_convs, quick_pick
 
     with pytest.raises(ValueError):
-        quick_pick(architecture_convs("resnet18"), "stage5")
+        quick_pick(architecture_convs("resnet18"), "res:3x3")

@@ -8,8 +8,11 @@ Example:
     >>> feature_grid(acts["conv1"], title="conv1").savefig("conv1.png")
 """
 
+from importlib import metadata as _metadata
+
+from ._hooks import model_lock
 from .cam import grad_cam
-from .capture import capture, capture_with_output, hook_count, is_out_of_memory, model_lock, release_memory
+from .capture import as_map, capture, capture_with_output, hook_count, is_out_of_memory, release_memory
 from .gradients import BackwardRecord, GradientResult, backward_report, capture_gradients, gradient_pass
 from .images import (
     MAX_PIXELS,
@@ -23,61 +26,71 @@ from .images import (
 from .layers import (
     LayerInfo,
     UnknownLayerError,
+    block_layers,
     conv_layers,
     default_layers,
+    describe_layers,
     find_layers,
     resolve_layers,
 )
 from .models import (
     ARCHITECTURES,
+    InputSpec,
     ModelBundle,
-    WeightsError,
-    checkpoint_path,
-    fetch_weights,
+    list_models,
     load_model,
     resolve_device,
 )
 from .render import feature_grid, figure_to_png
 from .summary import SummaryRow, layer_summary, summary_dataframe
+from .weights import WeightsError, checkpoint_path, fetch_weights
 
-__version__ = "0.1.0"
+try:
+    __version__ = _metadata.version("vizhooks")
+except _metadata.PackageNotFoundError:  # a source checkout that was never installed
+    __version__ = "0+unknown"
 
 __all__ = [
     "ARCHITECTURES",
     "BackwardRecord",
     "GradientResult",
-    "SummaryRow",
-    "backward_report",
-    "capture_gradients",
-    "grad_cam",
-    "gradient_pass",
-    "layer_summary",
-    "summary_dataframe",
-    "MAX_PIXELS",
+    "InputSpec",
     "InvalidImageError",
     "LayerInfo",
+    "MAX_PIXELS",
     "ModelBundle",
+    "SummaryRow",
     "UnknownLayerError",
     "WeightsError",
+    "as_map",
+    "backward_report",
+    "block_layers",
     "capture",
+    "capture_gradients",
     "capture_with_output",
     "checkpoint_path",
     "conv_layers",
     "default_layers",
+    "describe_layers",
     "feature_grid",
     "fetch_weights",
     "figure_to_png",
     "find_layers",
+    "grad_cam",
+    "gradient_pass",
     "hook_count",
     "is_out_of_memory",
-    "release_memory",
+    "layer_summary",
+    "list_models",
     "load_image",
     "load_model",
     "model_lock",
     "preprocess",
+    "release_memory",
     "resize_for_model",
     "resolve_device",
     "resolve_layers",
+    "summary_dataframe",
     "tensor_to_image",
     "to_tensor",
 ]

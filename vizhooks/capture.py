@@ -7,67 +7,97 @@ session ever sees another session's hooks fire or its activations.
 
 from __future__ import annotations
 
-import threading
-import weakref
+import math
 from collections.abc import Iterable
-from contextlib import contextmanager
-from typing import Any
 
 import torch
 from torch import nn
 
+from ._hooks import call_key, check_input, first_tensor, hooks_removed_after, keep, model_device, model_lock
 from .layers import resolve_layers
 
-_locks: weakref.WeakKeyDictionary[nn.Module, threading.RLock] = weakref.WeakKeyDictionary()
-_locks_guard = threading.Lock()
+__all__ = ["as_map", "capture", "capture_with_output", "hook_count", "is_out_of_memory", "model_lock",
+           "release_memory"]
 
 
-def model_lock(model: nn.Module) -> threading.RLock:
-    """The one lock of ``model``; every vizhooks function that hooks it holds this lock."""
-    with _locks_guard:
-        lock = _locks.get(model)
-        if lock is None:
-            lock = _locks[model] = threading.RLock()
-        return lock
+def _token_grid(tokens: int, input_hw: tuple[int, int]) -> tuple[int, int, int] | None:
+    """(prefix tokens, grid height, grid width) for a token sequence made from an image of
+    ``input_hw`` with square patches: the class token (and any register tokens) come first."""
+    height, width = input_hw
+    for prefix in (1, 0, 2, 5):  # class token; none (Swin/pooling); class + distillation; + registers
+        n = tokens - prefix
+        if n <= 0:
+            continue
+        for patch in range(1, 65):
+            gh, gw = height // patch, width // patch
+            if gh * gw == n:
+                return prefix, gh, gw
+        side = math.isqrt(n)
+        if side * side == n:
+            return prefix, side, side
+    return None
 
 
-def model_device(model: nn.Module) -> torch.device:
-    param = next(model.parameters(), None)
-    return param.device if param is not None else torch.device("cpu")
+def _spatial_pair_fits(a: int, b: int, input_hw: tuple[int, int]) -> bool:
+    """True when (a, b) is ``input_hw`` downsampled by one power-of-two stride (floor or ceil)."""
+    height, width = input_hw
+    for stride in (1, 2, 4, 8, 16, 32, 64):
+        if a in (height // stride, -(-height // stride)) and b in (width // stride, -(-width // stride)):
+            return True
+    return False
 
 
-def _first_tensor(value: Any) -> torch.Tensor:
-    if isinstance(value, torch.Tensor):
-        return value
-    if isinstance(value, (tuple, list)):
-        for item in value:
-            if isinstance(item, torch.Tensor):
-                return item
-    raise TypeError(f"Expected a tensor to capture, got {type(value).__name__}.")
+def as_map(t: torch.Tensor, input_hw: tuple[int, int], *, channels_last: bool | None = None) -> torch.Tensor:
+    """Any captured tensor as ``(1, C, H, W)``, so grids, Grad-CAM and the page treat every layer alike.
+
+    - ``(1, C, H, W)`` conv maps are returned unchanged.
+    - ``(1, H, W, C)`` channels-last maps (Swin) are permuted. ``channels_last=None`` decides from
+      the shapes: the middle pair must look like a downsampled ``input_hw`` and the last pair not.
+    - ``(1, T, D)`` token sequences (ViT) become ``(1, D, h, w)`` over the patch grid, without the
+      class token.
+    - ``(1, D)`` vectors (pooled features, logits) become ``(1, D, 1, 1)``.
+
+    Args:
+        input_hw: height and width of the image the model was given.
+    """
+    if t.ndim == 4:
+        if channels_last is None:
+            last_pair = _spatial_pair_fits(t.shape[2], t.shape[3], input_hw)
+            mid_pair = _spatial_pair_fits(t.shape[1], t.shape[2], input_hw)
+            channels_last = mid_pair and not last_pair
+        return t.permute(0, 3, 1, 2) if channels_last else t
+    if t.ndim == 3:
+        grid = _token_grid(t.shape[1], input_hw)
+        if grid is None:
+            return t.transpose(1, 2).unsqueeze(-1)  # (1, D, T, 1): a column of tokens
+        prefix, gh, gw = grid
+        return t[:, prefix:, :].transpose(1, 2).reshape(t.shape[0], t.shape[2], gh, gw)
+    if t.ndim == 2:
+        return t[:, :, None, None]
+    raise ValueError(f"Cannot show a tensor of shape {tuple(t.shape)} as feature maps.")
 
 
-def _keep(t: torch.Tensor) -> torch.Tensor:
-    # Copy now: ResNet's ReLU(inplace=True) and `out += identity` rewrite tensors after the hook
-    # has seen them. inference_mode(False) makes the copy a normal tensor, so callers may later
-    # modify it in place or use it with autograd.
-    with torch.inference_mode(False):
-        return t.detach().to("cpu", copy=True)
+def _channels_last_modules(model: nn.Module) -> set[str]:
+    """Modules known to output (N, H, W, C): torchvision Swin's blocks, stages and patch embedding."""
+    names = set()
+    for name, module in model.named_modules():
+        kind = type(module).__name__
+        if kind.startswith("SwinTransformerBlock") or kind in ("PatchMerging", "PatchMergingV2", "Permute"):
+            names.add(name)
+        elif (type(model).__name__ == "SwinTransformer" and name.startswith("features.")
+              and not isinstance(module, nn.Conv2d)):  # the patch embedding's conv is still NCHW
+            names.add(name)
+    return names
 
 
-def _check_input(x: torch.Tensor) -> None:
-    if not isinstance(x, torch.Tensor) or x.ndim != 4 or x.shape[1] != 3:
-        shape = tuple(x.shape) if isinstance(x, torch.Tensor) else type(x).__name__
-        raise ValueError(f"x must be a (N, 3, H, W) image tensor (see preprocess), not {shape}.")
-
-
-@contextmanager
-def hooks_removed_after(handles: list):
-    """Own hook handles: remove every one when the block ends, whatever happens."""
-    try:
-        yield handles
-    finally:
-        for handle in handles:
-            handle.remove()
+def maps_of(model: nn.Module, tensors: dict[str, torch.Tensor], input_hw: tuple[int, int]) -> dict[str, torch.Tensor]:
+    """:func:`as_map` over a capture, using what is known of the model's modules."""
+    known = _channels_last_modules(model)
+    out = {}
+    for key, t in tensors.items():
+        base = key.split("#")[0]
+        out[key] = as_map(t, input_hw, channels_last=True if base in known and t.ndim == 4 else None)
+    return out
 
 
 def capture_with_output(
@@ -76,12 +106,13 @@ def capture_with_output(
     layers: str | Iterable[str],
     *,
     what: str = "output",
+    as_maps: bool = False,
 ) -> tuple[dict[str, torch.Tensor], torch.Tensor]:
     """Like :func:`capture`, but also returns the model output (logits) of the same pass, on
     the CPU, so a caller that needs both runs the network once."""
     if what not in ("output", "input"):
         raise ValueError(f"what must be 'output' or 'input', not {what!r}.")
-    _check_input(x)
+    check_input(x)
     with model_lock(model):
         names = resolve_layers(model, layers)
         modules = dict(model.named_modules())
@@ -90,8 +121,8 @@ def capture_with_output(
         def make_hook(name: str):
             store = calls[name]
             if what == "output":
-                return lambda module, args, output: store.append(_keep(_first_tensor(output)))
-            return lambda module, args: store.append(_keep(_first_tensor(args)))
+                return lambda module, args, output: store.append(keep(first_tensor(output)))
+            return lambda module, args: store.append(keep(first_tensor(args)))
 
         with hooks_removed_after([]) as handles:
             for name in names:
@@ -102,12 +133,14 @@ def capture_with_output(
                     handles.append(module.register_forward_pre_hook(make_hook(name)))
             with torch.inference_mode():
                 logits = model(x.to(model_device(model)))
-            logits = _keep(logits)
+            logits = keep(first_tensor(logits))
 
     result: dict[str, torch.Tensor] = {}
     for name in names:
         for i, tensor in enumerate(calls[name]):
-            result[name if i == 0 else f"{name}#{i + 1}"] = tensor
+            result[call_key(name, i + 1)] = tensor
+    if as_maps:
+        result = maps_of(model, result, (int(x.shape[-2]), int(x.shape[-1])))
     return result, logits
 
 
@@ -117,6 +150,7 @@ def capture(
     layers: str | Iterable[str],
     *,
     what: str = "output",
+    as_maps: bool = False,
 ) -> dict[str, torch.Tensor]:
     """Run one forward pass with hooks on ``layers`` and return what they saw.
 
@@ -133,6 +167,9 @@ def capture(
         layers: qualified module names (see :func:`vizhooks.conv_layers`), or ``"all"`` for
             every Conv2d.
         what: ``"output"`` (forward hook) or ``"input"`` (forward pre-hook, first argument).
+        as_maps: return every tensor as ``(1, C, H, W)`` (see :func:`as_map`): ViT tokens over
+            the patch grid, Swin's channels-last maps permuted. ``False`` returns what the module
+            produced.
 
     Returns:
         ``{name: tensor}`` in the order asked; tensors detached, copied and on the CPU.
@@ -147,7 +184,7 @@ def capture(
         >>> acts["conv1"].shape
         torch.Size([1, 64, 112, 169])
     """
-    return capture_with_output(model, x, layers, what=what)[0]
+    return capture_with_output(model, x, layers, what=what, as_maps=as_maps)[0]
 
 
 def hook_count(model: nn.Module) -> int:

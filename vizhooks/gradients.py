@@ -13,35 +13,23 @@ All functions here hold the model's lock, switch the model to eval mode, freeze 
 
 from __future__ import annotations
 
-import contextlib
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 
 import torch
 from torch import nn
 
-from .capture import _check_input, _first_tensor, _keep, hooks_removed_after, model_device, model_lock
+from ._hooks import (
+    call_key,
+    check_input,
+    first_tensor,
+    hooks_removed_after,
+    keep,
+    model_device,
+    model_lock,
+    preserved_state,
+)
 from .layers import resolve_layers
-
-
-@contextlib.contextmanager
-def preserved_state(model: nn.Module) -> Iterator[None]:
-    """Eval mode and frozen parameters inside; the training flag, every parameter's
-    ``requires_grad`` and ``.grad`` exactly as before afterwards."""
-    training = {m: m.training for m in model.modules()}
-    params = list(model.parameters())
-    saved = [(p.requires_grad, p.grad) for p in params]
-    try:
-        model.eval()
-        for p in params:
-            p.requires_grad_(False)
-        yield
-    finally:
-        for p, (requires_grad, grad) in zip(params, saved, strict=True):
-            p.requires_grad_(requires_grad)
-            p.grad = grad
-        for m, flag in training.items():
-            m.training = flag
 
 
 @dataclass(frozen=True)
@@ -80,26 +68,28 @@ def _forward_backward(model: nn.Module, x: torch.Tensor, target: int | None) -> 
     """Forward with autograd on, then backward from one class logit (hooks do the recording)."""
     with torch.enable_grad():
         xg = _input_with_grad(model, x)
-        logits = model(xg)
+        logits = first_tensor(model(xg))
         index = _target_index(logits, target)
         torch.autograd.grad(logits[0, index], xg)
     return logits, index
 
 
 def gradient_pass(
-    model: nn.Module, x: torch.Tensor, layers: str | Iterable[str], *, target: int | None = None
+    model: nn.Module, x: torch.Tensor, layers: str | Iterable[str], *, target: int | None = None,
+    as_maps: bool = False,
 ) -> GradientResult:
     """Forward with a tensor hook on each layer's output, then backward from one class logit.
 
     Args:
         layers: module names (see :func:`vizhooks.conv_layers`) or ``"all"``.
         target: class index; default the top-1 class of this image.
+        as_maps: activations and gradients as ``(1, C, H, W)`` (see :func:`vizhooks.as_map`).
 
     Returns:
         A :class:`GradientResult`. A module that runs several times in the pass is keyed like
         :func:`vizhooks.capture` does (``name``, ``name#2``, ...).
     """
-    _check_input(x)
+    check_input(x)
     with model_lock(model), preserved_state(model):
         names = resolve_layers(model, layers)
         modules = dict(model.named_modules())
@@ -110,13 +100,13 @@ def gradient_pass(
             calls = [0]
 
             def hook(module, args, output):
-                out = _first_tensor(output)
+                out = first_tensor(output)
                 calls[0] += 1
-                key = name if calls[0] == 1 else f"{name}#{calls[0]}"
-                acts[key] = _keep(out)
+                key = call_key(name, calls[0])
+                acts[key] = keep(out)
                 # The tensor hook from the article: runs during backward with d(logit)/d(out).
                 # Registered before any later in-place op, it sees the gradient of this value.
-                out.register_hook(lambda grad, key=key: grads.__setitem__(key, _keep(grad)))
+                out.register_hook(lambda grad, key=key: grads.__setitem__(key, keep(grad)))
 
             return hook
 
@@ -125,16 +115,20 @@ def gradient_pass(
                 handles.append(modules[name].register_forward_hook(make_forward_hook(name)))
             logits, index = _forward_backward(model, x, target)
         ordered = [k for k in acts]  # forward order, repeated calls after their first
-        return GradientResult(
-            activations={k: acts[k] for k in ordered},
-            gradients={k: grads.get(k, torch.zeros_like(acts[k])) for k in ordered},
-            logits=_keep(logits),
-            target=index,
-        )
+        activations = {k: acts[k] for k in ordered}
+        gradients = {k: grads.get(k, torch.zeros_like(acts[k])) for k in ordered}
+        if as_maps:
+            from .capture import maps_of
+
+            hw = (int(x.shape[-2]), int(x.shape[-1]))
+            activations, gradients = maps_of(model, activations, hw), maps_of(model, gradients, hw)
+        return GradientResult(activations=activations, gradients=gradients, logits=keep(first_tensor(logits)),
+                              target=index)
 
 
 def capture_gradients(
-    model: nn.Module, x: torch.Tensor, layers: str | Iterable[str], *, target: int | None = None
+    model: nn.Module, x: torch.Tensor, layers: str | Iterable[str], *, target: int | None = None,
+    as_maps: bool = False,
 ) -> dict[str, torch.Tensor]:
     """Gradient of one class logit with respect to each named layer's output.
 
@@ -159,7 +153,7 @@ def capture_gradients(
         >>> grads["layer4.1.conv2"].shape
         torch.Size([1, 512, 7, 11])
     """
-    return gradient_pass(model, x, layers, target=target).gradients
+    return gradient_pass(model, x, layers, target=target, as_maps=as_maps).gradients
 
 
 # ----------------------------------------------------------------------------------------------
@@ -201,7 +195,7 @@ def inplace_conflicts(model: nn.Module, x: torch.Tensor, names: list[str]) -> di
 
     def pre(name):
         def hook(module, args):
-            t = _first_tensor(args) if args else None
+            t = first_tensor(args) if args else None
             seen[name].append(["in", t, t._version if t is not None else 0])
 
         return hook
@@ -211,7 +205,7 @@ def inplace_conflicts(model: nn.Module, x: torch.Tensor, names: list[str]) -> di
             rec = seen[name][-1]
             if rec[1] is not None and rec[1]._version != rec[2]:
                 rec[0] = "self"
-            out = _first_tensor(output)
+            out = first_tensor(output)
             rec.extend([out, out._version])
 
         return hook
@@ -246,7 +240,7 @@ def backward_report(
         >>> for r in backward_report(bundle.model, x, names):
         ...     print(r.name, r.grad_input, r.grad_output)
     """
-    _check_input(x)
+    check_input(x)
     with model_lock(model), preserved_state(model):
         names = resolve_layers(model, list(modules))
         named = dict(model.named_modules())

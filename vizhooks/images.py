@@ -189,14 +189,44 @@ def _check_size(size: int) -> int:
     return size
 
 
-def resize_for_model(image: Image.Image, size: int = 224) -> Image.Image:
+_RESAMPLING = {"bilinear": Image.Resampling.BILINEAR, "bicubic": Image.Resampling.BICUBIC,
+               "nearest": Image.Resampling.NEAREST, "lanczos": Image.Resampling.LANCZOS}
+
+
+def _resampling(interpolation: str) -> Image.Resampling:
+    try:
+        return _RESAMPLING[interpolation]
+    except KeyError:
+        raise ValueError(f"interpolation must be one of {', '.join(_RESAMPLING)}, not {interpolation!r}.") from None
+
+
+def resize_for_model(image: Image.Image, size: int = 224, interpolation: str = "bilinear") -> Image.Image:
     """The picture the model sees: shorter side ``size``, aspect ratio kept, longer side capped
     at ``2 * size`` (so a panorama or a 2000 x 3 strip still gives a usable input)."""
     _check_size(size)
     target = _target_size(*image.size, size)
     if image.size == target:
         return image.copy()
-    return image.resize(target, Image.Resampling.BILINEAR, reducing_gap=3.0)
+    return image.resize(target, _resampling(interpolation), reducing_gap=3.0)
+
+
+def fit_to_model(image: Image.Image, size: int, spec) -> Image.Image:
+    """The picture a model with input rules ``spec`` (a :class:`vizhooks.models.InputSpec`) sees.
+
+    Any-size models: :func:`resize_for_model` at ``max(size, spec.min_size)``. Fixed-size models
+    (ViT, Swin, MaxViT): shorter side resized to ``spec.fixed_size``, then the centre cropped to a
+    ``fixed_size`` square (torchvision's own resize-then-centre-crop, with no extra margin).
+    """
+    if not spec.fixed_size:
+        return resize_for_model(image, max(size, spec.min_size), spec.interpolation)
+    side = int(spec.fixed_size)
+    width, height = image.size
+    scale = side / min(width, height)
+    new_w, new_h = max(side, round(width * scale)), max(side, round(height * scale))
+    resized = image if (new_w, new_h) == image.size else image.resize(
+        (new_w, new_h), _resampling(spec.interpolation), reducing_gap=3.0)
+    left, top = (new_w - side) // 2, (new_h - side) // 2
+    return resized.crop((left, top, left + side, top + side))
 
 
 def to_tensor(

@@ -1,49 +1,104 @@
-"""Model registry, weights resolution and device choice.
+"""Model registry: every torchvision classifier, timm models, your own checkpoints and the
+operator's list; how each one is built, fed and named; device choice.
 
-Weights are resolved in a fixed chain so that a classroom without internet still gets a working
-page: an operator-supplied file, the torch hub cache, a time-bounded download, and finally random
-weights with a sentence that says how to get real ones.
+Names:
+    ``"resnet18"``, ``"vgg16"``, ``"vit_b_16"``, ... any ``torchvision.models`` classifier;
+    ``"timm:convnext_tiny"`` any timm model (when timm is installed);
+    an operator entry's name from ``VIZHOOKS_MODELS`` (a TOML file).
 """
 
 from __future__ import annotations
 
-import hashlib
+import functools
+import json
 import os
 import re
-import shutil
 import sys
-import tempfile
 import threading
-import time
-import urllib.request
-from collections.abc import Callable, Mapping
-from dataclasses import dataclass
+import tomllib
+from collections.abc import Mapping
+from dataclasses import dataclass, field
 from pathlib import Path
 
 import torch
+from PIL import Image
 from torch import nn
 from torchvision import models as tvm
+
+from .weights import (
+    DOWNLOAD_TIMEOUT_S,
+    WeightsError,
+    apply_state_dict,
+    bounded,
+    checkpoint_filename,
+    checkpoint_path,
+    download_allowed,
+    fetch_command,
+    imagenet_chain,
+    imagenet_weights,
+    offline,
+    read_state_dict,
+    remember_download,
+)
 
 ARCHITECTURES: tuple[str, ...] = ("resnet18", "resnet34", "resnet50", "resnet101", "resnet152")
 
 IMAGENET_MEAN: tuple[float, float, float] = (0.485, 0.456, 0.406)
 IMAGENET_STD: tuple[float, float, float] = (0.229, 0.224, 0.225)
 
-#: Seconds the automatic download may wait for a connection and for each chunk of data.
-#: The "auto" chain gives up after this and falls back to random weights.
-DOWNLOAD_TIMEOUT_S = float(os.environ.get("VIZHOOKS_DOWNLOAD_TIMEOUT", "8"))
-
-#: After a failed automatic download, later loads in this process skip the attempt for this long,
-#: so a teacher switching models offline waits once, not every time.
-OFFLINE_MEMORY_S = 600.0
-
+TIMM_PREFIX = "timm:"
 _SEED = 0
-_offline_since: float | None = None
-_offline_reason = ""
+
+#: Families in the order the page lists them: (label, name prefixes).
+FAMILIES: tuple[tuple[str, tuple[str, ...]], ...] = (
+    ("ResNet", ("resnet",)),
+    ("ResNeXt / Wide ResNet", ("resnext", "wide_resnet")),
+    ("AlexNet / VGG", ("alexnet", "vgg")),
+    ("GoogLeNet / Inception", ("googlenet", "inception")),
+    ("DenseNet", ("densenet",)),
+    ("MobileNet", ("mobilenet",)),
+    ("EfficientNet", ("efficientnet",)),
+    ("RegNet", ("regnet",)),
+    ("ShuffleNet / SqueezeNet / MNASNet", ("shufflenet", "squeezenet", "mnasnet")),
+    ("ConvNeXt", ("convnext",)),
+    ("Vision Transformer", ("vit_",)),
+    ("Swin Transformer", ("swin",)),
+    ("MaxViT", ("maxvit",)),
+)
+OPERATOR_FAMILY = "This server's models"
 
 
-class WeightsError(ValueError):
-    """Weights could not be loaded; the message says why and what to do."""
+@dataclass(frozen=True)
+class InputSpec:
+    """How a model wants its pictures.
+
+    Attributes:
+        mean, std: normalisation.
+        interpolation: ``"bilinear"`` or ``"bicubic"`` (the resize the model was trained with).
+        fixed_size: side of the square input the model needs (ViT, Swin, MaxViT), else None.
+        min_size: smallest shorter side it accepts (Inception v3: 75).
+    """
+
+    mean: tuple[float, float, float] = IMAGENET_MEAN
+    std: tuple[float, float, float] = IMAGENET_STD
+    interpolation: str = "bilinear"
+    fixed_size: int | None = None
+    min_size: int = 1
+
+
+@dataclass(frozen=True)
+class ModelEntry:
+    """What a model name stands for: an architecture, where its weights come from, its labels."""
+
+    name: str
+    arch: str
+    weights: str = "auto"
+    labels: str | None = None
+    description: str = ""
+
+    @property
+    def is_timm(self) -> bool:
+        return self.arch.startswith(TIMM_PREFIX)
 
 
 @dataclass
@@ -52,14 +107,16 @@ class ModelBundle:
 
     Attributes:
         model: the network, in eval mode, on ``device``.
-        name: architecture name, e.g. ``"resnet18"``.
+        name: the name it was loaded by, e.g. ``"resnet18"`` or an operator entry's name.
         device: where the model lives.
         pretrained: True when ImageNet (or operator-supplied) weights were loaded.
         weights_status: a plain sentence: where the weights came from, or why they are random
             and how to fix that.
-        categories: the 1000 ImageNet class names, index-aligned with the logits.
+        categories: class names, index-aligned with the logits.
         mean, std: the normalisation the model expects.
-        weights_source: ``"file"``, ``"env"``, ``"cache"``, ``"download"`` or ``"random"``.
+        weights_source: ``"file"``, ``"env"``, ``"cache"``, ``"download"``, ``"timm"`` or ``"random"``.
+        arch: the architecture (torchvision name or ``"timm:..."``).
+        input: how the model wants its pictures (see :class:`InputSpec`).
     """
 
     model: nn.Module
@@ -71,55 +128,344 @@ class ModelBundle:
     mean: tuple[float, float, float] = IMAGENET_MEAN
     std: tuple[float, float, float] = IMAGENET_STD
     weights_source: str = "random"
+    arch: str = ""
+    input: InputSpec = field(default_factory=InputSpec)
+
+    def __post_init__(self) -> None:
+        self.arch = self.arch or self.name
+
+    @property
+    def num_params(self) -> int:
+        return sum(p.numel() for p in self.model.parameters())
+
+    def resize(self, image: Image.Image, size: int = 224) -> Image.Image:
+        """The picture this model sees (see :meth:`preprocess`)."""
+        from .images import fit_to_model
+
+        return fit_to_model(image, size, self.input)
+
+    def preprocess(self, image: Image.Image, size: int = 224) -> torch.Tensor:
+        """``image`` as this model's (1, 3, H, W) input: its own mean, std and interpolation.
+
+        Models that accept any size get the no-crop rule (shorter side ``size``, at least the
+        model's minimum, longer side capped); models that need a fixed size (ViT, Swin, MaxViT)
+        get the shorter side resized to that size and the centre cropped square; ``size`` is
+        then ignored (see :meth:`input_note`).
+        """
+        from .images import to_tensor
+
+        return to_tensor(self.resize(image, size), self.input.mean, self.input.std)
+
+    def input_note(self, size: int = 224) -> str | None:
+        """One sentence when the picture was not simply scaled to ``size``, else None."""
+        spec = self.input
+        if spec.fixed_size:
+            return (f"{self.name} needs {spec.fixed_size} × {spec.fixed_size} pixels: the photo was resized "
+                    f"and its centre cropped to a square; the size setting does not apply.")
+        if size < spec.min_size:
+            return f"{self.name} needs at least {spec.min_size} pixels, so the shorter side was set to that."
+        return None
 
 
 # ----------------------------------------------------------------------------------------------
-# registry
+# the registry
 
 
-def _check_name(name: str) -> str:
-    if name not in ARCHITECTURES:
-        raise ValueError(
-            f"Unknown model {name!r}. Choose one of: {', '.join(ARCHITECTURES)}."
-        )
-    return name
+@functools.cache
+def torchvision_models() -> tuple[str, ...]:
+    """Every torchvision image classifier, ResNets first, then by family."""
+    names = tvm.list_models(module=tvm)
+    natural = lambda n: [int(part) if part.isdigit() else part for part in re.split(r"(\d+)", n)]  # noqa: E731
+    return tuple(sorted(names, key=lambda n: (_family_index(n), natural(n))))
 
 
-def imagenet_weights(name: str) -> tvm.WeightsEnum:
-    """The torchvision ImageNet weights enum member used for ``name`` (its DEFAULT)."""
-    return tvm.get_model_weights(_check_name(name)).DEFAULT
+def _family_index(name: str) -> int:
+    for i, (_, prefixes) in enumerate(FAMILIES):
+        if name.startswith(prefixes):
+            return i
+    return len(FAMILIES)
 
 
-def checkpoint_filename(name: str) -> str:
-    """File name torchvision gives the checkpoint of ``name`` in the hub cache."""
-    return os.path.basename(imagenet_weights(name).url)
+def family(name: str) -> str:
+    """The family label the page groups ``name`` under."""
+    if name in operator_models()[0]:
+        return OPERATOR_FAMILY
+    arch = name.removeprefix(TIMM_PREFIX)
+    if name.startswith(TIMM_PREFIX):
+        return "timm"
+    i = _family_index(arch)
+    return FAMILIES[i][0] if i < len(FAMILIES) else "Other"
 
 
-def checkpoint_path(name: str) -> Path:
-    """Where torchvision caches (and looks for) the checkpoint of ``name``: honours TORCH_HOME."""
-    return Path(torch.hub.get_dir()) / "checkpoints" / checkpoint_filename(name)
+def list_models() -> list[str]:
+    """Every name the page and the CLI offer: torchvision's classifiers, then the operator's
+    entries from ``VIZHOOKS_MODELS``. (timm names are accepted by :func:`load_model` too.)"""
+    return [*torchvision_models(), *operator_models()[0]]
+
+
+def _models_file() -> str:
+    return os.environ.get("VIZHOOKS_MODELS", "").strip()
+
+
+def operator_models() -> tuple[dict[str, ModelEntry], list[str]]:
+    """The entries of the ``VIZHOOKS_MODELS`` TOML file, and one warning per broken entry.
+
+    File format::
+
+        [[model]]
+        name = "Cats vs dogs (ResNet-50)"
+        arch = "resnet50"
+        weights = "/srv/models/cats.pth"
+        labels = "/srv/models/cats.txt"
+        description = "Fine-tuned in week 3"
+    """
+    return _operator_models(_models_file(), _mtime(_models_file()))
+
+
+def _mtime(path: str) -> float:
+    try:
+        return os.stat(path).st_mtime if path else 0.0
+    except OSError:
+        return 0.0
+
+
+@functools.lru_cache(maxsize=4)
+def _operator_models(path: str, mtime: float) -> tuple[dict[str, ModelEntry], list[str]]:
+    if not path:
+        return {}, []
+    try:
+        with open(path, "rb") as f:
+            data = tomllib.load(f)
+    except (OSError, tomllib.TOMLDecodeError) as exc:
+        return {}, [f"VIZHOOKS_MODELS ({path}) could not be read: {exc}."]
+    entries: dict[str, ModelEntry] = {}
+    warnings: list[str] = []
+    raw = data.get("model", [])
+    if not isinstance(raw, list):
+        return {}, [f"VIZHOOKS_MODELS ({path}) must hold [[model]] tables."]
+    base = Path(path).parent
+    for i, item in enumerate(raw, 1):
+        name = item.get("name") if isinstance(item, Mapping) else None
+        label = f"entry {i}" + (f" ({name})" if name else "")
+        problem = _entry_problem(item, base)
+        if problem:
+            warnings.append(f"VIZHOOKS_MODELS {label} is not offered: {problem}")
+            continue
+        if name in entries or name in torchvision_models():
+            warnings.append(f"VIZHOOKS_MODELS {label} is not offered: the name is already taken.")
+            continue
+
+        def resolve(p: str | None) -> str | None:
+            return None if p is None else str((base / os.path.expanduser(p)).resolve())
+
+        entries[name] = ModelEntry(name=name, arch=item["arch"], weights=resolve(item.get("weights")) or "auto",
+                                   labels=resolve(item.get("labels")), description=str(item.get("description", "")))
+    return entries, warnings
+
+
+def _entry_problem(item: object, base: Path) -> str | None:
+    if not isinstance(item, Mapping):
+        return "it is not a table."
+    for key in ("name", "arch"):
+        if not isinstance(item.get(key), str) or not item[key].strip():
+            return f"'{key}' is missing."
+    arch = item["arch"]
+    if not arch.startswith(TIMM_PREFIX) and arch not in torchvision_models():
+        return f"arch {arch!r} is not a torchvision classifier (or 'timm:NAME')."
+    for key in ("weights", "labels"):
+        value = item.get(key)
+        if value is not None and (not isinstance(value, str) or not (base / os.path.expanduser(value)).is_file()):
+            return f"its {key} file {value!r} does not exist."
+    return None
+
+
+def resolve_entry(name: str) -> ModelEntry:
+    """The :class:`ModelEntry` for a name; torchvision and ``timm:`` names stand for themselves.
+
+    Raises:
+        ValueError: an unknown name, with close matches.
+    """
+    entries = operator_models()[0]
+    if name in entries:
+        return entries[name]
+    if name.startswith(TIMM_PREFIX):
+        return ModelEntry(name=name, arch=name)
+    if name in torchvision_models():
+        return ModelEntry(name=name, arch=name)
+    import difflib
+
+    close = difflib.get_close_matches(str(name), list_models(), n=3, cutoff=0.6)
+    hint = f" Did you mean: {', '.join(close)}?" if close else ""
+    raise ValueError(f"Unknown model {name!r}.{hint} `python -m vizhooks --list-models` lists them all.")
+
+
+# ----------------------------------------------------------------------------------------------
+# building
+
+
+def _timm():
+    try:
+        import timm
+    except ImportError:
+        raise ValueError("timm models need the timm package: pip install timm.") from None
+    return timm
+
+
+def _build_kwargs(arch: str) -> dict[str, object]:
+    """The keyword arguments torchvision's builder sets when it loads ImageNet weights, so a model
+    built here has exactly the modules (and the input size) of ``builder(weights=DEFAULT)``."""
+    weights = imagenet_weights(arch)
+    kwargs: dict[str, object] = {"num_classes": len(weights.meta["categories"])}
+    if arch in ("googlenet", "inception_v3"):
+        kwargs.update(transform_input=True, aux_logits=True, init_weights=False)
+    elif arch.startswith("vit_"):
+        kwargs["image_size"] = weights.meta["min_size"][0]
+    elif arch.startswith("maxvit"):
+        kwargs["input_size"] = weights.meta["min_size"]
+    return kwargs
+
+
+def _drop_aux_heads(model: nn.Module) -> None:
+    # torchvision's pretrained GoogLeNet / Inception v3 keep no auxiliary classifiers
+    if hasattr(model, "aux1"):
+        model.aux_logits, model.aux1, model.aux2 = False, None, None  # type: ignore[assignment]
+    if hasattr(model, "AuxLogits"):
+        model.aux_logits, model.AuxLogits = False, None  # type: ignore[assignment]
+
+
+@functools.cache
+def _regnet_params_on_cpu() -> None:
+    """RegNet's builders compute their widths with tensors; on the meta device those have no
+    values. Compute them on the CPU whatever the default device (same numbers, no weights)."""
+    from torchvision.models import regnet
+
+    original = regnet.BlockParams.from_init_params.__func__  # type: ignore[attr-defined]
+
+    def on_cpu(cls, *args, **kwargs):
+        with torch.device("cpu"):
+            return original(cls, *args, **kwargs)
+
+    regnet.BlockParams.from_init_params = classmethod(on_cpu)  # type: ignore[method-assign]
+
+
+def build(arch: str, *, num_classes: int | None = None, device: torch.device | str = "cpu",
+          drop_aux: bool = True) -> nn.Module:
+    """The network of ``arch`` with seeded random weights, in eval mode (no download ever).
+
+    Seeded inside a forked RNG: deterministic weights without disturbing the caller's RNG. On the
+    ``"meta"`` device nothing is allocated (shapes only).
+    """
+    if arch.startswith("regnet"):
+        _regnet_params_on_cpu()
+    with torch.random.fork_rng(devices=[]), torch.device(device):
+        torch.manual_seed(_SEED)
+        if arch.startswith(TIMM_PREFIX):
+            kwargs = {} if num_classes is None else {"num_classes": num_classes}
+            model = _timm().create_model(arch.removeprefix(TIMM_PREFIX), pretrained=False, **kwargs)
+        else:
+            kwargs = _build_kwargs(arch)
+            if num_classes is not None:
+                kwargs["num_classes"] = num_classes
+            model = tvm.get_model_builder(arch)(weights=None, **kwargs)
+    if drop_aux:
+        _drop_aux_heads(model)
+    return model.eval()
+
+
+@functools.cache
+def _meta(arch: str, num_classes: int | None) -> tuple[nn.Module, threading.Lock]:
+    return build(arch, num_classes=num_classes, device="meta"), threading.Lock()
+
+
+def meta_model(name: str) -> tuple[nn.Module, threading.Lock]:
+    """The model of ``name`` on the meta device (no memory, no weights), with a lock for hooking
+    it. One builder for the memory budget, the layer lists and the shapes. Cached."""
+    entry = resolve_entry(name)
+    return _meta(entry.arch, _checkpoint_classes(entry))
+
+
+def _checkpoint_classes(entry: ModelEntry) -> int | None:
+    if entry.weights in ("auto", "none", "imagenet"):
+        return None
+    try:
+        return _head_classes(entry.arch, read_state_dict(entry.weights))
+    except WeightsError:
+        return None
+
+
+def _head_classes(arch: str, state: Mapping[str, torch.Tensor]) -> int | None:
+    """Number of classes of a checkpoint: the rows of its last tensor that the default head
+    gives ``num_classes`` rows (the classifier's bias, usually)."""
+    default, _ = _meta(arch, None)
+    classes = _default_classes(arch)
+    for key, value in reversed(list(default.state_dict().items())):
+        if value.ndim >= 1 and value.shape[0] == classes and key in state and state[key].ndim == value.ndim:
+            return int(state[key].shape[0])
+    return None
+
+
+def _default_classes(arch: str) -> int:
+    if arch.startswith(TIMM_PREFIX):
+        return int(getattr(_meta(arch, None)[0], "num_classes", 1000))
+    return len(imagenet_weights(arch).meta["categories"])
+
+
+def input_spec(arch: str, model: nn.Module | None = None) -> InputSpec:
+    """Mean, std, interpolation and size rule of ``arch``, from torchvision's weights transforms
+    (or timm's data config)."""
+    if arch.startswith(TIMM_PREFIX):
+        timm = _timm()
+        model = model if model is not None else _meta(arch, None)[0]
+        cfg = timm.data.resolve_data_config({}, model=model)
+        side = int(cfg["input_size"][-1])
+        strict = bool(getattr(getattr(model, "patch_embed", None), "strict_img_size", False))
+        return InputSpec(tuple(cfg["mean"]), tuple(cfg["std"]), str(cfg.get("interpolation", "bilinear")),
+                         side if strict else None, 1)
+    weights = imagenet_weights(arch)
+    transform = weights.transforms()
+    crop = int(transform.crop_size[0])
+    min_side = int(weights.meta["min_size"][0])
+    return InputSpec(tuple(transform.mean), tuple(transform.std), transform.interpolation.value,
+                     crop if min_side >= crop else None, min_side)
+
+
+@functools.cache
+def imagenet_categories() -> tuple[str, ...]:
+    """The 1000 ImageNet class names; shipped inside torchvision, so available offline."""
+    return tuple(imagenet_weights("resnet18").meta["categories"])
 
 
 def categories() -> list[str]:
-    """The 1000 ImageNet class names; shipped inside torchvision, so available offline."""
-    return list(imagenet_weights("resnet18").meta["categories"])
+    return list(imagenet_categories())
 
 
-def checkpoint_url(name: str) -> str:
-    """Where the checkpoint is downloaded from: torchvision's URL, or the same file name under
-    ``VIZHOOKS_WEIGHTS_MIRROR`` (a base URL) for classrooms with a local mirror."""
-    url = imagenet_weights(name).url
-    mirror = os.environ.get("VIZHOOKS_WEIGHTS_MIRROR", "").strip()
-    return f"{mirror.rstrip('/')}/{os.path.basename(url)}" if mirror else url
+def read_labels(path: str | os.PathLike, classes: int | None = None) -> list[str]:
+    """Class names from a file: one per line, or a JSON list of strings.
 
-
-def fetch_command(name: str) -> str:
-    return f"python -m vizhooks --download-weights {name}"
-
-
-def _build(name: str, device: torch.device | str = "cpu") -> nn.Module:
-    builder = tvm.get_model_builder(name)
-    return builder(weights=None).to(device)
+    Raises:
+        WeightsError: unreadable, empty, or a different count than the checkpoint's classes.
+    """
+    path = Path(path)
+    try:
+        text = path.read_text(encoding="utf-8-sig")
+    except (OSError, UnicodeDecodeError) as exc:
+        raise WeightsError(f"Labels file {path} could not be read ({exc.__class__.__name__}).") from None
+    labels: object
+    if text.lstrip().startswith("["):
+        try:
+            labels = json.loads(text)
+        except json.JSONDecodeError as exc:
+            raise WeightsError(f"Labels file {path} is not a valid JSON list ({exc.msg}, line {exc.lineno}).") from None
+        if not isinstance(labels, list) or not all(isinstance(x, (str, int, float)) for x in labels):
+            raise WeightsError(f"Labels file {path} must be a JSON list of strings.")
+        labels = [str(x) for x in labels]
+    else:
+        labels = [line.strip() for line in text.splitlines() if line.strip()]
+    if not labels:
+        raise WeightsError(f"Labels file {path} holds no labels.")
+    if classes is not None and len(labels) != classes:
+        raise WeightsError(f"Labels file {path} has {len(labels)} labels but the model has {classes} classes.")
+    return labels  # type: ignore[return-value]
 
 
 # ----------------------------------------------------------------------------------------------
@@ -158,323 +504,170 @@ def resolve_device(device: str | torch.device = "auto") -> torch.device:
 
 
 # ----------------------------------------------------------------------------------------------
-# state dicts
-
-
-def _expected_shapes(name: str) -> dict[str, tuple[int, ...]]:
-    with torch.device("meta"):
-        model = tvm.get_model_builder(name)(weights=None)
-    return {k: tuple(v.shape) for k, v in model.state_dict().items()}
-
-
-def _guess_architecture(state: Mapping[str, torch.Tensor]) -> str | None:
-    shapes = {k: tuple(v.shape) for k, v in state.items() if isinstance(v, torch.Tensor)}
-    for arch in ARCHITECTURES:
-        if _expected_shapes(arch) == shapes:
-            return arch
-    return None
-
-
-def read_state_dict(path: str | os.PathLike) -> dict[str, torch.Tensor]:
-    """Read a state_dict file safely (``weights_only=True``: no arbitrary unpickling).
-
-    Accepts a plain state_dict, or a dict holding one under ``"state_dict"`` or ``"model"``;
-    strips a ``"module."`` prefix left by DataParallel.
-
-    Raises:
-        WeightsError: missing, unreadable, truncated or not a state_dict.
-    """
-    path = Path(path)
-    if not path.is_file():
-        raise WeightsError(f"Weights file {path} does not exist.")
-    try:
-        obj = torch.load(path, map_location="cpu", weights_only=True)
-    except Exception as exc:  # torch raises many types for bad files; all mean "unusable"
-        reason = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
-        if "weights_only" in str(exc) or "Unsupported global" in str(exc):
-            reason = "it contains Python objects, not just tensors, so it is not loaded for safety"
-        raise WeightsError(
-            f"Weights file {path} could not be read as a PyTorch state_dict ({reason[:160]})."
-        ) from None
-    if isinstance(obj, Mapping):
-        for key in ("state_dict", "model"):
-            if isinstance(obj.get(key), Mapping):
-                obj = obj[key]
-                break
-    if not isinstance(obj, Mapping) or not obj or not all(
-        isinstance(v, torch.Tensor) for v in obj.values()
-    ):
-        raise WeightsError(f"Weights file {path} does not hold a state_dict of tensors.")
-    return {re.sub(r"^module\.", "", k): v for k, v in obj.items()}
-
-
-def _apply_state_dict(model: nn.Module, name: str, state: Mapping[str, torch.Tensor], src: str):
-    """Load ``state`` strictly, turning PyTorch's long key dump into one sentence."""
-    expected = {k: tuple(v.shape) for k, v in model.state_dict().items()}
-    missing = [k for k in expected if k not in state]
-    unexpected = [k for k in state if k not in expected]
-    wrong = [k for k in expected if k in state and tuple(state[k].shape) != expected[k]]
-    if missing or unexpected or wrong:
-        guess = _guess_architecture(state)
-        parts = []
-        if guess:
-            parts.append(f"it looks like a {guess} checkpoint")
-        if wrong:
-            k = wrong[0]
-            parts.append(
-                f"{len(wrong)} tensors have the wrong shape (e.g. {k}: file "
-                f"{tuple(state[k].shape)}, model {expected[k]})"
-            )
-        if missing:
-            parts.append(f"{len(missing)} keys are missing (e.g. {missing[0]})")
-        if unexpected:
-            parts.append(f"{len(unexpected)} keys are unexpected (e.g. {unexpected[0]})")
-        raise WeightsError(f"Weights file {src} does not fit {name}: {'; '.join(parts)}.")
-    model.load_state_dict(state, strict=True)
-
-
-# ----------------------------------------------------------------------------------------------
-# download
-
-
-def _hash_prefix(filename: str) -> str | None:
-    # torchvision names checkpoints "<arch>-<first sha256 hex digits>.pth"
-    match = re.search(r"-([a-f0-9]{6,})\.", filename)
-    return match.group(1) if match else None
-
-
-def download_checkpoint(
-    name: str,
-    *,
-    timeout: float = DOWNLOAD_TIMEOUT_S,
-    progress: Callable[[int, int | None], None] | None = None,
-    url: str | None = None,
-) -> Path:
-    """Download the ImageNet checkpoint of ``name`` into the torch hub cache.
-
-    The file is written to a temporary directory, its sha256 prefix checked against the
-    file name, and only then moved into the cache, so a failed or interrupted download never
-    leaves a half-written checkpoint where torchvision would trust it.
-
-    Args:
-        timeout: seconds allowed for connecting and for each chunk read (a stalled transfer
-            fails; a slow but moving one goes on).
-        progress: called with (bytes so far, total bytes or None).
-        url: override the torchvision URL (tests, mirrors).
-
-    Raises:
-        WeightsError: any failure; the message says what happened.
-    """
-    url = url or checkpoint_url(name)
-    dest = checkpoint_path(name)
-    dest.parent.mkdir(parents=True, exist_ok=True)
-    prefix = _hash_prefix(os.path.basename(url))
-    tmpdir = tempfile.mkdtemp(prefix="vizhooks-dl-")
-    try:
-        tmp = Path(tmpdir) / dest.name
-        sha = hashlib.sha256()
-        try:
-            with urllib.request.urlopen(url, timeout=timeout) as resp, open(tmp, "wb") as out:
-                total = resp.headers.get("Content-Length")
-                total = int(total) if total and total.isdigit() else None
-                done = 0
-                while chunk := resp.read(1 << 20):
-                    out.write(chunk)
-                    sha.update(chunk)
-                    done += len(chunk)
-                    if progress:
-                        progress(done, total)
-        except (OSError, ValueError) as exc:
-            raise WeightsError(f"Could not download {url} ({_short(exc)}).") from None
-        if total is not None and done != total:
-            raise WeightsError(f"Download of {url} stopped early ({done} of {total} bytes).")
-        if prefix and not sha.hexdigest().startswith(prefix):
-            raise WeightsError(f"Download of {url} is corrupt (checksum does not match).")
-        shutil.move(str(tmp), dest)
-    finally:
-        shutil.rmtree(tmpdir, ignore_errors=True)
-    return dest
-
-
-def _short(exc: BaseException) -> str:
-    text = str(getattr(exc, "reason", "") or exc).strip()
-    return (text.splitlines()[0] if text else type(exc).__name__)[:160]
-
-
-def _bounded_download(name: str, timeout: float) -> Path:
-    """Run :func:`download_checkpoint` in a daemon thread and wait at most ``timeout`` for it to
-    connect: DNS look-ups are not covered by socket timeouts, so only a thread bounds them.
-    Once bytes flow, the transfer goes on while it makes progress."""
-    started = threading.Event()
-    result: dict[str, object] = {}
-
-    def on_progress(done: int, total: int | None) -> None:
-        started.set()
-
-    def work() -> None:
-        try:
-            result["path"] = download_checkpoint(name, timeout=timeout, progress=on_progress)
-        except BaseException as exc:  # reported to the waiting thread below
-            result["error"] = exc
-        finally:
-            started.set()
-
-    thread = threading.Thread(target=work, name=f"vizhooks-download-{name}", daemon=True)
-    thread.start()
-    if not started.wait(timeout):
-        raise WeightsError(f"No answer from the download server within {timeout:g} s.")
-    thread.join()
-    if "error" in result:
-        err = result["error"]
-        raise err if isinstance(err, WeightsError) else WeightsError(_short(err))  # type: ignore[arg-type]
-    return result["path"]  # type: ignore[return-value]
-
-
-# ----------------------------------------------------------------------------------------------
 # load_model
 
 
-def _random_model(name: str, device: torch.device) -> nn.Module:
-    # Seeded inside a forked RNG: deterministic weights without disturbing the caller's RNG.
-    with torch.random.fork_rng(devices=[]):
-        torch.manual_seed(_SEED)
-        return _build(name)
+def _timm_pretrained(arch: str, model: nn.Module) -> tuple[str, str]:
+    """timm's weights through the Hugging Face cache: cache only when VIZHOOKS_OFFLINE is set,
+    else a download whose first answer is awaited at most DOWNLOAD_TIMEOUT_S seconds."""
+    timm = _timm()
+    from huggingface_hub import hf_hub_download, try_to_load_from_cache
 
-
-def _imagenet_chain(name: str, model: nn.Module) -> tuple[str, str]:
-    """Try env file, cache, bounded download. Returns (source, status) or raises WeightsError
-    carrying every reason gathered on the way."""
-    global _offline_since, _offline_reason
-    notes: list[str] = []
-    env = os.environ.get("VIZHOOKS_WEIGHTS", "").strip()
-    if env:
+    name = arch.removeprefix(TIMM_PREFIX)
+    cfg = timm.models.get_pretrained_cfg(name)
+    repo = getattr(cfg, "hf_hub_id", None) if cfg is not None else None
+    if not repo:
+        raise WeightsError(f"timm has no Hugging Face checkpoint for {name}")
+    filenames = ("model.safetensors", "pytorch_model.bin")
+    path = next((p for f in filenames if isinstance(p := try_to_load_from_cache(repo, f), str)), None)
+    source = "cache"
+    if path is None:
+        notes: list[str] = []
+        if not download_allowed(notes):
+            raise WeightsError(f"{notes[0]}; {name} is not in the Hugging Face cache")
         try:
-            _apply_state_dict(model, name, read_state_dict(env), env)
-            return "env", f"Weights for {name} from VIZHOOKS_WEIGHTS ({env})."
-        except WeightsError as exc:
-            notes.append(f"VIZHOOKS_WEIGHTS was not used: {exc}")
+            path = bounded(lambda started: hf_hub_download(repo, filenames[0]), DOWNLOAD_TIMEOUT_S, name)
+            remember_download(None)
+            source = "download"
+        except Exception as exc:
+            error = exc if isinstance(exc, WeightsError) else WeightsError(str(exc).splitlines()[0][:160])
+            remember_download(error)
+            raise WeightsError(f"The download of {name} from Hugging Face failed ({error})") from None
+    if str(path).endswith(".safetensors"):
+        from safetensors.torch import load_file
 
-    cached = checkpoint_path(name)
-    if cached.is_file():
-        try:
-            _apply_state_dict(model, name, read_state_dict(cached), str(cached))
-            return "cache", f"ImageNet weights for {name} from the torch cache ({cached})."
-        except WeightsError as exc:
-            notes.append(f"The cached checkpoint is damaged; delete {cached} and fetch it again ({exc})")
-
-    if os.environ.get("VIZHOOKS_OFFLINE", "") not in ("", "0"):
-        notes.append("Downloads are switched off (VIZHOOKS_OFFLINE is set)")
-    elif _offline_since is not None and time.monotonic() - _offline_since < OFFLINE_MEMORY_S:
-        notes.append(f"The download failed a moment ago ({_offline_reason})")
+        state = load_file(str(path))
     else:
-        try:
-            path = _bounded_download(name, DOWNLOAD_TIMEOUT_S)
-            _apply_state_dict(model, name, read_state_dict(path), str(path))
-            _offline_since = None
-            return "download", f"ImageNet weights for {name}, downloaded to {path}."
-        except WeightsError as exc:
-            _offline_since, _offline_reason = time.monotonic(), str(exc).rstrip(".")
-            notes.append(f"The download failed ({_offline_reason})")
-    raise WeightsError("; ".join(notes) + ".")
+        state = read_state_dict(path)
+    state = _timm_filter(model, state)
+    apply_state_dict(model, arch, state, str(path))
+    return source, f"Pretrained weights for {name} from timm ({path})."
+
+
+def _timm_filter(model: nn.Module, state: dict[str, torch.Tensor]) -> dict[str, torch.Tensor]:
+    # Some timm models convert an original checkpoint's layout on load (their checkpoint_filter_fn)
+    module = sys.modules.get(type(model).__module__)
+    filter_fn = getattr(module, "checkpoint_filter_fn", None)
+    if filter_fn is None:
+        return state
+    try:
+        return filter_fn(state, model)
+    except Exception:  # an unexpected layout: load as is, and let the strict check speak
+        return state
 
 
 def load_model(
     name: str = "resnet18",
     weights: str | os.PathLike = "auto",
     device: str | torch.device = "auto",
+    *,
+    labels: str | os.PathLike | None = None,
 ) -> ModelBundle:
-    """Build a torchvision ResNet with weights resolved as documented in the README.
+    """Build a model by name with weights resolved as documented in the README.
 
     Args:
-        name: one of ``ARCHITECTURES``.
+        name: any name of :func:`list_models` (every torchvision classifier, operator entries),
+            or ``"timm:NAME"`` for a timm model.
         weights: ``"auto"`` (env file -> torch cache -> bounded download -> random),
             ``"imagenet"`` (same chain, but an error instead of random weights),
-            ``"none"`` (seeded random weights) or a path to a state_dict file.
+            ``"none"`` (seeded random weights) or a path to your own state_dict, whose head may
+            have any number of classes (read from its last layer).
         device: ``"auto"`` or any torch device string.
+        labels: class names for your own checkpoint: one per line, or a JSON list. Without it, a
+            1000-class head gets the ImageNet names and any other head "class 0", "class 1", ...
 
     Returns:
         A :class:`ModelBundle` with the model in eval mode on its device.
 
     Raises:
         ValueError: unknown name or device.
-        WeightsError: weights file unusable, or ``"imagenet"`` weights unavailable.
+        WeightsError: weights or labels file unusable, or ``"imagenet"`` weights unavailable.
 
     Example:
-        >>> bundle = load_model("resnet18", weights="none", device="cpu")
-        >>> bundle.pretrained
-        False
+        >>> bundle = load_model("vgg16", weights="none", device="cpu")
+        >>> bundle.pretrained, bundle.input.fixed_size
+        (False, None)
     """
-    _check_name(name)
+    entry = resolve_entry(name)
     dev = resolve_device(device)
-    cats = categories()
     weights = os.fspath(weights)
+    if weights == "auto" and entry.weights != "auto":
+        weights = entry.weights
+    labels = labels if labels is not None else entry.labels
+    arch = entry.arch
     fix = (
-        f"To use real ImageNet weights, run `{fetch_command(name)}` (or `make weights`) once on a "
-        f"machine with internet; it saves {checkpoint_filename(name)} into "
-        f"{checkpoint_path(name).parent}."
+        f"To use real ImageNet weights, run `{fetch_command(arch)}` (or `make weights MODELS={arch}`) once on "
+        f"a machine with internet; it saves {checkpoint_filename(arch)} into {checkpoint_path(arch).parent}."
+        if not entry.is_timm else
+        "To use pretrained weights, load the model once on a machine with internet (timm keeps it in the "
+        "Hugging Face cache, HF_HOME)."
     )
 
+    num_classes = None
     if weights == "none":
-        model = _random_model(name, dev)
+        model = build(arch)
         source, pretrained = "random", False
-        status = f"Random weights (seeded) for {name}, as asked: predictions are meaningless."
+        status = f"Random weights (seeded) for {entry.name}, as asked: predictions are meaningless."
     elif weights in ("auto", "imagenet"):
-        model = _build(name)
+        model = build(arch, drop_aux=False)
         try:
-            source, status = _imagenet_chain(name, model)
+            if entry.is_timm:
+                source, status = _timm_pretrained(arch, model)
+            else:
+                source, status = imagenet_chain(arch, model)
             pretrained = True
         except WeightsError as exc:
             if weights == "imagenet":
-                raise WeightsError(f"ImageNet weights for {name} are not available: {exc} {fix}") from None
-            model = _random_model(name, dev)
-            source, pretrained = "random", False
+                raise WeightsError(f"Pretrained weights for {entry.name} are not available: {exc} {fix}") from None
+            source, pretrained = "random", False  # the model is untouched: weights are checked before loading
             status = (
-                f"Random weights: ImageNet weights for {name} could not be loaded. {exc} {fix} "
-                "Until then, feature maps show an untrained network and predictions are meaningless."
+                f"Random weights: pretrained weights for {entry.name} could not be loaded. {str(exc).rstrip('.')}. "
+                f"{fix} Until then, feature maps show an untrained network and predictions are meaningless."
             )
+        _drop_aux_heads(model)
     else:
-        model = _build(name)
-        _apply_state_dict(model, name, read_state_dict(weights), weights)
+        state = read_state_dict(weights)
+        num_classes = _head_classes(arch, state)
+        has_aux = any(k.startswith(("aux1.", "AuxLogits.")) for k in state)
+        model = build(arch, num_classes=num_classes, drop_aux=not has_aux)
+        apply_state_dict(model, arch, state, weights)
+        _drop_aux_heads(model)
         source, pretrained = "file", True
-        status = f"Weights for {name} from {weights}."
+        status = f"Weights for {entry.name} from {weights}."
 
+    classes = num_classes or _default_classes(arch)
+    if labels is not None:
+        cats = read_labels(labels, classes)
+    elif classes == 1000:
+        cats = categories()
+    else:
+        cats = [f"class {i}" for i in range(classes)]
+    spec = input_spec(arch, model)
     model = model.to(dev).eval()
     return ModelBundle(
-        model=model,
-        name=name,
-        device=dev,
-        pretrained=pretrained,
-        weights_status=status,
-        categories=cats,
-        weights_source=source,
+        model=model, name=entry.name, device=dev, pretrained=pretrained, weights_status=status,
+        categories=cats, mean=spec.mean, std=spec.std, weights_source=source, arch=arch, input=spec,
     )
 
 
-def fetch_weights(names: list[str], *, stream=sys.stderr) -> list[Path]:
-    """Download checkpoints for ``names`` into the torch cache, with a text progress bar.
+def model_facts(name: str) -> dict[str, object]:
+    """What the page's model selector shows before a model is built: family, parameters (from
+    the meta model), the input size rule and the operator's description."""
+    entry = resolve_entry(name)
+    model, _ = meta_model(name)
+    spec = input_spec(entry.arch, model)
+    return {
+        "family": family(name),
+        "params": sum(p.numel() for p in model.parameters()),
+        "fixed_size": spec.fixed_size,
+        "min_size": spec.min_size,
+        "description": entry.description,
+        "arch": entry.arch,
+    }
 
-    Already cached files are kept. Used by ``python -m vizhooks --download-weights``.
-    """
-    paths = []
-    for name in names:
-        dest = checkpoint_path(name)
-        if dest.is_file():
-            print(f"{name}: already cached at {dest}", file=stream)
-            paths.append(dest)
-            continue
 
-        def bar(done: int, total: int | None, _name: str = name) -> None:
-            if total:
-                filled = int(30 * done / total)
-                stream.write(
-                    f"\r{_name}: [{'#' * filled}{'.' * (30 - filled)}] "
-                    f"{done / 1e6:6.1f} / {total / 1e6:.1f} MB"
-                )
-            else:
-                stream.write(f"\r{_name}: {done / 1e6:6.1f} MB")
-            stream.flush()
-
-        path = download_checkpoint(name, timeout=30.0, progress=bar)
-        stream.write(f"\n{name}: saved {path}\n")
-        paths.append(path)
-    return paths
+__all__ = [
+    "ARCHITECTURES", "IMAGENET_MEAN", "IMAGENET_STD", "InputSpec", "ModelBundle", "ModelEntry", "WeightsError",
+    "build", "categories", "checkpoint_path", "family", "input_spec", "list_models", "load_model",
+    "meta_model", "model_facts", "offline", "operator_models", "read_labels", "resolve_device", "resolve_entry",
+]

@@ -8,8 +8,7 @@ from dataclasses import asdict, dataclass
 import torch
 from torch import nn
 
-from .capture import _check_input, _first_tensor, hooks_removed_after, model_device, model_lock
-from .gradients import preserved_state
+from ._hooks import check_input, first_tensor, hooks_removed_after, model_device, model_lock, preserved_state
 
 
 @dataclass(frozen=True)
@@ -29,7 +28,7 @@ class SummaryRow:
 
 def _shape(value) -> tuple[int, ...] | None:
     try:
-        return tuple(_first_tensor(value).shape)
+        return tuple(first_tensor(value).shape)
     except TypeError:
         return None
 
@@ -47,7 +46,7 @@ def layer_summary(model: nn.Module, x: torch.Tensor) -> list[SummaryRow]:
         >>> [(r.name, r.output_shape) for r in rows][:2]
         [('conv1', (1, 64, 112, 169)), ('bn1', (1, 64, 112, 169))]
     """
-    _check_input(x)
+    check_input(x)
     sync = torch.cuda.synchronize if model_device(model).type == "cuda" else (lambda: None)
     with model_lock(model), preserved_state(model):  # eval mode: BatchNorm statistics stay untouched
         named = [(n, m) for n, m in model.named_modules() if n]

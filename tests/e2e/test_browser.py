@@ -60,7 +60,7 @@ def test_default_view_upload_and_layer_change(server, page, artifacts):
 
 
 def test_every_view_renders_from_a_link(server, page, artifacts):
-    from vizhooks.urlstate import VIEWS
+    from vizhooks.page.urlstate import VIEWS
 
     # what each view must show once it has finished
     shows = {"maps": "stImage", "inspector": "stImage", "gradients": "stImage", "gradcam": "stImage",

@@ -27,7 +27,7 @@ import numpy as np
 import pytest
 from PIL import Image, ImageDraw
 
-from vizhooks.ui_text import EN, t
+from vizhooks.page.texts import EN, t
 
 from .conftest import ARTIFACTS, CHROMIUM, CHROMIUM_ARGS
 
@@ -137,7 +137,7 @@ class Session:
 def expected_views(sessions: list[Session]) -> None:
     """What each page must show, from the library run in this process as the server runs it."""
     import vizhooks as vz
-    from vizhooks.analysis import analyse, layer_stats, top_classes
+    from vizhooks.page.analysis import analyse, layer_stats, top_classes
     from vizhooks.layers import architecture_convs
     bundle = vz.load_model("resnet18", weights="auto")
     where = {c.name: c.where for c in architecture_convs("resnet18")}

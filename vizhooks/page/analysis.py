@@ -8,11 +8,11 @@ from dataclasses import dataclass
 import torch
 from PIL import Image
 
-from .budget import check_capture
-from .capture import capture_with_output
-from .images import resize_for_model, to_tensor
-from .layers import conv_layers
-from .models import ModelBundle
+from ..budget import check_capture
+from ..capture import capture_with_output
+from ..images import to_tensor
+from ..layers import conv_layers
+from ..models import ModelBundle
 
 
 @dataclass(frozen=True)
@@ -79,8 +79,9 @@ def analyse(
     layers: list[str] | None = None,
     what: str = "output",
 ) -> Analysis:
-    """Resize ``image``, run the model once with hooks on ``layers`` and keep everything the page
-    shows. ``layers`` defaults to every Conv2d; results come in network order.
+    """Resize ``image`` the model's way, run the model once with hooks on ``layers`` and keep
+    everything the page shows, every tensor as (1, C, H, W) maps (``as_maps=True``). ``layers``
+    defaults to every Conv2d; results come in network order.
 
     Raises:
         CaptureTooLargeError: the feature maps would exceed ``VIZHOOKS_MAX_CAPTURE_MB``; checked
@@ -90,11 +91,11 @@ def analyse(
         >>> a = analyse(bundle, load_image("sample_images/coffee.jpg"), 224, ["conv1"])
         >>> top_classes(a.logits, bundle.categories)[0].label
     """
-    picture = resize_for_model(image, size)
+    picture = bundle.resize(image, size)
     names = network_order(bundle.model, layers or [c.name for c in conv_layers(bundle.model)])
     check_capture(bundle.name, names, (picture.height, picture.width), what)  # before any work
     x = to_tensor(picture, bundle.mean, bundle.std)
-    acts, logits = capture_with_output(bundle.model, x, names, what=what)
+    acts, logits = capture_with_output(bundle.model, x, names, what=what, as_maps=True)
     return Analysis(picture=picture, x=x, activations=acts, logits=logits, what=what)
 
 

@@ -7,29 +7,86 @@ of what was caught. Tests run them in a fresh interpreter.
 
 from __future__ import annotations
 
-from .images import MAX_SIZE
-from .models import IMAGENET_MEAN, IMAGENET_STD, imagenet_weights
+from ..capture import _channels_last_modules
+from ..images import MAX_SIZE
+from ..models import TIMM_PREFIX, _build_kwargs, input_spec, meta_model, resolve_entry
+from ..weights import imagenet_weights
 
 VIEWS = ("maps", "gradients", "gradcam", "backward", "table")
 
-_PREAMBLE = '''import torch
-from PIL import Image
-from torchvision import models
-from torchvision.transforms import functional as TF
-
-model = models.{model}(weights={weights}).eval()
-
+_FREE_SIZE = '''
 # The page's preprocessing: shorter side -> {size} px, aspect kept (longer side at most {cap}),
-# no crop, ImageNet mean/std.
+# no crop, the model's own interpolation, mean and std.
 image = Image.open({image!r}).convert("RGB")
 w, h = image.size
 short, long = min(w, h), max(w, h)
 new_long = min(round({size} * long / short), {cap})
 size = (new_long, {size}) if w >= h else ({size}, new_long)
-image = image.resize(size, Image.Resampling.BILINEAR, reducing_gap=3.0)
-x = TF.normalize(TF.to_tensor(image), {mean}, {std}).unsqueeze(0)
-modules = dict(model.named_modules())
+image = image.resize(size, Image.Resampling.{resample}, reducing_gap=3.0)
 '''
+
+_FIXED_SIZE = '''
+# The page's preprocessing: this model needs {side} x {side} pixels, so the shorter side goes to
+# {side} and the centre is cropped to a square; the model's own interpolation, mean and std.
+image = Image.open({image!r}).convert("RGB")
+w, h = image.size
+scale = {side} / min(w, h)
+new_w, new_h = max({side}, round(w * scale)), max({side}, round(h * scale))
+image = image.resize((new_w, new_h), Image.Resampling.{resample}, reducing_gap=3.0)
+left, top = (new_w - {side}) // 2, (new_h - {side}) // 2
+image = image.crop((left, top, left + {side}, top + {side}))
+'''
+
+_NORMALISE = '''x = TF.normalize(TF.to_tensor(image), {mean}, {std}).unsqueeze(0)
+modules = dict(model.named_modules())
+
+CHANNELS_LAST = {channels_last!r}  # modules whose output is (1, H, W, C) (Swin)
+
+
+def to_map(name, t):
+    """Any captured tensor as (1, C, H, W) feature maps, as the page shows it."""
+    if t.ndim == 3:  # transformer tokens (1, 1 + h*w, D): drop the class token, lay out the grid
+        side = int((t.shape[1] - 1) ** 0.5)
+        return t[:, 1:, :].transpose(1, 2).reshape(1, t.shape[2], side, side)
+    if name in CHANNELS_LAST:
+        return t.permute(0, 3, 1, 2)
+    return t
+'''
+
+
+def _constructor(name: str, pretrained: bool, num_classes: int | None) -> str:
+    entry = resolve_entry(name)
+    arch = entry.arch
+    if arch.startswith(TIMM_PREFIX):
+        return (f"import timm\n\nmodel = timm.create_model({arch.removeprefix(TIMM_PREFIX)!r}, "
+                f"pretrained={pretrained}).eval()\n")
+    if entry.weights not in ("auto", "none", "imagenet"):
+        return (f"model = models.{arch}(num_classes={num_classes or 1000})\n"
+                f"model.load_state_dict(torch.load({entry.weights!r}, weights_only=True))\nmodel.eval()\n")
+    if pretrained:
+        return f"model = models.{arch}(weights=models.{type(imagenet_weights(arch)).__name__}.DEFAULT).eval()\n"
+    # the input size the pretrained weights fix (ViT-H/14: 518) shapes every layer
+    extra = "".join(f", {k}={v!r}" for k, v in _build_kwargs(arch).items() if k in ("image_size", "input_size"))
+    return f"model = models.{arch}(weights=None{extra}).eval()\n"
+
+
+def _preamble(name: str, image: str, size: int, pretrained: bool, num_classes: int | None,
+              layers: list[str]) -> str:
+    entry = resolve_entry(name)
+    model = meta_model(name)[0]
+    spec = input_spec(entry.arch, model)
+    head = ("import torch\nfrom PIL import Image\nfrom torchvision import models\n"
+            "from torchvision.transforms import functional as TF\n\n")
+    head += _constructor(name, pretrained, num_classes)
+    resample = spec.interpolation.upper()
+    if spec.fixed_size:
+        head += _FIXED_SIZE.format(side=spec.fixed_size, image=image, resample=resample)
+    else:
+        size = max(int(size), spec.min_size)
+        head += _FREE_SIZE.format(size=size, cap=min(2 * size, 2 * MAX_SIZE), image=image, resample=resample)
+    return head + _NORMALISE.format(mean=list(spec.mean), std=list(spec.std),
+                                    channels_last=sorted(_channels_last_modules(model) & set(layers)))
+
 
 _MAPS_OUTPUT = '''
 # Forward hooks: called right after each module's forward(), with its output.
@@ -49,7 +106,7 @@ finally:
         handle.remove()
 
 for name, t in features.items():
-    print(name, tuple(t.shape))
+    print(name, tuple(to_map(name, t).shape))
 '''
 
 _MAPS_INPUT = '''
@@ -70,7 +127,7 @@ finally:
         handle.remove()
 
 for name, t in features.items():
-    print(name, tuple(t.shape))
+    print(name, tuple(to_map(name, t).shape))
 '''
 
 _GRADIENTS = '''
@@ -97,7 +154,7 @@ finally:
         handle.remove()
 
 for name, g in gradients.items():
-    print(name, tuple(g.shape))
+    print(name, tuple(to_map(name, g).shape))
 '''
 
 _GRADCAM = _GRADIENTS + '''
@@ -105,8 +162,9 @@ _GRADCAM = _GRADIENTS + '''
 import torch.nn.functional as F
 
 for name in {layers!r}:
-    weights = gradients[name].mean(dim=(2, 3), keepdim=True)
-    cam = F.relu((weights * activations[name]).sum(dim=1, keepdim=True))
+    A, G = to_map(name, activations[name]), to_map(name, gradients[name])
+    weights = G.mean(dim=(2, 3), keepdim=True)
+    cam = F.relu((weights * A).sum(dim=1, keepdim=True))
     cam = (cam - cam.min()) / (cam.max() - cam.min()) if cam.max() > cam.min() else cam * 0
     cam = F.interpolate(cam, size=x.shape[-2:], mode="bilinear", align_corners=False)[0, 0]
     print(name, "Grad-CAM", tuple(cam.shape))
@@ -114,15 +172,15 @@ for name in {layers!r}:
 
 _BACKWARD = '''
 # Full backward hooks: called during backward with the gradients of a module's inputs and
-# outputs. They cannot wrap a module whose output is changed in place later (bn1, followed by
-# ReLU(inplace=True)) or an in-place module itself (relu), so those two are left out here.
+# outputs. They cannot wrap a module whose output is changed in place later (ResNet's bn1, followed
+# by ReLU(inplace=True)) or an in-place module itself (its relu), so those are left out here.
 def report(module, grad_input, grad_output):
     shapes = lambda grads: [None if g is None else tuple(g.shape) for g in grads]
     print(type(module).__name__, "grad_input", shapes(grad_input), "grad_output", shapes(grad_output))
 
 for p in model.parameters():
     p.requires_grad_(False)
-names = [n for n, _ in model.named_children() if n not in ("bn1", "relu")]
+names = [n for n, _ in model.named_children() if n not in {skip!r}]
 handles = [modules[n].register_full_backward_hook(report) for n in names]
 try:
     x.requires_grad_(True)
@@ -181,14 +239,13 @@ def snippet(
     what: str = "output",
     target: int | None = None,
     pretrained: bool = False,
+    num_classes: int | None = None,
 ) -> str:
     """Python source for one view. ``image`` is the path written into the code; ``target``
     None means "the top-1 class" (computed in the snippet)."""
     if view not in VIEWS:
         raise ValueError(f"view must be one of {', '.join(VIEWS)}, not {view!r}.")
-    weights = f"models.{type(imagenet_weights(model)).__name__}.DEFAULT" if pretrained else "None"
-    head = _PREAMBLE.format(model=model, weights=weights, size=int(size), cap=min(2 * int(size), 2 * MAX_SIZE),
-                            image=image, mean=list(IMAGENET_MEAN), std=list(IMAGENET_STD))
+    head = _preamble(model, image, size, pretrained, num_classes, list(layers))
     target_expr = str(int(target)) if target is not None else "int(logits[0].argmax())  # top-1 class"
     body = {
         "maps": _MAPS_INPUT if what == "input" else _MAPS_OUTPUT,
@@ -197,4 +254,25 @@ def snippet(
         "backward": _BACKWARD,
         "table": _TABLE,
     }[view]
-    return head + body.format(layers=list(layers), target=target_expr)
+    skip: list[str] = []
+    if view == "backward":
+        skip = _inplace_children(model, x_hw=_input_hw(model, size))
+    return head + body.format(layers=list(layers), target=target_expr, skip=skip)
+
+
+def _input_hw(name: str, size: int) -> tuple[int, int]:
+    spec = input_spec(resolve_entry(name).arch, meta_model(name)[0])
+    side = spec.fixed_size or max(int(size), spec.min_size)
+    return side, side
+
+
+def _inplace_children(name: str, x_hw: tuple[int, int]) -> list[str]:
+    """Top-level modules a full backward hook cannot wrap (worked out on the meta device)."""
+    import torch
+
+    from ..gradients import inplace_conflicts
+
+    model, lock = meta_model(name)
+    children = [n for n, _ in model.named_children()]
+    with lock:
+        return sorted(inplace_conflicts(model, torch.empty(1, 3, *x_hw, device="meta"), children))

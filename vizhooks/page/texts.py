@@ -14,12 +14,20 @@ EN: dict[str, str] = {
     "page_title": "vizhooks: inside a CNN",
     "title": "vizhooks: look inside a convolutional network",
     "subtitle": (
-        "Forward hooks on the chosen Conv2d layers catch every channel's feature map while the "
+        "Forward hooks on the chosen layers catch every channel's feature map while the "
         "photo flows through the network once. Brighter tiles mean stronger activation."
     ),
     # sidebar: model
     "model": "Model",
-    "model_help": "A torchvision ResNet. Deeper models have more layers and take longer.",
+    "model_help": (
+        "Every torchvision image classifier, grouped by family, plus this server's own models. "
+        "Bigger models take longer to load and run; ViT, Swin and MaxViT need a fixed input size."
+    ),
+    "model_option": "{family} · {name} · {params} parameters{size}",
+    "model_fixed_size": " · {side}×{side} input",
+    "model_params_m": "{m:.1f} M",
+    "operator_warning": "{warning}",
+    "model_description": "{description}",
     "device": "Running on **{device}**.",
     "loading_model": "Loading {name}…",
     "weights_ok": "{status}",
@@ -44,15 +52,17 @@ EN: dict[str, str] = {
     "layers_header": "Layers",
     "quick_pick": "Quick pick",
     "quick_pick_placeholder": "Choose a group of layers…",
-    "pick_tour": "Tour: conv1 + first conv of each stage",
-    "pick_stage1": "All convs of stage 1 (layer1)",
-    "pick_stage2": "All convs of stage 2 (layer2)",
-    "pick_stage3": "All convs of stage 3 (layer3)",
-    "pick_stage4": "All convs of stage 4 (layer4)",
-    "pick_shortcuts": "Shortcut (downsample) convs",
-    "pick_all": "Every Conv2d layer",
-    "layers": "Conv2d layers",
-    "layers_help": "name · position in the network · in→out channels, kernel, stride",
+    "pick_tour": "Tour: the first layer and the first at each new resolution",
+    "pick_res_convs": "All convs at {hw}",
+    "pick_res_blocks": "All blocks at {hw}",
+    "pick_downsampling": "Downsampling convs (stride > 1)",
+    "pick_convs": "Every Conv2d layer",
+    "pick_blocks": "Every block",
+    "layers": "Layers (convs and blocks)",
+    "layers_help": (
+        "name · conv (or block) i of n · output resolution for a {side}×{side} input · in→out "
+        "channels, kernel, stride"
+    ),
     "what": "Capture",
     "what_output": "output (forward hook)",
     "what_input": "input (forward pre-hook)",
@@ -85,7 +95,12 @@ EN: dict[str, str] = {
     "running": "Running {model} with hooks on {n} layer(s)…",
     "rendering": "Drawing layer {i} of {n}: {name}",
     "model_saw": "What the model saw: {width} × {height} pixels",
-    "top5": "Top-5 ImageNet classes",
+    "input_fixed": (
+        "{name} needs {side} × {side} pixels: the photo was resized and its centre cropped to a "
+        "square; the size setting does not apply."
+    ),
+    "input_min": "{name} needs at least {side} pixels, so the shorter side was set to that.",
+    "top5": "Top-5 classes",
     "top5_random": "The weights are random, so these guesses are meaningless.",
     "tab_maps": "Feature maps",
     "tab_inspector": "Channel inspector",

@@ -8,9 +8,9 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 
-from .layers import architecture_convs
-from .models import ARCHITECTURES
-from .render import CMAPS, NORMS, ORDERS
+from ..layers import architecture_layers
+from ..models import list_models
+from ..render import CMAPS, NORMS, ORDERS
 
 SIZE_MIN, SIZE_MAX, SIZE_STEP = 128, 512, 32
 CHANNEL_CHOICES: tuple[int | str, ...] = (1, 2, 4, 8, 16, 32, 64, 128, 256, 512, "all")
@@ -64,7 +64,7 @@ def parse_query(
             bad.append((key, _one(params[key])))
     model = _one(params.get("model", ""))
     if "model" in params:
-        if model in ARCHITECTURES:
+        if model in list_models():
             good["model"] = model
         else:
             bad.append(("model", model))
@@ -79,7 +79,8 @@ def parse_query(
         "channels": lambda v: "all" if v == "all" else (n if (n := _int(v)) in CHANNEL_CHOICES else None),
         "columns": lambda v: n if (n := _int(v)) is not None and 0 <= n <= 64 else None,
         "view": lambda v: v if v in VIEWS else None,
-        "target": lambda v: n if (n := _int(v)) is not None and 0 <= n < 1000 else None,
+        # the class count is only known once the model is loaded; the page checks it then
+        "target": lambda v: n if (n := _int(v)) is not None and 0 <= n < 100_000 else None,
     }
     for key, check in checks.items():
         if key in params:
@@ -93,7 +94,7 @@ def parse_query(
         raw = params["layers"]
         names = [n.strip() for part in ([raw] if isinstance(raw, str) else raw) for n in part.split(",")]
         names = [n for n in names if n]
-        valid = {c.name for c in architecture_convs(str(good.get("model", DEFAULTS["model"])))}
+        valid = {c.name for c in architecture_layers(str(good.get("model", DEFAULTS["model"])))}
         keep = [n for n in names if n in valid]
         bad.extend(("layers", n) for n in dict.fromkeys(names) if n not in valid)
         if keep:

@@ -1,0 +1,103 @@
+"""Hook internals shared by every vizhooks function that registers hooks.
+
+One home for: the model lock, owned handles removed in ``finally``, the first tensor of a module's
+input or output, keeping a copy, the ``"name#N"`` key of a module that runs several times, and
+state preservation (training flag, ``requires_grad``, ``.grad``). Private: the public functions
+in capture, gradients, summary and cam are built on these.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import threading
+import weakref
+from collections.abc import Iterator
+from typing import Any
+
+import torch
+from torch import nn
+
+_locks: weakref.WeakKeyDictionary[nn.Module, threading.RLock] = weakref.WeakKeyDictionary()
+_locks_guard = threading.Lock()
+
+
+def model_lock(model: nn.Module) -> threading.RLock:
+    """The one lock of ``model``; every vizhooks function that hooks it holds this lock.
+
+    Streamlit runs each browser session in its own thread and shares cached models between them,
+    so registering, running and removing hooks must never interleave across sessions.
+    """
+    with _locks_guard:
+        lock = _locks.get(model)
+        if lock is None:
+            lock = _locks[model] = threading.RLock()
+        return lock
+
+
+def model_device(model: nn.Module) -> torch.device:
+    param = next(model.parameters(), None)
+    return param.device if param is not None else torch.device("cpu")
+
+
+def first_tensor(value: Any) -> torch.Tensor:
+    """The tensor a hook should look at: the value itself, or the first tensor of a tuple/list
+    (module inputs always, and outputs of modules such as GoogLeNet's that return tuples)."""
+    if isinstance(value, torch.Tensor):
+        return value
+    if isinstance(value, (tuple, list)):
+        for item in value:
+            if isinstance(item, torch.Tensor):
+                return item
+    raise TypeError(f"Expected a tensor to capture, got {type(value).__name__}.")
+
+
+def keep(t: torch.Tensor) -> torch.Tensor:
+    """A detached CPU copy of ``t``.
+
+    Copy now: ResNet's ReLU(inplace=True) and ``out += identity`` rewrite tensors after the hook
+    has seen them. ``inference_mode(False)`` makes the copy a normal tensor, so callers may later
+    change it in place or use it with autograd.
+    """
+    with torch.inference_mode(False):
+        return t.detach().to("cpu", copy=True)
+
+
+def check_input(x: torch.Tensor) -> None:
+    if not isinstance(x, torch.Tensor) or x.ndim != 4 or x.shape[1] != 3:
+        shape = tuple(x.shape) if isinstance(x, torch.Tensor) else type(x).__name__
+        raise ValueError(f"x must be a (N, 3, H, W) image tensor (see preprocess), not {shape}.")
+
+
+def call_key(name: str, call: int) -> str:
+    """Key of the ``call``-th run (1-based) of module ``name`` in one pass: ``name``, ``name#2``..."""
+    return name if call == 1 else f"{name}#{call}"
+
+
+@contextlib.contextmanager
+def hooks_removed_after(handles: list) -> Iterator[list]:
+    """Own hook handles: remove every one when the block ends, whatever happens."""
+    try:
+        yield handles
+    finally:
+        for handle in handles:
+            handle.remove()
+
+
+@contextlib.contextmanager
+def preserved_state(model: nn.Module) -> Iterator[None]:
+    """Eval mode and frozen parameters inside; the training flag, every parameter's
+    ``requires_grad`` and ``.grad`` exactly as before afterwards."""
+    training = {m: m.training for m in model.modules()}
+    params = list(model.parameters())
+    saved = [(p.requires_grad, p.grad) for p in params]
+    try:
+        model.eval()
+        for p in params:
+            p.requires_grad_(False)
+        yield
+    finally:
+        for p, (requires_grad, grad) in zip(params, saved, strict=True):
+            p.requires_grad_(requires_grad)
+            p.grad = grad
+        for m, flag in training.items():
+            m.training = flag

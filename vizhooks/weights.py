@@ -1,0 +1,359 @@
+"""Weights resolution: an operator's file, the torch cache, a time-bounded download, or nothing.
+
+A classroom without internet must still get a working page, and a page must never hang on a
+download: the chain below gives up after ``VIZHOOKS_DOWNLOAD_TIMEOUT`` seconds without an answer
+and the caller falls back to seeded random weights with a sentence that says how to get real ones.
+Every file is read with ``weights_only=True``: a checkpoint never runs code.
+"""
+
+from __future__ import annotations
+
+import functools
+import hashlib
+import os
+import re
+import shutil
+import sys
+import tempfile
+import threading
+import time
+import urllib.parse
+import urllib.request
+from collections.abc import Callable, Mapping
+from pathlib import Path
+
+import torch
+from torch import nn
+from torchvision import models as tvm
+
+#: Seconds the automatic download may wait for a connection and for each chunk of data.
+#: The "auto" chain gives up after this and falls back to random weights.
+DOWNLOAD_TIMEOUT_S = float(os.environ.get("VIZHOOKS_DOWNLOAD_TIMEOUT", "8"))
+
+#: After a failed automatic download, later loads in this process skip the attempt for this long,
+#: so a teacher switching models offline waits once, not every time.
+OFFLINE_MEMORY_S = 600.0
+
+_offline_since: float | None = None
+_offline_reason = ""
+
+
+class WeightsError(ValueError):
+    """Weights could not be loaded; the message says why and what to do."""
+
+
+def offline() -> bool:
+    """True when ``VIZHOOKS_OFFLINE`` is set (to anything but 0): no download is tried."""
+    return os.environ.get("VIZHOOKS_OFFLINE", "") not in ("", "0")
+
+
+# ----------------------------------------------------------------------------------------------
+# torchvision checkpoints: names, URLs, cache paths
+
+
+def imagenet_weights(arch: str) -> tvm.WeightsEnum:
+    """The torchvision weights enum member vizhooks uses for ``arch`` (its DEFAULT)."""
+    try:
+        return tvm.get_model_weights(arch).DEFAULT
+    except (ValueError, KeyError):
+        raise ValueError(f"{arch!r} is not a torchvision classification model.") from None
+
+
+def checkpoint_filename(arch: str) -> str:
+    """File name torchvision gives the checkpoint of ``arch`` in the hub cache."""
+    return os.path.basename(urllib.parse.urlsplit(imagenet_weights(arch).url).path)
+
+
+def checkpoint_path(arch: str) -> Path:
+    """Where torchvision caches (and looks for) the checkpoint of ``arch``: honours TORCH_HOME."""
+    return Path(torch.hub.get_dir()) / "checkpoints" / checkpoint_filename(arch)
+
+
+def checkpoint_url(arch: str) -> str:
+    """Where the checkpoint is downloaded from: torchvision's URL, or the same file name under
+    ``VIZHOOKS_WEIGHTS_MIRROR`` (a base URL) for classrooms with a local mirror."""
+    url = imagenet_weights(arch).url
+    mirror = os.environ.get("VIZHOOKS_WEIGHTS_MIRROR", "").strip()
+    return urllib.parse.urljoin(mirror.rstrip("/") + "/", checkpoint_filename(arch)) if mirror else url
+
+
+def fetch_command(name: str) -> str:
+    return f"python -m vizhooks --download-weights {name}"
+
+
+# ----------------------------------------------------------------------------------------------
+# state dicts
+
+_DENSENET_OLD_KEY = re.compile(
+    r"^(.*denselayer\d+\.(?:norm|relu|conv))\.((?:[12])\.(?:weight|bias|running_mean|running_var))$"
+)
+
+
+def fix_keys(state: Mapping[str, torch.Tensor]) -> dict[str, torch.Tensor]:
+    """Key renames torchvision applies when it loads its own checkpoints: DenseNet's published
+    files still say ``norm.1`` where the modules are now called ``norm1``."""
+    return {(_DENSENET_OLD_KEY.sub(r"\1\2", k)): v for k, v in state.items()}
+
+
+def read_state_dict(path: str | os.PathLike) -> dict[str, torch.Tensor]:
+    """Read a state_dict file safely (``weights_only=True``: no arbitrary unpickling).
+
+    Accepts a plain state_dict, or a dict holding one under ``"state_dict"`` or ``"model"``;
+    strips a ``"module."`` prefix left by DataParallel.
+
+    Raises:
+        WeightsError: missing, unreadable, truncated or not a state_dict.
+    """
+    path = Path(path)
+    if not path.is_file():
+        raise WeightsError(f"Weights file {path} does not exist.")
+    try:
+        obj = torch.load(path, map_location="cpu", weights_only=True)
+    except Exception as exc:  # torch raises many types for bad files; all mean "unusable"
+        reason = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
+        if "weights_only" in str(exc) or "Unsupported global" in str(exc):
+            reason = "it contains Python objects, not just tensors, so it is not loaded for safety"
+        raise WeightsError(
+            f"Weights file {path} could not be read as a PyTorch state_dict ({reason[:160]})."
+        ) from None
+    if isinstance(obj, Mapping):
+        for key in ("state_dict", "model"):
+            if isinstance(obj.get(key), Mapping):
+                obj = obj[key]
+                break
+    if not isinstance(obj, Mapping) or not obj or not all(
+        isinstance(v, torch.Tensor) for v in obj.values()
+    ):
+        raise WeightsError(f"Weights file {path} does not hold a state_dict of tensors.")
+    return fix_keys({re.sub(r"^module\.", "", k): v for k, v in obj.items()})
+
+
+#: Architectures a mismatching checkpoint is compared with, to say what it looks like.
+_GUESSES = ("resnet18", "resnet34", "resnet50", "resnet101", "resnet152", "vgg16", "alexnet",
+            "mobilenet_v2", "mobilenet_v3_large", "efficientnet_b0", "densenet121", "convnext_tiny",
+            "vit_b_16", "swin_t")
+
+
+@functools.cache
+def _expected_shapes(arch: str) -> dict[str, tuple[int, ...]]:
+    with torch.device("meta"):
+        model = tvm.get_model_builder(arch)(weights=None)
+    return {k: tuple(v.shape) for k, v in model.state_dict().items()}
+
+
+def _guess_architecture(state: Mapping[str, torch.Tensor]) -> str | None:
+    shapes = {k: tuple(v.shape) for k, v in state.items() if isinstance(v, torch.Tensor)}
+    for arch in _GUESSES:
+        expected = _expected_shapes(arch)
+        # the head may have another number of classes
+        if expected.keys() == shapes.keys() and sum(expected[k] != shapes[k] for k in shapes) <= 2:
+            return arch
+    return None
+
+
+def apply_state_dict(model: nn.Module, name: str, state: Mapping[str, torch.Tensor], src: str) -> None:
+    """Load ``state`` strictly, turning PyTorch's long key dump into one sentence that names the
+    first mismatching key and its shapes."""
+    expected = {k: tuple(v.shape) for k, v in model.state_dict().items()}
+    missing = [k for k in expected if k not in state]
+    unexpected = [k for k in state if k not in expected]
+    wrong = [k for k in expected if k in state and tuple(state[k].shape) != expected[k]]
+    if missing or unexpected or wrong:
+        guess = _guess_architecture(state)
+        parts = []
+        if guess and guess != name:
+            parts.append(f"it looks like a {guess} checkpoint")
+        if wrong:
+            k = wrong[0]
+            parts.append(
+                f"{len(wrong)} tensors have the wrong shape (first: {k}, file "
+                f"{tuple(state[k].shape)}, model {expected[k]})"
+            )
+        if missing:
+            parts.append(f"{len(missing)} keys are missing (first: {missing[0]})")
+        if unexpected:
+            parts.append(f"{len(unexpected)} keys are unexpected (first: {unexpected[0]})")
+        raise WeightsError(f"Weights file {src} does not fit {name}: {'; '.join(parts)}.")
+    model.load_state_dict(state, strict=True)
+
+
+# ----------------------------------------------------------------------------------------------
+# download
+
+
+def _hash_prefix(filename: str) -> str | None:
+    # torchvision names checkpoints "<arch>-<first sha256 hex digits>.pth"
+    match = re.search(r"-([a-f0-9]{6,})\.", filename)
+    return match.group(1) if match else None
+
+
+def short_reason(exc: BaseException) -> str:
+    text = str(getattr(exc, "reason", "") or exc).strip()
+    return (text.splitlines()[0] if text else type(exc).__name__)[:160]
+
+
+def download_checkpoint(
+    arch: str,
+    *,
+    timeout: float = DOWNLOAD_TIMEOUT_S,
+    progress: Callable[[int, int | None], None] | None = None,
+    url: str | None = None,
+) -> Path:
+    """Download the ImageNet checkpoint of ``arch`` into the torch hub cache.
+
+    The file is written to a temporary directory, its sha256 prefix checked against the
+    file name, and only then moved into the cache, so a failed or interrupted download never
+    leaves a half-written checkpoint where torchvision would trust it.
+
+    Args:
+        timeout: seconds allowed for connecting and for each chunk read (a stalled transfer
+            fails; a slow but moving one goes on).
+        progress: called with (bytes so far, total bytes or None).
+        url: override the torchvision URL (tests, mirrors).
+
+    Raises:
+        WeightsError: any failure; the message says what happened.
+    """
+    url = url or checkpoint_url(arch)
+    dest = checkpoint_path(arch)
+    dest.parent.mkdir(parents=True, exist_ok=True)
+    prefix = _hash_prefix(os.path.basename(urllib.parse.urlsplit(url).path))
+    tmpdir = tempfile.mkdtemp(prefix="vizhooks-dl-")
+    try:
+        tmp = Path(tmpdir) / dest.name
+        sha = hashlib.sha256()
+        try:
+            with urllib.request.urlopen(url, timeout=timeout) as resp, open(tmp, "wb") as out:
+                total = resp.headers.get("Content-Length")
+                total = int(total) if total and total.isdigit() else None
+                done = 0
+                while chunk := resp.read(1 << 20):
+                    out.write(chunk)
+                    sha.update(chunk)
+                    done += len(chunk)
+                    if progress:
+                        progress(done, total)
+        except (OSError, ValueError) as exc:
+            raise WeightsError(f"Could not download {url} ({short_reason(exc)}).") from None
+        if total is not None and done != total:
+            raise WeightsError(f"Download of {url} stopped early ({done} of {total} bytes).")
+        if prefix and not sha.hexdigest().startswith(prefix):
+            raise WeightsError(f"Download of {url} is corrupt (checksum does not match).")
+        shutil.move(str(tmp), dest)
+    finally:
+        shutil.rmtree(tmpdir, ignore_errors=True)
+    return dest
+
+
+def bounded(work: Callable[[Callable[[], None]], object], timeout: float, what: str) -> object:
+    """Run ``work(started)`` in a daemon thread; wait at most ``timeout`` s for it to call
+    ``started()`` (first bytes) or finish, then for the rest while it makes progress.
+
+    DNS look-ups are not covered by socket timeouts, so only a thread bounds them.
+    """
+    started = threading.Event()
+    result: dict[str, object] = {}
+
+    def run() -> None:
+        try:
+            result["value"] = work(started.set)
+        except BaseException as exc:  # reported to the waiting thread below
+            result["error"] = exc
+        finally:
+            started.set()
+
+    thread = threading.Thread(target=run, name=f"vizhooks-download-{what}", daemon=True)
+    thread.start()
+    if not started.wait(timeout):
+        raise WeightsError(f"No answer from the download server within {timeout:g} s.")
+    thread.join()
+    if "error" in result:
+        err = result["error"]
+        raise err if isinstance(err, WeightsError) else WeightsError(short_reason(err))  # type: ignore[arg-type]
+    return result["value"]
+
+
+def _bounded_download(arch: str, timeout: float) -> Path:
+    return bounded(  # type: ignore[return-value]
+        lambda started: download_checkpoint(arch, timeout=timeout, progress=lambda done, total: started()),
+        timeout, arch)
+
+
+def download_allowed(notes: list[str]) -> bool:
+    """False (with the reason added to ``notes``) when downloads are off or failed a moment ago."""
+    if offline():
+        notes.append("Downloads are switched off (VIZHOOKS_OFFLINE is set)")
+        return False
+    if _offline_since is not None and time.monotonic() - _offline_since < OFFLINE_MEMORY_S:
+        notes.append(f"The download failed a moment ago ({_offline_reason})")
+        return False
+    return True
+
+
+def remember_download(error: WeightsError | None) -> None:
+    global _offline_since, _offline_reason
+    if error is None:
+        _offline_since = None
+    else:
+        _offline_since, _offline_reason = time.monotonic(), str(error).rstrip(".")
+
+
+def imagenet_chain(arch: str, model: nn.Module) -> tuple[str, str]:
+    """Load torchvision's ImageNet checkpoint of ``arch`` into ``model``: ``VIZHOOKS_WEIGHTS``,
+    then the torch cache, then a bounded download. Returns (source, status sentence) or raises
+    WeightsError carrying every reason gathered on the way."""
+    notes: list[str] = []
+    env = os.environ.get("VIZHOOKS_WEIGHTS", "").strip()
+    if env:
+        try:
+            apply_state_dict(model, arch, read_state_dict(env), env)
+            return "env", f"Weights for {arch} from VIZHOOKS_WEIGHTS ({env})."
+        except WeightsError as exc:
+            notes.append(f"VIZHOOKS_WEIGHTS was not used: {exc}")
+
+    cached = checkpoint_path(arch)
+    if cached.is_file():
+        try:
+            apply_state_dict(model, arch, read_state_dict(cached), str(cached))
+            return "cache", f"ImageNet weights for {arch} from the torch cache ({cached})."
+        except WeightsError as exc:
+            notes.append(f"The cached checkpoint is damaged; delete {cached} and fetch it again ({exc})")
+
+    if download_allowed(notes):
+        try:
+            path = _bounded_download(arch, DOWNLOAD_TIMEOUT_S)
+            apply_state_dict(model, arch, read_state_dict(path), str(path))
+            remember_download(None)
+            return "download", f"ImageNet weights for {arch}, downloaded to {path}."
+        except WeightsError as exc:
+            remember_download(exc)
+            notes.append(f"The download failed ({_offline_reason})")
+    raise WeightsError("; ".join(notes) + ".")
+
+
+def fetch_weights(names: list[str], *, stream=sys.stderr) -> list[Path]:
+    """Download checkpoints for torchvision ``names`` into the torch cache, with a text progress
+    bar. Already cached files are kept. Used by ``python -m vizhooks --download-weights``."""
+    paths = []
+    for name in names:
+        dest = checkpoint_path(name)
+        if dest.is_file():
+            print(f"{name}: already cached at {dest}", file=stream)
+            paths.append(dest)
+            continue
+
+        def bar(done: int, total: int | None, _name: str = name) -> None:
+            if total:
+                filled = int(30 * done / total)
+                stream.write(
+                    f"\r{_name}: [{'#' * filled}{'.' * (30 - filled)}] "
+                    f"{done / 1e6:6.1f} / {total / 1e6:.1f} MB"
+                )
+            else:
+                stream.write(f"\r{_name}: {done / 1e6:6.1f} MB")
+            stream.flush()
+
+        path = download_checkpoint(name, timeout=30.0, progress=bar)
+        stream.write(f"\n{name}: saved {path}\n")
+        paths.append(path)
+    return paths
