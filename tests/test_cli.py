@@ -10,6 +10,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 import torch
+import torchvision
 from PIL import Image
 
 from vizhooks import capture, conv_layers, load_image, load_model, preprocess
@@ -74,13 +75,15 @@ def test_default_layers(tmp_path, capsys):
     (["{photo}", "--size", "5"], "--size"),
     (["{photo}", "--size", "big"], "--size"),
     (["{photo}", "--channels", "0"], "--channels"),
-    (["{photo}", "--model", "vgg16"], "resnet18"),
+    (["{photo}", "--model", "vgg17"], "vgg16"),
+    (["{photo}", "--model", "timm:no_such_net"], "no_such_net"),
+    (["{photo}", "--labels", "{text}"], "--weights PATH"),
     (["{photo}", "--weights", "{missing}"], "does not exist"),
     (["{photo}", "--device", "cuda"], "CUDA"),
     (["{photo}", "--cmap", "nope"], "colormap"),
     (["{photo}", "--frobnicate"], "unrecognized"),
     ([], "give an image"),
-    (["--download-weights", "vgg16"], "vgg16"),
+    (["--download-weights", "vgg17"], "--list-models"),
 ])
 def test_bad_input_exits_2_with_one_line(tmp_path, capsys, argv, needle):
     text = tmp_path / "notes.jpg"
@@ -108,7 +111,9 @@ def test_list_layers(capsys):
     code, out, _ = _run(capsys, "--list-layers", "--model", "resnet34", "--size", "64")
     assert code == 0
     model = load_model("resnet34", weights="none").model
-    names = [c.name for c in conv_layers(model)]
+    blocks = (torchvision.models.resnet.BasicBlock,)
+    names = [n for n, m in model.named_modules() if isinstance(m, (torch.nn.Conv2d, *blocks))]
+    assert len(names) == len(conv_layers(model)) + 16  # 36 convs, 3 + 4 + 6 + 3 blocks
     rows = [line.split()[0] for line in out.splitlines()[1:-1]]
     assert rows == names
     with torch.no_grad():
@@ -129,3 +134,32 @@ def test_real_entry_point(tmp_path):
                          capture_output=True, text=True, timeout=300)
     assert bad.returncode == 2 and "Traceback" not in bad.stderr
     assert bad.stderr.strip() == "vizhooks: error: The file is empty (0 bytes)."
+
+
+def test_any_torchvision_model_all_convs(tmp_path, capsys):
+    code, out, _ = _run(capsys, PHOTO, "--model", "vgg16", "--weights", "none", "--layers", "all",
+                        "--size", "64", "--channels", "4", "--out", tmp_path)
+    assert code == 0
+    import torchvision
+
+    convs = [n for n, m in torchvision.models.vgg16().to("meta").named_modules() if isinstance(m, torch.nn.Conv2d)]
+    assert len(convs) == 13
+    assert sorted(p.name for p in tmp_path.iterdir()) == sorted(f"{n}.png" for n in convs)
+
+
+def test_own_checkpoint_and_labels(tmp_path, capsys):
+    import torchvision
+
+    model = torchvision.models.resnet18(num_classes=3).eval()
+    torch.save(model.state_dict(), tmp_path / "three.pth")
+    (tmp_path / "labels.json").write_text('["ant", "bee", "wasp"]')
+    code, _, err = _run(capsys, PHOTO, "--weights", tmp_path / "three.pth", "--labels", tmp_path / "labels.json",
+                        "--layers", "conv1", "--size", "64", "--out", tmp_path / "o")
+    assert code == 0 and "three.pth" in err
+    (tmp_path / "labels.json").write_text('["ant", "bee"]')
+    code, _, err = _run(capsys, PHOTO, "--weights", tmp_path / "three.pth", "--labels", tmp_path / "labels.json",
+                        "--out", tmp_path / "o")
+    assert code == 2 and len(err.strip().splitlines()) == 1 and "2 labels" in err and "3 classes" in err
+    torch.save(torchvision.models.mobilenet_v2(num_classes=3).state_dict(), tmp_path / "other.pth")
+    code, _, err = _run(capsys, PHOTO, "--weights", tmp_path / "other.pth", "--out", tmp_path / "o")
+    assert code == 2 and len(err.strip().splitlines()) == 1 and "does not fit resnet18" in err

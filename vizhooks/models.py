@@ -289,6 +289,9 @@ def resolve_entry(name: str) -> ModelEntry:
     if name in entries:
         return entries[name]
     if name.startswith(TIMM_PREFIX):
+        bare = name.removeprefix(TIMM_PREFIX)
+        if not _timm().is_model(bare):
+            raise ValueError(f"timm has no model named {bare!r}; timm.list_models('*{bare[:6]}*') lists similar ones.")
         return ModelEntry(name=name, arch=name)
     if name in torchvision_models():
         return ModelEntry(name=name, arch=name)
