@@ -480,6 +480,9 @@ def shown_errors():
         yield
     except vz.InvalidImageError as exc:
         st.error(t("bad_image", reason=str(exc)))
+    except vz.WeightsError as exc:
+        LOG.warning("model refused: %s", exc)
+        st.error(t("bad_model", reason=str(exc)))
     except CaptureTooLargeError as exc:
         st.warning(t("too_large", reason=str(exc)))
     except (ValueError, KeyError) as exc:
@@ -505,8 +508,8 @@ def main() -> None:
     if bad:
         st.info(t("url_notice", items=", ".join(f"{k}={v}" for k, v in bad)))
 
-    with st.spinner(t("loading_model", name=choices.model), show_time=True):
-        bundle = get_bundle(choices.model)
+    with shown_errors(), st.spinner(t("loading_model", name=choices.model), show_time=True):
+        bundle = get_bundle(choices.model)  # an operator's broken checkpoint: one sentence, page stays
     show_model_status(model_slot, bundle)
 
     data = image_bytes(choices)

@@ -132,3 +132,37 @@ def test_visitors_cannot_name_a_file(tmp_path, monkeypatch):
     _ok(at)
     assert at.query_params["model"] == "resnet18"
     assert any("model=" in i.value for i in at.info)  # reported as ignored from the link
+
+
+@pytest.mark.parametrize("damage", ["truncated", "other_architecture", "pickle_payload"])
+def test_a_broken_operator_checkpoint_is_one_sentence(tmp_path, monkeypatch, damage):
+    _, path, labels = _ten_class_checkpoint(tmp_path)
+    bad = tmp_path / "bad.pth"
+    marker = tmp_path / "ran"
+    if damage == "truncated":
+        bad.write_bytes(path.read_bytes()[:5000])
+    elif damage == "other_architecture":
+        torch.save(torchvision.models.mobilenet_v2(num_classes=10).state_dict(), bad)
+    else:
+        torch.save({"fc.weight": torch.zeros(1), "payload": _Payload(str(marker))}, bad)
+    config = tmp_path / "models.toml"
+    config.write_text(f'[[model]]\nname = "Damaged"\narch = "resnet18"\nweights = "{bad.name}"\n')
+    monkeypatch.setenv("VIZHOOKS_MODELS", str(config))
+    at = _page(model="Damaged")
+    assert not at.exception
+    errors = [e.value for e in at.error]
+    assert len(errors) == 1 and errors[0].startswith("This model can't be loaded:") and "\n" not in errors[0]
+    assert not marker.exists()  # weights_only=True: the payload never ran
+    at.selectbox(key="model").set_value("resnet18").run()  # the page keeps working
+    _ok(at)
+    assert _layer_headings(at)
+
+
+class _Payload:
+    """Unpickling this would create a file: proof that a checkpoint ran code."""
+
+    def __init__(self, path: str):
+        self.path = path
+
+    def __reduce__(self):
+        return (open, (self.path, "w"))

@@ -136,9 +136,9 @@ _GUESSES = ("resnet18", "resnet34", "resnet50", "resnet101", "resnet152", "vgg16
 
 @functools.cache
 def _expected_shapes(arch: str) -> dict[str, tuple[int, ...]]:
-    with torch.device("meta"):
-        model = tvm.get_model_builder(arch)(weights=None)
-    return {k: tuple(v.shape) for k, v in model.state_dict().items()}
+    from .models import meta_model  # the one meta-device builder (models imports this module)
+
+    return {k: tuple(v.shape) for k, v in meta_model(arch)[0].state_dict().items()}
 
 
 def _guess_architecture(state: Mapping[str, torch.Tensor]) -> str | None:

@@ -86,6 +86,7 @@ EN: dict[str, str] = {
     "no_layers": "Choose at least one layer in the sidebar.",
     "bad_image": "This file can't be used: {reason} The rest of the page still works; try another file.",
     "bad_input": "This can't be done: {reason}",
+    "bad_model": "This model can't be loaded: {reason} Choose another model in the sidebar.",
     "failed": "Something went wrong while running the model. Please try again or choose other settings.",
     "out_of_memory": (
         "The server ran out of memory for this request. Choose fewer layers, fewer channels or a "
