@@ -15,6 +15,7 @@ import torch
 from torchvision.models import ResNet18_Weights
 
 import vizhooks.models as vm
+import vizhooks.weights as vw
 from vizhooks import WeightsError, load_model, resolve_device
 
 EXPECTED_FILE = os.path.basename(ResNet18_Weights.IMAGENET1K_V1.url)
@@ -36,8 +37,8 @@ def _same_weights(model, state) -> bool:
 def online(monkeypatch):
     """Downloads allowed (to loopback only), with short timeouts and no memory of failures."""
     monkeypatch.delenv("VIZHOOKS_OFFLINE", raising=False)
-    monkeypatch.setattr(vm, "DOWNLOAD_TIMEOUT_S", 1.5)
-    monkeypatch.setattr(vm, "_offline_since", None)
+    monkeypatch.setattr(vw, "DOWNLOAD_TIMEOUT_S", 1.5)
+    monkeypatch.setattr(vw, "_offline_since", None)
 
 
 class _Server:
@@ -69,11 +70,17 @@ class _Server:
         self.httpd.server_close()
 
 
-def test_unknown_name_lists_choices():
+def test_unknown_name_suggests_close_names():
     with pytest.raises(ValueError) as info:
-        load_model("vgg16")
-    for name in vm.ARCHITECTURES:
-        assert name in str(info.value)
+        load_model("resnet19", weights="none", device="cpu")
+    msg = str(info.value)
+    assert "'resnet19'" in msg and "resnet18" in msg and "--list-models" in msg and "\n" not in msg
+    with pytest.raises(ValueError, match="Unknown model"):
+        load_model("not-a-model-at-all", weights="none", device="cpu")
+    # every torchvision classifier is a name, not just the ResNets
+    names = vm.list_models()
+    assert {"vgg16", "vit_b_16", "swin_t", "convnext_tiny", "densenet121", "maxvit_t"} <= set(names)
+    assert set(names[:5]) == set(vm.ARCHITECTURES)  # the ResNets come first
 
 
 def test_random_weights_are_seeded_and_leave_global_rng_alone():
@@ -216,7 +223,7 @@ def test_silent_server_is_bounded(online, monkeypatch, tmp_path):
 def test_hung_name_lookup_is_bounded(online, monkeypatch):
     # urlopen blocked before any socket timeout applies (e.g. a DNS look-up that hangs).
     release = threading.Event()
-    monkeypatch.setattr(vm.urllib.request, "urlopen", lambda *a, **k: release.wait(60))
+    monkeypatch.setattr(vw.urllib.request, "urlopen", lambda *a, **k: release.wait(60))
     try:
         start = time.monotonic()
         bundle = load_model("resnet18", weights="auto", device="cpu")
@@ -242,10 +249,10 @@ def test_download_checks_hash_and_fills_cache(online, monkeypatch):
         assert not cache.exists() or not any(cache.iterdir())
 
         seen = []
-        path = vm.download_checkpoint("resnet18", url=f"{server.url}/{good}",
+        path = vw.download_checkpoint("resnet18", url=f"{server.url}/{good}",
                                       progress=lambda done, total: seen.append((done, total)))
         assert path == cache / EXPECTED_FILE and seen[-1] == (len(body), len(body))
-        monkeypatch.setattr(vm, "_offline_since", None)
+        monkeypatch.setattr(vw, "_offline_since", None)
         bundle = load_model("resnet18", weights="auto", device="cpu")
         assert bundle.pretrained and bundle.weights_source == "cache"
         assert _same_weights(bundle.model, state)

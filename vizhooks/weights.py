@@ -154,12 +154,18 @@ def _guess_architecture(state: Mapping[str, torch.Tensor]) -> str | None:
 def apply_state_dict(model: nn.Module, name: str, state: Mapping[str, torch.Tensor], src: str) -> None:
     """Load ``state`` strictly, turning PyTorch's long key dump into one sentence that names the
     first mismatching key and its shapes."""
-    expected = {k: tuple(v.shape) for k, v in model.state_dict().items()}
+    current = model.state_dict()
+    # BatchNorm's step counter: files saved before PyTorch 0.4 (torchvision's older ImageNet
+    # checkpoints among them) lack it, and PyTorch's own loader fills it in with 0 for them
+    counters = {k: torch.zeros_like(v) for k, v in current.items()
+                if k.endswith(".num_batches_tracked") and k not in state}
+    given, state = state, {**state, **counters}
+    expected = {k: tuple(v.shape) for k, v in current.items()}
     missing = [k for k in expected if k not in state]
     unexpected = [k for k in state if k not in expected]
     wrong = [k for k in expected if k in state and tuple(state[k].shape) != expected[k]]
     if missing or unexpected or wrong:
-        guess = _guess_architecture(state)
+        guess = _guess_architecture(given)
         parts = []
         if guess and guess != name:
             parts.append(f"it looks like a {guess} checkpoint")
