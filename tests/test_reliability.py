@@ -20,10 +20,10 @@ from PIL import Image
 
 import vizhooks as vz
 import vizhooks.page.analysis as va
-from vizhooks.page.analysis import analyse
 from vizhooks.budget import CaptureTooLargeError, capture_bytes, check_capture
-from vizhooks.page.cache import ByteLRU
 from vizhooks.layers import architecture_convs
+from vizhooks.page.analysis import analyse
+from vizhooks.page.cache import ByteLRU
 
 ROOT = Path(__file__).resolve().parents[1]
 SAMPLES = sorted(p for p in (ROOT / "sample_images").iterdir() if p.suffix in (".jpg", ".png"))

@@ -139,7 +139,8 @@ def test_blocks_are_each_familys_unit(zoo):
     assert len(blocks) == count, arch
     assert all(isinstance(modules[b.name], classes) for b in blocks), arch
     # independently: every module of those classes, in order, is a block (none nests another here)
-    assert [b.name for b in blocks] == [n for n, m in bundle.model.named_modules() if classes and isinstance(m, classes)]
+    expected = [n for n, m in bundle.model.named_modules() if classes and isinstance(m, classes)]
+    assert [b.name for b in blocks] == expected
     assert [(b.index, b.count, b.kind) for b in blocks] == [(i, count, "block") for i in range(1, count + 1)]
 
 
