@@ -166,3 +166,29 @@ class _Payload:
 
     def __reduce__(self):
         return (open, (self.path, "w"))
+
+
+@pytest.mark.parametrize("model,layers", [
+    ("vit_b_16", ["conv_proj", "encoder.layers.encoder_layer_5"]),
+    ("swin_t", ["features.0.0", "features.3.1"]),
+    ("efficientnet_b0", ["features.0.0", "features.4.0"]),
+])
+def test_code_view_snippet_runs_and_matches_the_page(model, layers):
+    """The plain-PyTorch code shown for a non-ResNet model runs in a fresh interpreter and prints
+    the shapes that vizhooks captures (as maps) for the same photo."""
+    import ast
+    import subprocess
+    import sys
+
+    import vizhooks as vz
+    from tests.test_app import ROOT
+    from vizhooks.page.snippets import snippet
+
+    code = snippet("maps", model=model, image="sample_images/chelsea.jpg", size=128, layers=layers)
+    run = subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True, timeout=300)
+    assert run.returncode == 0, run.stderr[-2000:]
+    printed = dict(line.split(" ", 1) for line in run.stdout.strip().splitlines())
+    bundle = vz.load_model(model, weights="none", device="cpu")
+    x = bundle.preprocess(vz.load_image(ROOT / "sample_images/chelsea.jpg"), 128)
+    acts = vz.capture(bundle.model, x, layers, as_maps=True)
+    assert {k: tuple(v.shape) for k, v in acts.items()} == {k: ast.literal_eval(v) for k, v in printed.items()}
