@@ -297,7 +297,7 @@ def show_model_status(slot, bundle: vz.ModelBundle) -> None:
     if bundle.pretrained:
         slot.caption(t("weights_ok", status=bundle.weights_status))
     else:
-        slot.warning(t("weights_random", command=fetch_command(bundle.name)), icon=":material/warning:")
+        slot.warning(t("weights_random", command=fetch_command(bundle.arch)), icon=":material/warning:")
         slot.expander(t("weights_details")).write(bundle.weights_status)
 
 

@@ -77,8 +77,11 @@ def checkpoint_url(arch: str) -> str:
     return urllib.parse.urljoin(mirror.rstrip("/") + "/", checkpoint_filename(arch)) if mirror else url
 
 
-def fetch_command(name: str) -> str:
-    return f"python -m vizhooks --download-weights {name}"
+def fetch_command(arch: str) -> str:
+    """The command that puts pretrained weights of ``arch`` where vizhooks looks for them."""
+    if arch.startswith("timm:"):  # timm keeps its checkpoints in the Hugging Face cache
+        return f"python -c \"import timm; timm.create_model('{arch.removeprefix('timm:')}', pretrained=True)\""
+    return f"python -m vizhooks --download-weights {arch}"
 
 
 # ----------------------------------------------------------------------------------------------

@@ -11,8 +11,8 @@ import os
 
 EN: dict[str, str] = {
     # page
-    "page_title": "vizhooks: inside a CNN",
-    "title": "vizhooks: look inside a convolutional network",
+    "page_title": "vizhooks: inside an image network",
+    "title": "vizhooks: look inside an image network",
     "subtitle": (
         "Forward hooks on the chosen layers catch every channel's feature map while the "
         "photo flows through the network once. Brighter tiles mean stronger activation."
@@ -23,7 +23,7 @@ EN: dict[str, str] = {
         "Every torchvision image classifier, grouped by family, plus this server's own models. "
         "Bigger models take longer to load and run; ViT, Swin and MaxViT need a fixed input size."
     ),
-    "model_option": "{family} · {name} · {params} parameters{size}",
+    "model_option": "{name} · {family} · {params} parameters{size}",
     "model_fixed_size": " · {side}×{side} input",
     "model_params_m": "{m:.1f} M",
     "operator_warning": "{warning}",
@@ -32,9 +32,9 @@ EN: dict[str, str] = {
     "loading_model": "Loading {name}…",
     "weights_ok": "{status}",
     "weights_random": (
-        "**Random weights**: the ImageNet weights could not be loaded, so predictions are meaningless "
-        "and feature maps show an untrained network. Fix: run `make weights` or `{command}` once on "
-        "this server with internet, then restart it."
+        "**Random weights**: the pretrained weights could not be loaded, so predictions are "
+        "meaningless and feature maps show an untrained network. Fix: run `{command}` once on this "
+        "server with internet, then restart it."
     ),
     "weights_details": "Why, and where the file goes",
     # sidebar: image
