@@ -174,6 +174,26 @@ def test_auto_uses_the_torch_cache(tmp_path, monkeypatch):
     assert str(cached) in bundle.weights_status
 
 
+def test_cached_checkpoint_without_batchnorm_counters_loads(tmp_path, monkeypatch):
+    # Checkpoints saved before PyTorch 0.4 have no "num_batches_tracked" buffers; PyTorch's own
+    # strict loader accepts them (the oracle), so the cache must not call them damaged.
+    monkeypatch.setenv("TORCH_HOME", str(tmp_path))
+    full = _state("resnet18", seed=4)
+    state = {k: v for k, v in full.items() if not k.endswith("num_batches_tracked")}
+    assert len(full) - len(state) == 20  # one per BatchNorm
+    from torchvision.models import resnet18
+
+    resnet18().load_state_dict(state, strict=True)
+    cached = tmp_path / "hub" / "checkpoints" / EXPECTED_FILE
+    cached.parent.mkdir(parents=True)
+    torch.save(state, cached)
+    bundle = load_model("resnet18", weights="auto", device="cpu")
+    assert bundle.pretrained and bundle.weights_source == "cache", bundle.weights_status
+    loaded = bundle.model.state_dict()
+    assert all(torch.equal(loaded[k], v) for k, v in state.items())
+    assert all(int(v) == 0 for k, v in loaded.items() if k.endswith("num_batches_tracked"))
+
+
 def test_damaged_cache_is_reported(tmp_path, monkeypatch):
     monkeypatch.setenv("TORCH_HOME", str(tmp_path))
     cached = tmp_path / "hub" / "checkpoints" / EXPECTED_FILE

@@ -529,14 +529,17 @@ def test_budget_checks_allocate_no_weights():
                 check_capture(name, layers, hw, limit_mb=100)
             except CaptureTooLargeError:
                 refused += 1
+            except Exception as exc:  # still report the memory: the point of this test
+                print(type(exc).__name__, file=sys.stderr)
         params = sum(p.numel() for n in ("vit_h_14", "regnet_y_128gf") for p in meta_model(n)[0].parameters())
         grew = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss - before
         print(refused, len(blocks), len(convs), params, grew)
     """)
     env = {**os.environ, "PYTHONPATH": str(ROOT)}
-    out = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, env=env, timeout=120,
-                         check=True).stdout.split()
+    run = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, env=env, timeout=120)
+    assert run.returncode == 0, run.stderr[-2000:]
+    out = run.stdout.split()
     refused, blocks, convs, params, grew_kb = map(int, out)
-    assert (refused, blocks) == (2, 32) and convs > 100
-    assert params > 1.2e9  # the weights that were not allocated: about 5 GB of float32
     assert grew_kb < 200_000, f"peak memory grew by {grew_kb / 1e3:.0f} MB"
+    assert params > 1.2e9  # the weights that were not allocated: about 5 GB of float32
+    assert (refused, blocks) == (2, 32) and convs > 100
