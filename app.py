@@ -22,13 +22,14 @@ from vizhooks.export import npz_bytes
 from vizhooks.gradients import BackwardRecord, backward_report, gradient_pass
 from vizhooks.layers import architecture_layers, quick_picks, reference_hw, token_model
 from vizhooks.models import family, list_models, operator_models, resolve_entry
-from vizhooks.page.analysis import Analysis, analyse, image_digest, layer_stats, top_classes
+from vizhooks.page.analysis import Analysis, analyse, compare_maps, image_digest, layer_stats, top_classes
 from vizhooks.page.cache import ByteLRU
 from vizhooks.page.snippets import snippet
-from vizhooks.page.texts import t
+from vizhooks.page.texts import LANGUAGE_NAMES, language_from_locale, set_language, t
 from vizhooks.page.urlstate import (
     CHANNEL_CHOICES,
     DEFAULTS,
+    LANGS,
     SIZE_MAX,
     SIZE_MIN,
     SIZE_STEP,
@@ -102,6 +103,27 @@ def model_option(name: str) -> str:
     return t("model_option", family=family(name), name=name, params=t("model_params_m", m=params / 1e6), size=size)
 
 
+def layer_where(info) -> str:
+    """Where a layer sits, in the page's language: "conv 6 of 20 · 28×28"."""
+    parts = []
+    if info.index:
+        parts.append(t(f"where_{info.kind}", index=info.index, count=info.count))
+    if info.out_hw:
+        parts.append(f"{info.out_hw[0]}×{info.out_hw[1]}")
+    return " · ".join(parts) or info.type
+
+
+def layer_label(info) -> str:
+    """The layer menu's line: name, place, resolution, channels, kernel, stride."""
+    if info.out_channels is not None:
+        k = "x".join(map(str, info.kernel_size or ()))
+        s = info.stride[0] if info.stride and info.stride[0] == info.stride[1] else info.stride
+        return t("label_conv", name=info.name, where=layer_where(info), cin=info.in_channels,
+                 cout=info.out_channels, k=k, s=s)
+    channels = t("label_channels", n=info.out_channels_map) if info.out_channels_map else ""
+    return t("label_other", name=info.name, where=layer_where(info), type=info.type, channels=channels)
+
+
 def picks_for(model: str) -> dict[str, list[str]]:
     return quick_picks(architecture_layers(model), token_model(model))
 
@@ -161,9 +183,10 @@ def get_summary(model: str, key: tuple, _analysis: Analysis):
 
 @st.cache_data(max_entries=64, show_spinner=False)
 def grid_png(_tensor, key: tuple, channels: int | None, order: str, cmap: str, norm: str,
-             columns: int | None, title: str, vcenter: float | None = None) -> bytes:
+             columns: int | None, title: str, vcenter: float | None = None,
+             clim: tuple[float, float] | None = None) -> bytes:
     fig = vz.feature_grid(_tensor, channels=channels, order=order, cmap=cmap, norm=norm, title=title,
-                          columns=columns, vcenter=vcenter)
+                          columns=columns, vcenter=vcenter, clim=clim)
     return vz.figure_to_png(fig)
 
 
@@ -201,6 +224,9 @@ def init_state() -> None:
     st.session_state["layers"] = good.get("layers") or picks_for(st.session_state["model"])["tour"]
     if "target" in good:
         st.session_state["target"] = good["target"]
+    # the link decides the language; without one, the browser's (st.context.locale), else English
+    st.session_state["lang"] = good.get("lang") or language_from_locale(st.context.locale)
+    st.session_state["compare"] = good.get("compare", next(s for s in SAMPLES if s != st.session_state["sample"]))
     st.session_state["_url_notices"] = bad
     st.session_state["_initialised"] = True
 
@@ -222,6 +248,9 @@ def model_changed() -> None:
 
 def sidebar() -> tuple[Choices, st.delta_generator.DeltaGenerator]:
     sb = st.sidebar
+    # switching language only redraws: no cache key holds the language
+    sb.segmented_control(t("language"), LANGS, key="lang", format_func=LANGUAGE_NAMES.get,
+                         selection_mode="single", on_change=keep_a_language)
     models = list_models()
     if st.session_state.get("model") not in models:  # an operator entry removed since
         st.session_state["model"] = DEFAULTS["model"]
@@ -249,7 +278,7 @@ def sidebar() -> tuple[Choices, st.delta_generator.DeltaGenerator]:
     sb.subheader(t("layers_header"))
     model = st.session_state["model"]
     infos = architecture_layers(model)
-    labels = {info.name: info.label for info in infos}
+    labels = {info.name: layer_label(info) for info in infos}
     # A layer chosen for another model may not exist in this one (resnet50 has conv3s).
     st.session_state["layers"] = [n for n in st.session_state.get("layers", []) if n in labels]
     sb.selectbox(t("quick_pick"), list(picks_for(model)), index=None, key="quick", on_change=apply_quick_pick,
@@ -276,11 +305,17 @@ def sidebar() -> tuple[Choices, st.delta_generator.DeltaGenerator]:
     ), model_slot
 
 
+def keep_a_language() -> None:
+    if st.session_state.get("lang") not in LANGS:  # a segmented control can be clicked off
+        st.session_state["lang"] = "en"
+
+
 def sync_url(c: Choices, view: str) -> None:
     target = st.session_state.get("target")
     query = to_query({
-        "view": view, "target": target, "model": c.model,
+        "lang": st.session_state.get("lang", "en"), "view": view, "target": target, "model": c.model,
         "sample": c.sample if c.source == "sample" else None, "layers": c.layers,
+        "compare": st.session_state.get("compare") if view == "compare" else None,
         "what": c.what, "size": c.size, "channels": c.channels or "all", "order": c.order,
         "cmap": c.cmap, "norm": c.norm, "columns": c.columns or 0,
     })
@@ -329,7 +364,7 @@ def show_feature_maps(analysis: Analysis, c: Choices, digest: str) -> None:
                        key="download_npz", on_click="ignore", help=t("download_npz_help"))
     layers = [name for name in c.layers if name in analysis.activations]
     bar = st.progress(0.0) if len(layers) > 6 else None  # a few grids draw faster than a bar updates
-    where = {info.name: info.where for info in architecture_layers(c.model)}
+    where = {info.name: layer_where(info) for info in architecture_layers(c.model)}
     columns = st.columns(2) if len(layers) > 1 else [st.container()]
     for i, name in enumerate(layers):
         if bar is not None:
@@ -397,7 +432,7 @@ def show_gradients(analysis: Analysis, bundle: vz.ModelBundle, c: Choices, diges
         grad = result.gradients[name]
         s = layer_stats(grad)
         key = ("grad", c.model, digest, c.size, target, name)
-        png = grid_png(grad, key, c.channels, c.order, "RdBu_r", "layer", c.columns, f"d logit / d {name}", 0.0)
+        png = grid_png(grad, key, c.channels, c.order, "RdBu_r", "layer", c.columns, f"∂y[{target}] / ∂ {name}", 0.0)
         with columns[i % len(columns)]:
             st.subheader(name)
             st.caption(t("grad_caption", shape="×".join(map(str, s.shape)), min=s.min, max=s.max))
@@ -458,6 +493,175 @@ def show_table(analysis: Analysis, c: Choices, digest: str) -> None:
     })
 
 
+# ---------------------------------------------------------------------------------------------
+# hooks that change values
+
+
+EDIT_MODES = ("zero", "half", "double", "top")
+CLAMP_LIMITS = (1e-5, 1e-4, 1e-3, 1e-2, 1e-1, 1.0)
+
+
+def _edit(mode: str, channels: tuple[int, ...], k: int) -> vz.ChannelEdit:
+    if mode == "top":
+        return vz.ChannelEdit(keep_top=k)
+    return vz.ChannelEdit(channels=channels, scale={"zero": 0.0, "half": 0.5, "double": 2.0}[mode])
+
+
+def show_top5_pair(bundle: vz.ModelBundle, before, after, target: int) -> None:
+    left, right = st.columns(2)
+    for col, logits, head in ((left, before, "iv_before"), (right, after, "iv_after")):
+        col.markdown(f"**{t(head)}**")
+        for p in top_classes(logits, bundle.categories, 5):
+            col.progress(min(max(p.probability, 0.0), 1.0), text=f"{p.label} · {p.probability:.1%}")
+    b, a = float(before[0, target]), float(after[0, target])
+    st.metric(t("iv_logit", label=bundle.categories[target]), f"{a:.3f}", delta=f"{a - b:+.3f}")
+
+
+def show_intervene(analysis: Analysis, bundle: vz.ModelBundle, c: Choices, digest: str) -> None:
+    st.markdown(t("intervene_intro"))
+    target = class_picker(bundle, analysis)
+    layers = [n for n in c.layers if n in analysis.activations]
+    if st.session_state.get("iv_layer") not in layers:
+        st.session_state["iv_layer"] = layers[0]
+    left, mid, right = st.columns([2, 2, 3])
+    layer = left.selectbox(t("iv_layer"), layers, key="iv_layer")
+    mode = mid.selectbox(t("iv_mode"), EDIT_MODES, key="iv_mode", format_func=lambda m: t(f"iv_mode_{m}"))
+    count = int(analysis.activations[layer].shape[1])
+    if mode == "top":
+        st.session_state["iv_k"] = min(int(st.session_state.get("iv_k", 8)), count)
+        k = int(right.number_input(t("iv_k"), min_value=1, max_value=count, step=1, key="iv_k"))
+        channels: tuple[int, ...] = ()
+    else:
+        kept = [ch for ch in st.session_state.get("iv_channels", list(range(min(4, count)))) if ch < count]
+        st.session_state["iv_channels"] = kept
+        channels = tuple(sorted(right.multiselect(t("iv_channels"), list(range(count)), key="iv_channels")))
+        k = 0
+        if not channels:
+            st.info(t("iv_no_channels"))
+            return
+    later = [n for n in layers if layers.index(n) > layers.index(layer)]
+    key = ("intervene", c.model, digest, c.size, c.what, layer, mode, channels, k, tuple(later))
+    with st.spinner(t("iv_running")):
+        result = result_cache().get_or_create(
+            key, lambda: vz.intervene(get_bundle(c.model).model, analysis.x, {layer: _edit(mode, channels, k)},
+                                      capture=later, as_maps=True),
+            lambda r: sum(x.element_size() * x.nelement() for x in [*r.activations.values(),
+                                                                     *r.activations_before.values()]))
+    show_top5_pair(bundle, result.logits_before, result.logits_after, target)
+    if later:
+        st.caption(t("iv_later"))
+        columns = st.columns(2) if len(later) > 1 else [st.container()]
+        for i, name in enumerate(later):
+            after, before = result.activations[name], result.activations_before[name]
+            change = float((after - before).abs().mean() / (before.abs().mean() + 1e-12))
+            png = grid_png(after, ("iv", *key, name), c.channels, c.order, c.cmap, c.norm, c.columns, name)
+            with columns[i % len(columns)]:
+                st.subheader(name)
+                st.caption(t("iv_change", change=change))
+                st.image(png)
+    else:
+        st.info(t("iv_no_later"))
+    show_clamp(analysis, bundle, c, digest, layers, target)
+
+
+def show_clamp(analysis: Analysis, bundle: vz.ModelBundle, c: Choices, digest: str, layers: list[str],
+               target: int) -> None:
+    st.divider()
+    st.subheader(t("clamp_header"))
+    st.markdown(t("clamp_intro"))
+    if st.session_state.get("iv_clamp_at") not in layers:
+        st.session_state["iv_clamp_at"] = layers[-1]
+    left, right = st.columns(2)
+    clamp_at = left.selectbox(t("clamp_at"), layers, key="iv_clamp_at")
+    st.session_state.setdefault("iv_limit", 1e-3)
+    limit = right.select_slider(t("clamp_limit"), CLAMP_LIMITS, key="iv_limit", format_func=lambda v: f"{v:g}")
+    earlier = [n for n in layers if layers.index(n) < layers.index(clamp_at)]
+    if not earlier:
+        st.info(t("clamp_no_earlier"))
+        return
+    check_capture(c.model, earlier, tuple(analysis.x.shape[-2:]), copies=4)
+    key = ("clamp", c.model, digest, c.size, tuple(earlier), clamp_at, limit, target)
+
+    def make():
+        plain, clamped = vz.clamp_gradients(get_bundle(c.model).model, analysis.x, earlier, clamp_at=clamp_at,
+                                            limit=float(limit), target=target, as_maps=True)
+        hw = tuple(analysis.x.shape[-2:])
+        return plain, clamped, cams_from(plain, hw), cams_from(clamped, hw)
+
+    def size(made) -> int:
+        plain, clamped, _, _ = made
+        return sum(x.element_size() * x.nelement() for r in (plain, clamped)
+                   for x in [*r.activations.values(), *r.gradients.values()])
+
+    with st.spinner(t("running_backward", label=bundle.categories[target])):
+        plain, clamped, cams, cams_clamped = result_cache().get_or_create(key, make, size)
+    alpha = 0.5
+    for name in earlier:
+        st.subheader(name)
+        g0, g1 = plain.gradients[name], clamped.gradients[name]
+        reach = float(max(g0.abs().max(), g1.abs().max())) or 1.0
+        cols = st.columns(4)
+        for col, grad, head, which in ((cols[0], g0, "clamp_before", "b"), (cols[1], g1, "clamp_after", "a")):
+            png = grid_png(grad, ("clamp", *key, name, which), min(c.channels or 16, 16), "index", "RdBu_r", "layer",
+                           None, f"∂y[{target}] / ∂ {name}", 0.0, (-reach, reach))
+            col.caption(t(head))
+            col.image(png)
+        cols[2].image(channel_overlay(analysis.picture, cams[name], alpha, "jet"), caption=t("clamp_cam_before"))
+        cols[3].image(channel_overlay(analysis.picture, cams_clamped[name], alpha, "jet"), caption=t("clamp_cam_after"))
+
+
+# ---------------------------------------------------------------------------------------------
+# two photos side by side
+
+
+def compare_bytes() -> tuple[str, bytes | None]:
+    source = st.session_state.get("compare_source", "sample")
+    if source == "sample":
+        name = st.session_state.get("compare") or SAMPLES[0]
+        return name, read_sample(name)
+    widget = st.session_state.get("compare_upload" if source == "upload" else "compare_camera")
+    return "", (widget.getvalue() if widget is not None else None)
+
+
+def show_compare(analysis: Analysis, bundle: vz.ModelBundle, c: Choices, digest: str) -> None:
+    st.markdown(t("compare_intro"))
+    left, right = st.columns([1, 2])
+    left.radio(t("compare_source"), SOURCES, key="compare_source", horizontal=True,
+               format_func=lambda s: t(f"source_{s}"))
+    source = st.session_state["compare_source"]
+    if source == "sample":
+        right.selectbox(t("compare_sample"), SAMPLES, key="compare")
+    elif source == "upload":
+        right.file_uploader(t("upload"), type=UPLOAD_TYPES, key="compare_upload", help=t("upload_help"))
+    else:
+        right.camera_input(t("camera"), key="compare_camera")
+    _, data = compare_bytes()
+    if data is None:
+        st.info(t("compare_none"))
+        return
+    digest_b = image_digest(data)
+    with st.spinner(t("running", model=c.model, n=len(c.layers))):
+        other = get_analysis(c.model, digest_b, data, c.size, c.layers, c.what)
+    a_col, b_col = st.columns(2)
+    a_col.image(analysis.picture, caption=t("compare_first"))
+    b_col.image(other.picture, caption=t("compare_second"))
+    for name in [n for n in c.layers if n in analysis.activations and n in other.activations]:
+        pair = compare_maps(analysis.activations[name], other.activations[name])
+        key = ("compare", c.model, digest, digest_b, c.size, c.what, name)
+        st.subheader(name)
+        st.caption(t("compare_caption", similarity=pair.similarity)
+                   + (" " + t("compare_resized") if pair.resized else ""))
+        cols = st.columns(3)
+        shown = c.channels or int(pair.a.shape[1])
+        sides = ((cols[0], pair.a, "a", "compare_first"), (cols[1], pair.b, "b", "compare_second"))
+        for col, tensor, tag, head in sides:
+            col.caption(t(head))
+            col.image(grid_png(tensor, (*key, tag), shown, "index", c.cmap, "layer", c.columns, name, None, pair.clim))
+        cols[2].caption(t("compare_difference"))
+        cols[2].image(grid_png(pair.b - pair.a, (*key, "diff"), shown, "index", "RdBu_r", "layer", c.columns,
+                               f"B − A · {name}", 0.0))
+
+
 def show_code(bundle: vz.ModelBundle, c: Choices) -> None:
     view = st.radio(t("code_view"), ("maps", "gradients", "gradcam", "backward", "table"), key="code_view",
                     horizontal=True, format_func=lambda v: t(f"view_{v}"))
@@ -498,8 +702,9 @@ def shown_errors():
 
 
 def main() -> None:
-    st.set_page_config(page_title=t("page_title"), layout="wide")
     init_state()
+    set_language(st.session_state.get("lang", "en"))
+    st.set_page_config(page_title=t("page_title"), layout="wide")
     choices, model_slot = sidebar()
 
     st.title(t("title"))
@@ -541,6 +746,10 @@ def main() -> None:
             show_backward(analysis, bundle, choices, digest)
         elif view == "table":
             show_table(analysis, choices, digest)
+        elif view == "intervene":
+            show_intervene(analysis, bundle, choices, digest)
+        elif view == "compare":
+            show_compare(analysis, bundle, choices, digest)
         else:
             show_code(bundle, choices)
 

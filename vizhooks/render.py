@@ -103,6 +103,7 @@ def feature_grid(
     title: str | None = None,
     columns: int | None = None,
     vcenter: float | None = None,
+    clim: tuple[float, float] | None = None,
 ) -> Figure:
     """Draw the channels of one layer's activation as a grid of tiles in one figure.
 
@@ -117,6 +118,8 @@ def feature_grid(
         columns: grid columns; default near-square.
         vcenter: with ``norm="layer"``, make the scale symmetric around this value (use 0
             with a diverging colormap for gradients).
+        clim: with ``norm="layer"``, this (min, max) instead of the layer's own, so grids of two
+            photos share one scale.
 
     Returns:
         A ``matplotlib.figure.Figure`` (not registered with pyplot; nothing to close).
@@ -135,7 +138,7 @@ def feature_grid(
     _check_grid_args(channels, columns)
     colormap = get_colormap(cmap)
 
-    layout = _layout(arr, channels, order, norm, columns, vcenter, title)
+    layout = _layout(arr, channels, order, norm, columns, vcenter, title, clim)
     page = _colour(layout, colormap)
     _draw_text(page, layout, (20, 20, 20, 255), (255, 255, 255, 255), (0, 0, 0, 255))
     vmin, vmax = layout.clim
@@ -232,7 +235,7 @@ class GridLayout:
 
 
 def _layout(arr: np.ndarray, channels: int | None, order: str, norm: str, columns: int | None,
-            vcenter: float | None, title: str | None) -> GridLayout:
+            vcenter: float | None, title: str | None, clim: tuple[float, float] | None = None) -> GridLayout:
     total, h, w = arr.shape
     picked = channel_order(arr, order)[: min(int(channels or total), total)]
     tiles = np.nan_to_num(arr[picked], nan=0.0, posinf=0.0, neginf=0.0)
@@ -241,7 +244,7 @@ def _layout(arr: np.ndarray, channels: int | None, order: str, norm: str, column
         vmin, vmax = 0.0, 1.0
     else:
         finite = np.nan_to_num(arr, nan=0.0, posinf=0.0, neginf=0.0)
-        vmin, vmax = float(finite.min()), float(finite.max())
+        vmin, vmax = (float(finite.min()), float(finite.max())) if clim is None else map(float, clim)
         if vcenter is not None:
             reach = max(abs(vmin - vcenter), abs(vmax - vcenter)) or 1.0
             vmin, vmax = vcenter - reach, vcenter + reach
@@ -263,11 +266,14 @@ def _layout(arr: np.ndarray, channels: int | None, order: str, norm: str, column
         r, c = divmod(i, cols)
         y, x = title_px + r * (th + _SEP_PX), c * (tw + _SEP_PX)
         page[y: y + th, x: x + tw] = level[i]
-    shown = f"{len(picked)} of {total} channels" if len(picked) < total else f"all {total} channels"
+    # Numbers, names and symbols only, so a grid reads the same on an English and a Chinese page:
+    # "12/64" = 12 of 64 channels shown; "↓ μ" / "↓ max" = sorted by mean / peak, largest first.
+    shown = f"  ·  {len(picked)}/{total}" if len(picked) < total else ""
+    sort = {"index": "", "mean": "  ·  ↓ μ", "max": "  ·  ↓ max"}[order]
     heading = f"{title}  ·  " if title else ""
     return GridLayout(
         levels=page, channels=[int(c) for c in picked], grid=(rows, cols), scale=k, tile=(th, tw),
-        title=f"{heading}{total}×{h}×{w}  ·  {shown}, by {order}", title_px=title_px, grid_width=grid_w,
+        title=f"{heading}{total}×{h}×{w}{shown}{sort}", title_px=title_px, grid_width=grid_w,
         clim=(vmin, vmax), mosaic=_mosaic(tiles, rows, cols), norm=norm,
     )
 

@@ -111,3 +111,33 @@ def layer_stats(activation: torch.Tensor) -> LayerStats:
     t = activation.detach().float()
     shape = tuple(t.shape[1:]) if t.ndim == 4 else tuple(t.shape)
     return LayerStats(shape, float(t.min()), float(t.mean()), float(t.max()))
+
+
+@dataclass(frozen=True)
+class MapPair:
+    """One layer of two photos, ready to draw side by side.
+
+    Attributes:
+        a, b: (1, C, H, W) maps; ``b`` resampled bilinearly to ``a``'s grid when the photos'
+            shapes differ (``resized``), so they can be compared cell by cell.
+        similarity: cosine similarity of the two flattened layers (1 = the same pattern).
+        clim: one (min, max) for both, so brightness means the same in both grids.
+    """
+
+    a: torch.Tensor
+    b: torch.Tensor
+    similarity: float
+    clim: tuple[float, float]
+    resized: bool
+
+
+def compare_maps(a: torch.Tensor, b: torch.Tensor) -> MapPair:
+    import torch.nn.functional as F
+
+    a, b = a.detach().float(), b.detach().float()
+    resized = tuple(b.shape[-2:]) != tuple(a.shape[-2:])
+    if resized:
+        b = F.interpolate(b, size=tuple(a.shape[-2:]), mode="bilinear", align_corners=False)
+    similarity = float(F.cosine_similarity(a.flatten(), b.flatten(), dim=0))
+    clim = (float(min(a.min(), b.min())), float(max(a.max(), b.max())))
+    return MapPair(a, b, similarity, clim, resized)

@@ -7,6 +7,7 @@ and raises KeyError (the tests render the page, so they would catch it).
 
 from __future__ import annotations
 
+import contextvars
 import os
 
 EN: dict[str, str] = {
@@ -17,6 +18,13 @@ EN: dict[str, str] = {
         "Forward hooks on the chosen layers catch every channel's feature map while the "
         "photo flows through the network once. Brighter tiles mean stronger activation."
     ),
+    "language": "Language",
+    # layer labels: where a layer sits, for any model
+    "where_conv": "conv {index} of {count}",
+    "where_block": "block {index} of {count}",
+    "label_conv": "{name} · {where} · {cin}→{cout}, {k}, stride {s}",
+    "label_other": "{name} · {where} · {type}{channels}",
+    "label_channels": " · {n} channels",
     # sidebar: model
     "model": "Model",
     "model_help": (
@@ -194,6 +202,57 @@ EN: dict[str, str] = {
         "Every registration returns a handle; call `handle.remove()` (in a `finally:`) when done, "
         "or the hook keeps running on every later pass."
     ),
+    # view: intervene
+    "view_intervene": "Intervene",
+    "intervene_intro": (
+        "A forward hook may **return a new output**, and the rest of the network then works with "
+        "it. Switch channels of one layer off or scale them, and see what changes downstream. The "
+        "hook lives for one pass and is removed afterwards: the model itself is never changed."
+    ),
+    "iv_layer": "Layer to change",
+    "iv_mode": "Change",
+    "iv_mode_zero": "switch channels off (× 0)",
+    "iv_mode_half": "halve channels (× 0.5)",
+    "iv_mode_double": "double channels (× 2)",
+    "iv_mode_top": "keep only the k most active channels",
+    "iv_channels": "Channels",
+    "iv_k": "k",
+    "iv_no_channels": "Choose at least one channel to change.",
+    "iv_running": "Two passes: one as it is, one with the edit…",
+    "iv_before": "Top-5 without the edit",
+    "iv_after": "Top-5 with the edit",
+    "iv_logit": "Score (logit) of “{label}” with the edit",
+    "iv_later": "Later layers, with the edit applied upstream:",
+    "iv_change": "mean change {change:.1%} compared with the unedited pass",
+    "iv_no_later": "No chosen layer comes after this one: add a later layer in the sidebar to see the change travel.",
+    "clamp_header": "A tensor hook that changes a gradient",
+    "clamp_intro": (
+        "`output.register_hook(lambda grad: grad.clamp(-limit, limit))` on one layer clips the "
+        "gradient flowing back through it. Every layer before it then receives a changed gradient, "
+        "and their Grad-CAM maps change with it."
+    ),
+    "clamp_at": "Clamp the gradient at",
+    "clamp_limit": "Limit",
+    "clamp_no_earlier": "No chosen layer comes before this one: choose a later layer to clamp at.",
+    "clamp_before": "Gradient, as it is",
+    "clamp_after": "Gradient, clamped downstream",
+    "clamp_cam_before": "Grad-CAM, as it is",
+    "clamp_cam_after": "Grad-CAM, clamped downstream",
+    # view: compare
+    "view_compare": "Compare",
+    "compare_intro": (
+        "The same layers for two photos, each pair drawn on **one shared scale** per layer so that "
+        "brightness means the same on both sides, with their difference (B − A: red where B is "
+        "stronger) and the cosine similarity of the whole maps."
+    ),
+    "compare_source": "Second photo",
+    "compare_sample": "Sample photo B",
+    "compare_none": "Choose, upload or take the second photo to compare.",
+    "compare_first": "A: the photo in the sidebar",
+    "compare_second": "B: the second photo",
+    "compare_difference": "B − A",
+    "compare_caption": "cosine similarity {similarity:.3f} (1 = the same pattern)",
+    "compare_resized": "B has another shape, so its maps were resampled to A's grid.",
     "insp_layer": "Layer",
     "insp_channel": "Channel",
     "insp_alpha": "Overlay opacity",
@@ -202,15 +261,32 @@ EN: dict[str, str] = {
     "insp_range": "Values in this channel: min {min:.4g}, mean {mean:.4g}, max {max:.4g}.",
 }
 
-LANGUAGES: dict[str, dict[str, str]] = {"en": EN}
+from .texts_zh import ZH  # noqa: E402  (the table above is the reference the other follows)
+
+LANGUAGES: dict[str, dict[str, str]] = {"en": EN, "zh": ZH}
+#: How each language names itself in the switch.
+LANGUAGE_NAMES: dict[str, str] = {"en": "English", "zh": "简体中文"}
+
+_current: contextvars.ContextVar[str | None] = contextvars.ContextVar("vizhooks_language", default=None)
+
+
+def set_language(lang: str) -> None:
+    """The language of this thread's page run (Streamlit runs each session in its own thread)."""
+    _current.set(lang if lang in LANGUAGES else "en")
 
 
 def language() -> str:
-    lang = os.environ.get("VIZHOOKS_LANG", "en")
+    lang = _current.get() or os.environ.get("VIZHOOKS_LANG", "en")
     return lang if lang in LANGUAGES else "en"
 
 
+def language_from_locale(locale: str | None) -> str:
+    """``"zh-CN"``, ``"zh_TW"``, ``"zh"`` -> "zh"; anything else (or nothing) -> "en"."""
+    return "zh" if (locale or "").lower().replace("_", "-").split("-")[0] == "zh" else "en"
+
+
 def t(key: str, **values: object) -> str:
-    """The string ``key`` in the current language, formatted with ``values``."""
+    """The string ``key`` in the current language, formatted with ``values``. A key missing in
+    English is a bug and raises KeyError; the tests check that every language has every key."""
     text = LANGUAGES[language()].get(key) or EN[key]
     return text.format(**values) if values else text

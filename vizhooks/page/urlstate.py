@@ -16,7 +16,8 @@ SIZE_MIN, SIZE_MAX, SIZE_STEP = 128, 512, 32
 CHANNEL_CHOICES: tuple[int | str, ...] = (1, 2, 4, 8, 16, 32, 64, 128, 256, 512, "all")
 WHATS = ("output", "input")
 #: The page's views, in menu order.
-VIEWS = ("maps", "inspector", "gradients", "gradcam", "backward", "table", "code")
+VIEWS = ("maps", "inspector", "gradients", "gradcam", "backward", "table", "intervene", "compare", "code")
+LANGS = ("en", "zh")
 
 DEFAULTS: dict[str, object] = {
     "model": "resnet18",
@@ -31,8 +32,8 @@ DEFAULTS: dict[str, object] = {
 }
 
 #: The order of parameters in a shared link.
-KEYS = ("view", "model", "sample", "layers", "what", "size", "channels", "order", "cmap", "norm", "columns",
-        "target")
+KEYS = ("lang", "view", "model", "sample", "compare", "layers", "what", "size", "channels", "order", "cmap", "norm",
+        "columns", "target")
 
 
 def _one(value: str | Sequence[str]) -> str:
@@ -70,6 +71,8 @@ def parse_query(
             bad.append(("model", model))
     checks = {
         "sample": lambda v: v if v in samples else None,
+        "compare": lambda v: v if v in samples else None,
+        "lang": lambda v: v if v in LANGS else None,
         "what": lambda v: v if v in WHATS else None,
         "order": lambda v: v if v in ORDERS else None,
         "cmap": lambda v: v if v in CMAPS else None,

@@ -1,0 +1,181 @@
+"""简体中文 texts of the page; keys and {placeholders} exactly as in texts.EN."""
+
+from __future__ import annotations
+
+ZH: dict[str, str] = {
+    # page
+    "page_title": "vizhooks：图像网络内部一览",
+    "title": "vizhooks：看看图像网络的内部",
+    "subtitle": "在所选的层上注册前向钩子，照片在网络中前向传播一次，就能捕获每个通道的特征图。图块越亮，激活越强。",
+    # sidebar: model
+    "model": "模型",
+    "model_help": (
+        "torchvision 的全部图像分类模型（按系列分组），以及本服务器自带的模型。"
+        "模型越大，加载和运行越慢；ViT、Swin 和 MaxViT 需要固定的输入尺寸。"
+    ),
+    "model_option": "{name} · {family} · 参数量 {params}{size}",
+    "model_fixed_size": " · 输入 {side}×{side}",
+    "model_params_m": "{m:.1f} M",
+    "operator_warning": "{warning}",
+    "model_description": "{description}",
+    "device": "运行设备：**{device}**。",
+    "loading_model": "正在加载 {name}…",
+    "weights_ok": "{status}",
+    "weights_random": (
+        "**随机权重**：无法加载预训练权重，因此预测结果没有意义，特征图显示的是未经训练的网络。"
+        "解决方法：在这台服务器联网时运行一次 `{command}`，然后重启服务器。"
+    ),
+    "weights_details": "原因，以及权重文件应放在哪里",
+    # sidebar: image
+    "image_source": "图像",
+    "source_sample": "示例",
+    "source_upload": "上传",
+    "source_camera": "摄像头",
+    "sample": "示例照片",
+    "upload": "你的照片",
+    "upload_help": "支持 PNG、JPEG、WebP、BMP、GIF 或 TIFF，最大 20 MB、4000 万像素。",
+    "camera": "拍照",
+    "size": "输入尺寸（短边像素数）",
+    "size_help": "照片会等比缩放，使短边为这个像素数；不做任何裁剪。",
+    # sidebar: layers
+    "layers_header": "层",
+    "quick_pick": "快速选择",
+    "quick_pick_placeholder": "选择一组层…",
+    "pick_tour": "导览：第一层，以及每个新分辨率下的第一层",
+    "pick_res_convs": "{hw} 分辨率下的所有卷积层",
+    "pick_res_blocks": "{hw} 分辨率下的所有块",
+    "pick_downsampling": "下采样卷积层（步幅 > 1）",
+    "pick_convs": "所有 Conv2d 层",
+    "pick_blocks": "所有块",
+    "layers": "层（卷积层和块）",
+    "layers_help": (
+        "名称 · `conv`（或 `block`）`i of n`：共 n 个卷积层（或块）中的第 i 个 · "
+        "输入为 {side}×{side} 时的输出分辨率 · 输入→输出通道数、卷积核大小、步幅"
+    ),
+    "what": "捕获",
+    "what_output": "输出 (前向钩子)",
+    "what_input": "输入 (前向预钩子)",
+    # sidebar: display
+    "display_header": "显示",
+    "channels": "每层显示的通道数",
+    "order": "通道顺序",
+    "order_index": "按编号",
+    "order_mean": "最活跃的在前（均值）",
+    "order_max": "峰值最强的在前（最大值）",
+    "cmap": "颜色映射",
+    "norm": "亮度范围",
+    "norm_channel": "按通道",
+    "norm_layer": "按层（带颜色条）",
+    "columns": "网格列数（0 = 自动）",
+    "share_hint": "地址栏保存了这些设置：复制地址即可分享当前这个视图。",
+    # main
+    "url_notice": "链接中的以下内容已被忽略：{items}。",
+    "no_upload": "请在侧边栏上传一张照片开始（或选择一张示例照片）。",
+    "no_camera": "请用侧边栏的摄像头拍一张照片开始（或选择一张示例照片）。",
+    "no_layers": "请在侧边栏至少选择一个层。",
+    "bad_image": "无法使用此文件：{reason} 页面的其余部分仍可正常使用；请换一个文件试试。",
+    "bad_input": "无法完成此操作：{reason}",
+    "bad_model": "无法加载此模型：{reason} 请在侧边栏选择其他模型。",
+    "failed": "运行模型时出错。请重试，或换用其他设置。",
+    "out_of_memory": "服务器处理此请求时内存不足。请减少层数或通道数，或调小输入尺寸，然后重试。",
+    "too_large": "{reason}",
+    "running": "正在运行 {model}，已在 {n} 个层上挂钩子…",
+    "rendering": "正在绘制第 {i} 层（共 {n} 层）：{name}",
+    "model_saw": "模型看到的图像：{width} × {height} 像素",
+    "input_fixed": (
+        "{name} 需要 {side} × {side} 像素的输入：照片已缩放，并从中心裁剪为正方形；输入尺寸设置对它不起作用。"
+    ),
+    "input_min": "{name} 需要至少 {side} 像素，因此短边已设为该值。",
+    "top5": "Top-5 类别",
+    "top5_random": "权重是随机的，所以这些猜测没有意义。",
+    "tab_maps": "特征图",
+    "tab_inspector": "通道查看器",
+    "layer_caption": "{where} · {what} {shape} · 最小 {min:.3g} · 平均 {mean:.3g} · 最大 {max:.3g} · {shown}",
+    "shown_some": "显示 {shown} / {total} 个通道",
+    "shown_all": "全部 {total} 个通道",
+    "download_png": "PNG",
+    "download_npz": "下载全部激活值（.npz）",
+    "download_npz_help": "每层一个 float32 数组 (C, H, W)，另加 `__input__`，格式与命令行工具的 `--npz` 选项相同。",
+    # views
+    "view": "视图",
+    "view_maps": "特征图",
+    "view_inspector": "通道查看器",
+    "view_gradients": "梯度",
+    "view_gradcam": "Grad-CAM",
+    "view_backward": "反向钩子",
+    "view_table": "层信息表",
+    "view_code": "实现代码",
+    # class for gradients
+    "target": "要解释的类别",
+    "target_help": "梯度和 Grad-CAM 都针对这个类别的得分计算。输入文字可在全部 1000 个类别中搜索。",
+    "target_top1": "Top-1 类别：{label} ({index})",
+    "running_backward": "正在为“{label}”做前向和反向传播…",
+    "gradients_intro": (
+        "如果特征图中的某个值增大，**{label}** ({index}) 的得分会改变多少：红色表示使得分升高，"
+        "蓝色表示使得分降低，白色表示没有影响。这些梯度由在前向钩子中注册的张量钩子"
+        "（`output.register_hook`）捕获。"
+    ),
+    "grad_caption": "梯度 {shape} · 最小 {min:.3g} · 最大 {max:.3g} · 每层一个以 0 为中心的颜色标尺",
+    "gradcam_intro": (
+        "**{label}** ({index}) 的 Grad-CAM：每个通道按其平均梯度加权，把加权后的通道相加，去掉负值，"
+        "再把得到的图拉伸并叠加到照片上。红色标出这一层为该类别找到证据的位置。深层给出的图粗糙但有意义；"
+        "浅层给出的图精细但噪声多。"
+    ),
+    "cam_alpha": "热力图不透明度",
+    "cam_caption": "{layer} → {label}",
+    "backward_intro": (
+        "在模型的每个顶层子模块上调用 `register_full_backward_hook`，然后从 **{label}** 的得分出发"
+        "做一次反向传播。表中各行按反向传播到达它们的先后顺序排列。"
+    ),
+    "col_step": "步骤",
+    "col_module": "模块",
+    "col_type": "类型",
+    "col_grad_output": "grad_output（传入）",
+    "col_grad_input": "grad_input（传出）",
+    "col_note": "备注",
+    "backward_reading": (
+        "**如何阅读这张表。** 反向传播沿相反方向遍历网络：从最后一层 `fc` 开始，一路回到 `conv1`。"
+        "每个模块接收 `grad_output`，即得分对该模块输出的梯度；并传出 `grad_input`，即得分对该模块"
+        "输入的梯度：某一行的 `grad_input` 就是它下一行的 `grad_output`。越靠近表格顶部，形状越小，"
+        "因为越深的层特征图越少、越小。`bn1` 和 `relu` 没有挂完整反向钩子：`relu` 会覆盖自己的输入"
+        "（inplace=True），从而事后改变了 `bn1` 的输出，而完整反向钩子不允许这种情况。"
+        "“梯度”视图用张量钩子绕开了这个问题。"
+    ),
+    "running_table": "正在为每个模块计时…",
+    "total_params": "参数量",
+    "total_outputs": "输出值数量（所有叶子模块）",
+    "total_time": "前向耗时",
+    "table_intro": (
+        "只需一次前向传播：前向预钩子记录每个模块的输入和开始时间，前向钩子记录它的输出和结束时间。"
+        "容器模块（Sequential 阶段、块）的数据包含其子模块。点击列标题可以排序。"
+    ),
+    "code_view": "代码对应的视图",
+    "code_intro": (
+        "纯 PyTorch 代码，不依赖 vizhooks：把它粘贴到与照片放在同一目录的 Jupyter 笔记本中，"
+        "就能得到相同的数值（使用相同权重时）。"
+    ),
+    "hooks_explained": (
+        "#### 四种钩子\n\n"
+        "- **`tensor.register_hook(fn)`**，`fn(grad) -> grad or None`。在反向传播中、这个张量的梯度"
+        "算出之后运行。可以读取梯度，也可以返回修改后的梯度（例如梯度裁剪）。"
+        "这样就不必对每个中间张量调用 `retain_grad()` 保留副本。\n"
+        "- **`module.register_forward_pre_hook(fn)`**，`fn(module, inputs) -> new inputs or None`。"
+        "在 `forward()` 之前运行；`inputs` 是一个元组。本工具用它捕获“输入”，"
+        "并在层信息表中记录开始时间。\n"
+        "- **`module.register_forward_hook(fn)`**，`fn(module, inputs, output) -> new output or "
+        "None`。在 `forward()` 之后运行。特征图就是这样捕获的。要保存的张量请先克隆一份："
+        "网络后面的原地（in-place）操作可能会覆盖它。\n"
+        "- **`module.register_full_backward_hook(fn)`**，`fn(module, grad_input, grad_output)`。"
+        "在反向传播中运行，参数是模块输入和输出的梯度（都是元组；没有梯度的位置为 `None`）。"
+        "它取代了 `register_backward_hook`，后者对由多个运算组成的模块会给出错误的 `grad_input`。"
+        "它不能用于输出被原地修改的模块。\n\n"
+        "每次注册都会返回一个句柄；用完后调用 `handle.remove()`（放在 `finally:` 中），"
+        "否则这个钩子会在之后的每一次传播中继续运行。"
+    ),
+    "insp_layer": "层",
+    "insp_channel": "通道",
+    "insp_alpha": "叠加不透明度",
+    "insp_large": "{layer}，通道 {channel}，由 {h} × {w} 上采样而来",
+    "insp_overlay": "以 {alpha:.0%} 的不透明度叠加在照片上",
+    "insp_range": "该通道的取值：最小 {min:.4g}，平均 {mean:.4g}，最大 {max:.4g}。",
+}
