@@ -12,6 +12,7 @@ import os
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
+from urllib.parse import urlencode
 
 import streamlit as st
 
@@ -22,9 +23,18 @@ from vizhooks.export import npz_bytes
 from vizhooks.gradients import BackwardRecord, backward_report, gradient_pass
 from vizhooks.layers import architecture_layers, quick_picks, reference_hw, token_model
 from vizhooks.models import family, list_models, operator_models, resolve_entry
-from vizhooks.page.analysis import Analysis, analyse, compare_maps, image_digest, layer_stats, top_classes
+from vizhooks.page.analysis import (
+    Analysis,
+    analyse,
+    compare_maps,
+    hook_calls_demo,
+    image_digest,
+    layer_stats,
+    top_classes,
+)
 from vizhooks.page.cache import ByteLRU
-from vizhooks.page.snippets import snippet
+from vizhooks.page.lesson import STEPS, step_index
+from vizhooks.page.snippets import lesson_snippet, snippet
 from vizhooks.page.texts import LANGUAGE_NAMES, language_from_locale, set_language, t
 from vizhooks.page.urlstate import (
     CHANNEL_CHOICES,
@@ -224,6 +234,7 @@ def init_state() -> None:
     st.session_state["layers"] = good.get("layers") or picks_for(st.session_state["model"])["tour"]
     if "target" in good:
         st.session_state["target"] = good["target"]
+    st.session_state["lesson_step"] = good.get("step", 1)
     # the link decides the language; without one, the browser's (st.context.locale), else English
     st.session_state["lang"] = good.get("lang") or language_from_locale(st.context.locale)
     st.session_state["compare"] = good.get("compare", next(s for s in SAMPLES if s != st.session_state["sample"]))
@@ -316,11 +327,13 @@ def sync_url(c: Choices, view: str) -> None:
         "lang": st.session_state.get("lang", "en"), "view": view, "target": target, "model": c.model,
         "sample": c.sample if c.source == "sample" else None, "layers": c.layers,
         "compare": st.session_state.get("compare") if view == "compare" else None,
+        "step": st.session_state.get("lesson_step", 1) if view == "lesson" else None,
         "what": c.what, "size": c.size, "channels": c.channels or "all", "order": c.order,
         "cmap": c.cmap, "norm": c.norm, "columns": c.columns or 0,
     })
     if query != st.query_params.to_dict():
         st.query_params.from_dict(query)
+    st.session_state["_query"] = query
 
 
 # ---------------------------------------------------------------------------------------------
@@ -662,6 +675,84 @@ def show_compare(analysis: Analysis, bundle: vz.ModelBundle, c: Choices, digest:
                                f"B − A · {name}", 0.0))
 
 
+# ---------------------------------------------------------------------------------------------
+# the lesson
+
+
+def lesson_code(step, bundle: vz.ModelBundle, c: Choices) -> str:
+    image = f"sample_images/{c.sample}" if c.source == "sample" else "my_photo.jpg"
+    target = st.session_state.get("target")
+    target = None if target is None else int(target)
+    kind, name = step.code
+    common = dict(model=c.model, image=image, size=c.size, target=target, pretrained=bundle.pretrained,
+                  num_classes=len(bundle.categories))
+    if kind == "view":
+        return snippet(name, layers=list(c.layers), what="output", **common)
+    layers = list(c.layers)
+    clamp_at = None
+    if name == "clamp":
+        clamp_at = st.session_state.get("iv_clamp_at") if st.session_state.get("iv_clamp_at") in layers else layers[-1]
+        layers = [n for n in layers if layers.index(n) < layers.index(clamp_at)] or layers[:1]
+    return lesson_snippet(name, layers=layers, clamp_at=clamp_at, limit=float(st.session_state.get("iv_limit", 1e-3)),
+                          **common)
+
+
+def _to_step(n: int) -> None:
+    st.session_state["lesson_step"] = step_index(n)
+
+
+def show_lesson(analysis: Analysis, bundle: vz.ModelBundle, c: Choices, digest: str) -> None:
+    n = step_index(st.session_state.get("lesson_step", 1))
+    step = STEPS[n - 1]
+    st.subheader(t("lesson_step", n=n, total=len(STEPS), title=t(f"lesson_{step.id}_title")))
+    st.markdown(t(f"lesson_{step.id}_text"))
+    layers = [name for name in c.layers if name in analysis.activations]
+    if step.live == "hello":
+        st.caption(t("lesson_hello_caption"))
+        modules = dict(bundle.model.named_modules())
+        st.dataframe([{t("lesson_col_layer"): name, t("lesson_col_module"): type(modules[name.split("#")[0]]).__name__,
+                       t("lesson_col_shape"): "×".join(map(str, analysis.activations[name].shape))}
+                      for name in layers], hide_index=True, key="lesson_hello")
+    elif step.live == "maps":
+        show_feature_maps(analysis, c, digest)
+    elif step.live == "prepost":
+        layer = layers[0]
+        before = get_analysis(c.model, digest, image_bytes(c), c.size, (layer,), "input")
+        left, right = st.columns(2)
+        for col, act, head, what in ((left, before.activations[layer], "lesson_prepost_input", "input"),
+                                     (right, analysis.activations[layer], "lesson_prepost_output", "output")):
+            col.caption(t(head, layer=layer))
+            col.image(grid_png(act, ("lesson", c.model, digest, c.size, what, layer), c.channels, c.order, c.cmap,
+                               c.norm, c.columns, layer))
+    elif step.live == "table":
+        show_table(analysis, c, digest)
+    elif step.live == "gradients":
+        show_gradients(analysis, bundle, c, digest)
+    elif step.live == "clamp":
+        show_clamp(analysis, bundle, c, digest, layers, class_picker(bundle, analysis))
+    elif step.live == "backward":
+        show_backward(analysis, bundle, c, digest)
+    elif step.live == "gradcam":
+        show_gradcam(analysis, bundle, c, digest)
+    elif step.live == "remove":
+        layer = layers[0]
+        counts = result_cache().get_or_create(
+            ("hook-calls", c.model, digest, c.size, layer),
+            lambda: hook_calls_demo(get_bundle(c.model).model, analysis.x, layer), lambda _: 64)
+        st.markdown(f"- {t('lesson_remove_forgot', calls=counts['forgot'])}\n"
+                    f"- {t('lesson_remove_removed', calls=counts['removed'])}")
+    st.caption(t("lesson_code"))
+    st.code(lesson_code(step, bundle, c), language="python")
+    st.markdown(f"**{t('lesson_question')}** {t(f'lesson_{step.id}_q')}")
+    with st.expander(t("lesson_answer"), expanded=False):
+        st.markdown(t(f"lesson_{step.id}_a"))
+    back, link, nxt = st.columns([1, 2, 1])
+    back.button(t("lesson_back"), key="lesson_back", disabled=n == 1, on_click=_to_step, args=(n - 1,))
+    nxt.button(t("lesson_next"), key="lesson_next", disabled=n == len(STEPS), on_click=_to_step, args=(n + 1,))
+    query = {**st.session_state.get("_query", {}), "view": "lesson", "step": str(n)}
+    link.markdown(f"[{t('lesson_link')}](?{urlencode(query)})")
+
+
 def show_code(bundle: vz.ModelBundle, c: Choices) -> None:
     view = st.radio(t("code_view"), ("maps", "gradients", "gradcam", "backward", "table"), key="code_view",
                     horizontal=True, format_func=lambda v: t(f"view_{v}"))
@@ -750,6 +841,8 @@ def main() -> None:
             show_intervene(analysis, bundle, choices, digest)
         elif view == "compare":
             show_compare(analysis, bundle, choices, digest)
+        elif view == "lesson":
+            show_lesson(analysis, bundle, choices, digest)
         else:
             show_code(bundle, choices)
 

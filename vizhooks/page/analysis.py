@@ -141,3 +141,37 @@ def compare_maps(a: torch.Tensor, b: torch.Tensor) -> MapPair:
     similarity = float(F.cosine_similarity(a.flatten(), b.flatten(), dim=0))
     clim = (float(min(a.min(), b.min())), float(max(a.max(), b.max())))
     return MapPair(a, b, similarity, clim, resized)
+
+
+def hook_calls_demo(model: torch.nn.Module, x: torch.Tensor, layer: str, passes: int = 3) -> dict[str, list[int]]:
+    """What forgetting ``handle.remove()`` does: calls of a forward hook per pass when a loop
+    registers it on every pass without removing it ("forgot"), and when it removes it ("removed").
+
+    Runs ``2 * passes`` forward passes on the shared model under its lock; every handle is removed
+    in ``finally``, so the demonstration itself leaves nothing behind.
+    """
+    from .._hooks import hooks_removed_after, model_device, model_lock
+
+    modules = dict(model.named_modules())
+    if layer not in modules:
+        raise KeyError(layer)
+    result: dict[str, list[int]] = {}
+    calls = [0]
+
+    def count(module, args, output) -> None:
+        calls[0] += 1
+
+    with model_lock(model), torch.inference_mode():
+        for mode in ("forgot", "removed"):
+            per_pass = []
+            with hooks_removed_after([]) as handles:
+                for _ in range(passes):
+                    calls[0] = 0
+                    handle = modules[layer].register_forward_hook(count)
+                    handles.append(handle)
+                    model(x.to(model_device(model)))
+                    per_pass.append(calls[0])
+                    if mode == "removed":
+                        handle.remove()
+            result[mode] = per_pass
+    return result

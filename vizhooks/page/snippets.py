@@ -13,6 +13,8 @@ from ..models import TIMM_PREFIX, _build_kwargs, input_spec, meta_model, resolve
 from ..weights import imagenet_weights
 
 VIEWS = ("maps", "gradients", "gradcam", "backward", "table")
+#: Bodies used by the lesson only (see vizhooks/page/lesson.py).
+LESSON_BODIES = ("hello", "prepost", "grad_none", "clamp", "remove")
 
 _FREE_SIZE = '''
 # The page's preprocessing: shorter side -> {size} px, aspect kept (longer side at most {cap}),
@@ -227,6 +229,151 @@ finally:
 for name, (kind, shape, params, ms) in rows.items():
     print(f"{{name:24}} {{kind:12}} {{str(shape):22}} {{params:>10,}} {{ms:8.2f}} ms")
 '''
+
+
+_HELLO = '''
+# A hook is a function PyTorch calls for you at a fixed moment. Nothing in the model's code
+# changes: register it, run the model, remove it.
+def say_hello(module, inputs, output):
+    print("hook called on", type(module).__name__, "-> output", tuple(output.shape))
+
+handles = [modules[name].register_forward_hook(say_hello) for name in {layers!r}]
+try:
+    with torch.no_grad():
+        logits = model(x)
+finally:
+    for handle in handles:
+        handle.remove()
+'''
+
+_PREPOST = '''
+# The same layer seen twice: a forward pre-hook gets what goes in, a forward hook what comes out.
+seen = {{}}
+layer = modules[{layer!r}]
+
+def before(module, inputs):
+    seen["input"] = inputs[0].detach().clone()
+
+def after(module, inputs, output):
+    seen["output"] = output.detach().clone()
+
+handles = [layer.register_forward_pre_hook(before), layer.register_forward_hook(after)]
+try:
+    with torch.no_grad():
+        model(x)
+finally:
+    for handle in handles:
+        handle.remove()
+
+for kind, t in seen.items():
+    print({layer!r}, kind, tuple(to_map({layer!r}, t).shape))
+'''
+
+_GRAD_NONE = '''
+# .grad is only kept for leaf tensors (inputs, parameters). A layer's output is not a leaf, so
+# after backward its .grad is None; a tensor hook is how you see its gradient.
+kept, gradients = {{}}, {{}}
+
+def watch(name):
+    def hook(module, inputs, output):
+        kept[name] = output
+        output.register_hook(lambda grad: gradients.__setitem__(name, grad.detach().clone()))
+    return hook
+
+for p in model.parameters():
+    p.requires_grad_(False)
+handles = [modules[name].register_forward_hook(watch(name)) for name in {layers!r}]
+try:
+    x.requires_grad_(True)
+    logits = model(x)
+    target = {target}
+    logits[0, target].backward()
+finally:
+    for handle in handles:
+        handle.remove()
+
+for name in {layers!r}:
+    print(name, ".grad:", kept[name].grad, "| from the tensor hook:", tuple(to_map(name, gradients[name]).shape))
+'''
+
+_CLAMP = '''
+# A tensor hook may return a new gradient: here the gradient at {clamp_at!r} is clipped to
+# [-{limit}, {limit}], and every layer before it receives the changed gradient.
+target = {target}
+
+
+def gradients_of(layers, clamp_at=None, limit={limit}):
+    grads = {{}}
+
+    def watch(name):
+        def hook(module, inputs, output):
+            def on_grad(grad):
+                grads[name] = grad.detach().clone()
+                if name == clamp_at:
+                    return grad.clamp(-limit, limit)  # the returned tensor replaces the gradient
+            output.register_hook(on_grad)
+        return hook
+
+    names = [*layers, clamp_at] if clamp_at else list(layers)
+    handles = [modules[n].register_forward_hook(watch(n)) for n in names]
+    try:
+        inp = x.detach().clone().requires_grad_(True)
+        logits = model(inp)
+        logits[0, target].backward()
+    finally:
+        for handle in handles:
+            handle.remove()
+    return grads
+
+for p in model.parameters():
+    p.requires_grad_(False)
+plain = gradients_of({layers!r})
+clamped = gradients_of({layers!r}, clamp_at={clamp_at!r})
+for name in {layers!r}:
+    change = (clamped[name] - plain[name]).abs().max().item()
+    print(name, tuple(to_map(name, plain[name]).shape), "largest change", change)
+'''
+
+_REMOVE = '''
+# Forgetting handle.remove(): a hook registered in a loop stays on the model, so every pass
+# adds one more and the calls pile up. Removing it after each pass keeps one call per pass.
+layer = modules[{layer!r}]
+calls = []
+
+def count(module, inputs, output):
+    calls.append(1)
+
+for forget in (True, False):
+    per_pass = []
+    handles = []
+    for _ in range(3):
+        calls.clear()
+        handle = layer.register_forward_hook(count)
+        handles.append(handle)
+        with torch.no_grad():
+            model(x)
+        per_pass.append(len(calls))
+        if not forget:
+            handle.remove()
+    for handle in handles:  # clean up, in both cases
+        handle.remove()
+    print("forgot to remove" if forget else "removed each time", per_pass)
+'''
+
+
+def lesson_snippet(body: str, *, model: str, image: str, size: int, layers: list[str], target: int | None = None,
+                   clamp_at: str | None = None, limit: float = 1e-3, pretrained: bool = False,
+                   num_classes: int | None = None) -> str:
+    """Python source for one lesson step (``body`` in ``LESSON_BODIES``), with the same preamble as
+    :func:`snippet`: model, preprocessing, ``modules`` and ``to_map``."""
+    if body not in LESSON_BODIES:
+        raise ValueError(f"body must be one of {', '.join(LESSON_BODIES)}, not {body!r}.")
+    names = [*layers, *([clamp_at] if clamp_at else [])]
+    head = _preamble(model, image, size, pretrained, num_classes, names)
+    target_expr = str(int(target)) if target is not None else "int(model(x)[0].argmax())"
+    text = {"hello": _HELLO, "prepost": _PREPOST, "grad_none": _GRAD_NONE, "clamp": _CLAMP, "remove": _REMOVE}[body]
+    return head + text.format(layers=list(layers), layer=layers[0], target=target_expr, clamp_at=clamp_at,
+                              limit=float(limit))
 
 
 def snippet(

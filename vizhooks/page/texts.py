@@ -253,6 +253,132 @@ EN: dict[str, str] = {
     "compare_difference": "B − A",
     "compare_caption": "cosine similarity {similarity:.3f} (1 = the same pattern)",
     "compare_resized": "B has another shape, so its maps were resampled to A's grid.",
+    # view: lesson
+    "view_lesson": "Lesson",
+    "lesson_step": "Step {n} of {total}: {title}",
+    "lesson_back": "← Back",
+    "lesson_next": "Next →",
+    "lesson_link": "Link to this step",
+    "lesson_question": "Question for the class:",
+    "lesson_answer": "Answer",
+    "lesson_code": "The same in plain PyTorch (runs as it is, next to the photo):",
+    "lesson_hello_caption": "What the hook printed during one forward pass:",
+    "lesson_col_layer": "layer",
+    "lesson_col_module": "module",
+    "lesson_col_shape": "output shape",
+    "lesson_prepost_input": "Input of {layer} (forward pre-hook)",
+    "lesson_prepost_output": "Output of {layer} (forward hook)",
+    "lesson_remove_forgot": "Hook calls per pass, handle never removed: {calls}",
+    "lesson_remove_removed": "Hook calls per pass, handle removed after each pass: {calls}",
+    "lesson_what_title": "What a hook is, and why",
+    "lesson_what_text": (
+        "A **hook** is a function you hand to PyTorch, and PyTorch calls it at a fixed moment: "
+        "just before a module runs, just after it, or when a gradient has been computed. You can "
+        "look inside a trained network **without changing one line of its code**: register the "
+        "hook, run the model as usual, remove the hook. Here a forward hook on each chosen layer "
+        "only prints what it sees."
+    ),
+    "lesson_what_q": "Why not just add a print() to the model's forward()?",
+    "lesson_what_a": (
+        "The model's code is torchvision's, not yours: editing it changes it for everyone and every "
+        "later run. A hook is attached from the outside to one object, for as long as you need it, "
+        "and removed again; the same hook works on any model."
+    ),
+    "lesson_forward_title": "The forward hook and a feature-map grid",
+    "lesson_forward_text": (
+        "`register_forward_hook(fn)` calls `fn(module, inputs, output)` right after the module's "
+        "`forward()`. Keeping a copy of `output` gives the layer's **feature maps**: one 2-D map "
+        "per channel, drawn here as a grid. Bright means a strong response of that channel at that "
+        "place."
+    ),
+    "lesson_forward_q": "Why does the hook keep output.clone() and not output itself?",
+    "lesson_forward_a": (
+        "A later in-place operation (ResNet's `ReLU(inplace=True)`, `out += identity`) may "
+        "overwrite the very same tensor after the hook has seen it. A copy keeps what the layer "
+        "really produced."
+    ),
+    "lesson_prehook_title": "The forward pre-hook: a layer's input and output",
+    "lesson_prehook_text": (
+        "`register_forward_pre_hook(fn)` calls `fn(module, inputs)` just **before** `forward()`; "
+        "`inputs` is a tuple. With a pre-hook and a forward hook on the same layer you see what "
+        "goes in and what comes out: the input of a conv is the previous layer's output."
+    ),
+    "lesson_prehook_q": "The pre-hook may return something. What happens then?",
+    "lesson_prehook_a": (
+        "The returned value replaces the module's inputs: the module then runs on your values. "
+        "Returning None leaves the inputs as they were."
+    ),
+    "lesson_shapes_title": "Shapes through the network",
+    "lesson_shapes_text": (
+        "A pre-hook and a hook on **every** module, in one pass, note each module's input and "
+        "output shape and its time. That is how summary tools build their layer tables. Watch the "
+        "channels grow while height and width shrink."
+    ),
+    "lesson_shapes_q": "Why do containers (stages, blocks) appear in the table as well as single layers?",
+    "lesson_shapes_a": (
+        "Containers are modules too and run their own forward(), so their hooks fire: their time "
+        "includes their children's, and their output is the output of their last child."
+    ),
+    "lesson_tensor_title": "The tensor hook: gradients of a layer's output",
+    "lesson_tensor_text": (
+        "After `backward()`, PyTorch keeps `.grad` only for **leaf** tensors (the input, the "
+        "parameters). A layer's output is not a leaf, so its `.grad` is `None`. "
+        "`output.register_hook(fn)` calls `fn(grad)` during backward with exactly that gradient: "
+        "how much the class score would change if one value of the map went up (red up, blue down)."
+    ),
+    "lesson_tensor_q": "What else could you do instead of a tensor hook, and what does it cost?",
+    "lesson_tensor_a": (
+        "`output.retain_grad()` before backward also keeps the gradient, but on every tensor you "
+        "call it for and for as long as the tensor lives; a hook hands you the gradient once and "
+        "you decide what to keep."
+    ),
+    "lesson_clamp_title": "Changing a gradient in a hook",
+    "lesson_clamp_text": (
+        "A tensor hook that **returns** a tensor replaces the gradient. Clamping it, "
+        "`grad.clamp(-limit, limit)`, is the idea behind gradient clipping. Clamp at a later "
+        "layer and the layers before it receive a changed gradient: compare them here."
+    ),
+    "lesson_clamp_q": "Why do the layers after the clamped one not change?",
+    "lesson_clamp_a": (
+        "Backward runs from the score towards the input: the gradient reaches the later layers "
+        "first, before the clamp happens. Only what flows on through the clamped layer is changed."
+    ),
+    "lesson_backward_title": "The full backward hook: grad_input and grad_output",
+    "lesson_backward_text": (
+        "`register_full_backward_hook(fn)` calls `fn(module, grad_input, grad_output)` during "
+        "backward: the gradient arriving at the module's output, and the one it passes back to its "
+        "input. Both are tuples; an entry is `None` where there is no gradient (the first conv's "
+        "input is a picture that needs none). Modules changed in place cannot carry this hook."
+    ),
+    "lesson_backward_q": "Why does backward list the modules in the reverse order of the forward pass?",
+    "lesson_backward_a": (
+        "The chain rule starts at the score and works back: each module needs the gradient of what "
+        "it produced before it can compute the gradient of what it was given."
+    ),
+    "lesson_gradcam_title": "Grad-CAM: where the evidence is",
+    "lesson_gradcam_text": (
+        "Put the two together: a forward hook keeps a layer's maps, a tensor hook its gradients. "
+        "Weight each channel by its average gradient, sum, keep the positive part and stretch it "
+        "over the photo: that is **Grad-CAM**, a heat map of where this layer found evidence for "
+        "the class."
+    ),
+    "lesson_gradcam_q": "Why are the maps of deep layers coarse, and those of early layers noisy?",
+    "lesson_gradcam_a": (
+        "Deep layers have few, large cells (7 × 7 for 224 pixels) that stand for whole objects; "
+        "early layers have many small cells that respond to edges and textures, not to the class."
+    ),
+    "lesson_remove_title": "Removing hooks, and forgetting to",
+    "lesson_remove_text": (
+        "Every `register_*` call returns a **handle**; `handle.remove()` takes the hook off again. "
+        "Forget it, and the hook stays on the model: register one in a loop and each pass adds "
+        "another, so the calls pile up (and so does the memory they keep). Put `remove()` in a "
+        "`finally:` so that it also runs when something fails."
+    ),
+    "lesson_remove_q": "The page's model is shared by the whole class. What would one forgotten hook do?",
+    "lesson_remove_a": (
+        "It would run in everybody's passes, slow them down and mix one student's copies into "
+        "another's. That is why vizhooks removes every hook before it returns, even on errors."
+    ),
     "insp_layer": "Layer",
     "insp_channel": "Channel",
     "insp_alpha": "Overlay opacity",

@@ -7,6 +7,13 @@ ZH: dict[str, str] = {
     "page_title": "vizhooks：图像网络内部一览",
     "title": "vizhooks：看看图像网络的内部",
     "subtitle": "在所选的层上注册前向钩子，照片在网络中前向传播一次，就能捕获每个通道的特征图。图块越亮，激活越强。",
+    "language": "语言",
+    # layer labels: where a layer sits, for any model
+    "where_conv": "第 {index}/{count} 个卷积层",
+    "where_block": "第 {index}/{count} 个块",
+    "label_conv": "{name} · {where} · {cin}→{cout}，卷积核 {k}，步幅 {s}",
+    "label_other": "{name} · {where} · {type}{channels}",
+    "label_channels": " · {n} 个通道",
     # sidebar: model
     "model": "模型",
     "model_help": (
@@ -49,12 +56,12 @@ ZH: dict[str, str] = {
     "pick_blocks": "所有块",
     "layers": "层（卷积层和块）",
     "layers_help": (
-        "名称 · `conv`（或 `block`）`i of n`：共 n 个卷积层（或块）中的第 i 个 · "
+        "名称 · 第 i/n 个卷积层（或块），即共 n 个中的第 i 个 · "
         "输入为 {side}×{side} 时的输出分辨率 · 输入→输出通道数、卷积核大小、步幅"
     ),
     "what": "捕获",
-    "what_output": "输出 (前向钩子)",
-    "what_input": "输入 (前向预钩子)",
+    "what_output": "输出（前向钩子）",
+    "what_input": "输入（前向预钩子）",
     # sidebar: display
     "display_header": "显示",
     "channels": "每层显示的通道数",
@@ -172,6 +179,57 @@ ZH: dict[str, str] = {
         "每次注册都会返回一个句柄；用完后调用 `handle.remove()`（放在 `finally:` 中），"
         "否则这个钩子会在之后的每一次传播中继续运行。"
     ),
+    # view: intervene
+    "view_intervene": "干预",
+    "intervene_intro": (
+        "前向钩子可以**返回新的输出**，网络的其余部分随后就用这个新输出继续计算。"
+        "关闭某一层的部分通道，或对它们进行缩放，看看下游会发生什么变化。"
+        "这个钩子只在一次传播中存在，之后即被移除：模型本身始终不会被改变。"
+    ),
+    "iv_layer": "要修改的层",
+    "iv_mode": "修改方式",
+    "iv_mode_zero": "关闭通道（× 0）",
+    "iv_mode_half": "通道减半（× 0.5）",
+    "iv_mode_double": "通道加倍（× 2）",
+    "iv_mode_top": "只保留最活跃的 k 个通道",
+    "iv_channels": "通道",
+    "iv_k": "k",
+    "iv_no_channels": "请至少选择一个要修改的通道。",
+    "iv_running": "运行两次传播：一次保持原样，一次应用修改…",
+    "iv_before": "修改前的 Top-5",
+    "iv_after": "修改后的 Top-5",
+    "iv_logit": "修改后“{label}”的 logit（得分）",
+    "iv_later": "后面的层（已在上游应用修改）：",
+    "iv_change": "与未修改的传播相比，平均变化 {change:.1%}",
+    "iv_no_later": "所选的层中没有位于这一层之后的：在侧边栏添加一个更靠后的层，就能看到变化如何向后传递。",
+    "clamp_header": "修改梯度的张量钩子",
+    "clamp_intro": (
+        "在某一层上使用 `output.register_hook(lambda grad: grad.clamp(-limit, limit))`，"
+        "会裁剪反向流经这一层的梯度。于是它之前的每一层收到的梯度都会改变，"
+        "它们的 Grad-CAM 图也随之改变。"
+    ),
+    "clamp_at": "在此层裁剪梯度",
+    "clamp_limit": "阈值",
+    "clamp_no_earlier": "所选的层中没有位于这一层之前的：请选择一个更靠后的层来裁剪梯度。",
+    "clamp_before": "梯度（原样）",
+    "clamp_after": "梯度（在下游层裁剪后）",
+    "clamp_cam_before": "Grad-CAM（原样）",
+    "clamp_cam_after": "Grad-CAM（在下游层裁剪后）",
+    # view: compare
+    "view_compare": "对比",
+    "compare_intro": (
+        "两张照片在相同层上的特征图：每一对图在每层都用**同一个共享标尺**绘制，"
+        "使两边的亮度含义相同；另外给出两者的差值（B − A：红色表示 B 更强的位置），"
+        "以及整层特征图的余弦相似度。"
+    ),
+    "compare_source": "第二张照片",
+    "compare_sample": "示例照片 B",
+    "compare_none": "请选择、上传或拍摄第二张照片来进行对比。",
+    "compare_first": "A：侧边栏中的照片",
+    "compare_second": "B：第二张照片",
+    "compare_difference": "B − A",
+    "compare_caption": "余弦相似度 {similarity:.3f}（1 = 模式完全相同）",
+    "compare_resized": "B 的形状不同，因此它的特征图已重采样到 A 的网格上。",
     "insp_layer": "层",
     "insp_channel": "通道",
     "insp_alpha": "叠加不透明度",

@@ -11,12 +11,14 @@ from collections.abc import Mapping, Sequence
 from ..layers import architecture_layers
 from ..models import list_models
 from ..render import CMAPS, NORMS, ORDERS
+from .lesson import STEPS
 
 SIZE_MIN, SIZE_MAX, SIZE_STEP = 128, 512, 32
 CHANNEL_CHOICES: tuple[int | str, ...] = (1, 2, 4, 8, 16, 32, 64, 128, 256, 512, "all")
 WHATS = ("output", "input")
 #: The page's views, in menu order.
-VIEWS = ("maps", "inspector", "gradients", "gradcam", "backward", "table", "intervene", "compare", "code")
+VIEWS = ("maps", "inspector", "gradients", "gradcam", "backward", "table", "intervene", "compare", "code",
+         "lesson")
 LANGS = ("en", "zh")
 
 DEFAULTS: dict[str, object] = {
@@ -32,8 +34,8 @@ DEFAULTS: dict[str, object] = {
 }
 
 #: The order of parameters in a shared link.
-KEYS = ("lang", "view", "model", "sample", "compare", "layers", "what", "size", "channels", "order", "cmap", "norm",
-        "columns", "target")
+KEYS = ("lang", "view", "step", "model", "sample", "compare", "layers", "what", "size", "channels", "order", "cmap",
+        "norm", "columns", "target")
 
 
 def _one(value: str | Sequence[str]) -> str:
@@ -73,6 +75,7 @@ def parse_query(
         "sample": lambda v: v if v in samples else None,
         "compare": lambda v: v if v in samples else None,
         "lang": lambda v: v if v in LANGS else None,
+        "step": lambda v: n if (n := _int(v)) is not None and 1 <= n <= len(STEPS) else None,
         "what": lambda v: v if v in WHATS else None,
         "order": lambda v: v if v in ORDERS else None,
         "cmap": lambda v: v if v in CMAPS else None,
