@@ -35,7 +35,7 @@ from vizhooks.page.analysis import (
 from vizhooks.page.cache import ByteLRU
 from vizhooks.page.lesson import STEPS, step_index
 from vizhooks.page.snippets import lesson_snippet, snippet
-from vizhooks.page.texts import LANGUAGE_NAMES, language_from_locale, set_language, t
+from vizhooks.page.texts import LANGUAGE_NAMES, language, language_from_locale, set_language, t
 from vizhooks.page.urlstate import (
     CHANNEL_CHOICES,
     DEFAULTS,
@@ -94,8 +94,10 @@ def get_bundle(name: str) -> vz.ModelBundle:
 
 
 @st.cache_data(show_spinner=False)
-def model_option(name: str) -> str:
-    """The selector's line for a model, without building it: family, parameters, input size."""
+def model_option(name: str, lang: str) -> str:
+    """The selector's line for a model, without building it: family, parameters, input size. (The
+    language is part of the cache key.)"""
+    set_language(lang)
     from vizhooks.models import input_spec
 
     arch = resolve_entry(name).arch
@@ -111,6 +113,18 @@ def model_option(name: str) -> str:
         params, fixed = sum(p.numel() for p in model.parameters()), input_spec(arch, model).fixed_size
     size = t("model_fixed_size", side=fixed) if fixed else ""
     return t("model_option", family=family(name), name=name, params=t("model_params_m", m=params / 1e6), size=size)
+
+
+def labels_for(prefix: str):
+    """A format_func for options whose labels are the texts ``prefix + option``, fixed in this
+    run's language: Streamlit may call it later, outside this run."""
+    lang = language()
+
+    def label(option) -> str:
+        set_language(lang)
+        return t(f"{prefix}{option}")
+
+    return label
 
 
 def layer_where(info) -> str:
@@ -265,7 +279,9 @@ def sidebar() -> tuple[Choices, st.delta_generator.DeltaGenerator]:
     models = list_models()
     if st.session_state.get("model") not in models:  # an operator entry removed since
         st.session_state["model"] = DEFAULTS["model"]
-    sb.selectbox(t("model"), models, key="model", help=t("model_help"), format_func=model_option,
+    lang = language()
+    sb.selectbox(t("model"), models, key="model", help=t("model_help"),
+                 format_func=lambda name: model_option(name, lang),
                  on_change=model_changed)
     for warning in operator_models()[1]:
         sb.warning(t("operator_warning", warning=warning), icon=":material/warning:")
@@ -275,7 +291,7 @@ def sidebar() -> tuple[Choices, st.delta_generator.DeltaGenerator]:
     model_slot = sb.container()  # device and weights status, filled once the model is loaded
 
     sb.radio(t("image_source"), SOURCES, key="source", horizontal=True,
-             format_func=lambda s: t(f"source_{s}"))
+             format_func=labels_for("source_"))
     source = st.session_state["source"]
     if source == "sample":
         st.session_state.setdefault("sample", DEFAULT_SAMPLE)
@@ -293,16 +309,17 @@ def sidebar() -> tuple[Choices, st.delta_generator.DeltaGenerator]:
     # A layer chosen for another model may not exist in this one (resnet50 has conv3s).
     st.session_state["layers"] = [n for n in st.session_state.get("layers", []) if n in labels]
     sb.selectbox(t("quick_pick"), list(picks_for(model)), index=None, key="quick", on_change=apply_quick_pick,
-                 placeholder=t("quick_pick_placeholder"), format_func=lambda p: pick_label(p, model))
+                 placeholder=t("quick_pick_placeholder"),
+                 format_func={p: pick_label(p, model) for p in picks_for(model)}.get)
     sb.multiselect(t("layers"), list(labels), key="layers", format_func=labels.get,
                    help=t("layers_help", side=reference_hw(model)[0]))
-    sb.radio(t("what"), ("output", "input"), key="what", format_func=lambda w: t(f"what_{w}"))
+    sb.radio(t("what"), ("output", "input"), key="what", format_func=labels_for("what_"))
 
     sb.subheader(t("display_header"))
     sb.select_slider(t("channels"), CHANNEL_CHOICES, key="channels")
-    sb.selectbox(t("order"), ORDERS, key="order", format_func=lambda o: t(f"order_{o}"))
+    sb.selectbox(t("order"), ORDERS, key="order", format_func=labels_for("order_"))
     sb.selectbox(t("cmap"), CMAPS, key="cmap")
-    sb.radio(t("norm"), NORMS, key="norm", horizontal=True, format_func=lambda n: t(f"norm_{n}"))
+    sb.radio(t("norm"), NORMS, key="norm", horizontal=True, format_func=labels_for("norm_"))
     sb.number_input(t("columns"), min_value=0, max_value=64, step=1, key="columns")
     sb.caption(t("share_hint"))
 
@@ -343,10 +360,11 @@ def sync_url(c: Choices, view: str) -> None:
 def show_model_status(slot, bundle: vz.ModelBundle) -> None:
     slot.caption(t("device", device=str(bundle.device).upper()))
     if bundle.pretrained:
-        slot.caption(t("weights_ok", status=bundle.weights_status))
+        slot.caption(t(f"weights_from_{bundle.weights_source}"))
     else:
         slot.warning(t("weights_random", command=fetch_command(bundle.arch)), icon=":material/warning:")
-        slot.expander(t("weights_details")).write(bundle.weights_status)
+    # the library's own account (paths, URLs, each reason on the way), as it printed it
+    slot.expander(t("weights_details")).code(bundle.weights_status, language=None, wrap_lines=True)
 
 
 def image_bytes(c: Choices) -> bytes | None:
@@ -538,7 +556,7 @@ def show_intervene(analysis: Analysis, bundle: vz.ModelBundle, c: Choices, diges
         st.session_state["iv_layer"] = layers[0]
     left, mid, right = st.columns([2, 2, 3])
     layer = left.selectbox(t("iv_layer"), layers, key="iv_layer")
-    mode = mid.selectbox(t("iv_mode"), EDIT_MODES, key="iv_mode", format_func=lambda m: t(f"iv_mode_{m}"))
+    mode = mid.selectbox(t("iv_mode"), EDIT_MODES, key="iv_mode", format_func=labels_for("iv_mode_"))
     count = int(analysis.activations[layer].shape[1])
     if mode == "top":
         st.session_state["iv_k"] = min(int(st.session_state.get("iv_k", 8)), count)
@@ -640,7 +658,7 @@ def show_compare(analysis: Analysis, bundle: vz.ModelBundle, c: Choices, digest:
     st.markdown(t("compare_intro"))
     left, right = st.columns([1, 2])
     left.radio(t("compare_source"), SOURCES, key="compare_source", horizontal=True,
-               format_func=lambda s: t(f"source_{s}"))
+               format_func=labels_for("source_"))
     source = st.session_state["compare_source"]
     if source == "sample":
         right.selectbox(t("compare_sample"), SAMPLES, key="compare")
@@ -755,7 +773,7 @@ def show_lesson(analysis: Analysis, bundle: vz.ModelBundle, c: Choices, digest: 
 
 def show_code(bundle: vz.ModelBundle, c: Choices) -> None:
     view = st.radio(t("code_view"), ("maps", "gradients", "gradcam", "backward", "table"), key="code_view",
-                    horizontal=True, format_func=lambda v: t(f"view_{v}"))
+                    horizontal=True, format_func=labels_for("view_"))
     image = f"sample_images/{c.sample}" if c.source == "sample" else "my_photo.jpg"
     target = st.session_state.get("target")
     code = snippet(view, model=c.model, image=image, size=c.size, layers=list(c.layers), what=c.what,
@@ -810,7 +828,7 @@ def main() -> None:
 
     data = image_bytes(choices)
     view = st.radio(t("view"), VIEWS, key="view", horizontal=True, label_visibility="collapsed",
-                    format_func=lambda v: t(f"view_{v}"))
+                    format_func=labels_for("view_"))
     sync_url(choices, view)
     if data is None:
         st.info(t("no_upload" if choices.source == "upload" else "no_camera"))

@@ -294,7 +294,7 @@ def test_code_snippet_runs_as_written_and_matches_the_page(tmp_path):
     page_shapes = dict(zip(heads, shapes.values(), strict=True))
     at.radio(key="view").set_value("code").run()
     _ok(at)
-    code = at.code[0].value
+    code = next(c.value for c in at.code if c.language == "python")
     assert "vizhooks" not in code and "register_forward_hook" in code
     script = tmp_path / "snippet.py"
     script.write_text(code)

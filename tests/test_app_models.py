@@ -81,7 +81,7 @@ def test_every_view_renders_for(model, forward_passes):
         elif view in ("backward", "table"):
             assert len(at.dataframe) == 1 and len(at.dataframe[0].value) > 0, view
         else:
-            assert f"models.{model}(" in at.code[0].value  # the real torchvision constructor
+            assert f"models.{model}(" in next(c.value for c in at.code if c.language == "python")
     at.radio(key="view").set_value("maps").run()
     _ok(at)
 

@@ -23,6 +23,7 @@ from .images import (
     tensor_to_image,
     to_tensor,
 )
+from .intervene import ChannelEdit, InterventionResult, clamp_gradients, intervene
 from .layers import (
     LayerInfo,
     UnknownLayerError,
@@ -53,8 +54,10 @@ except _metadata.PackageNotFoundError:  # a source checkout that was never insta
 __all__ = [
     "ARCHITECTURES",
     "BackwardRecord",
+    "ChannelEdit",
     "GradientResult",
     "InputSpec",
+    "InterventionResult",
     "InvalidImageError",
     "LayerInfo",
     "MAX_PIXELS",
@@ -69,6 +72,7 @@ __all__ = [
     "capture_gradients",
     "capture_with_output",
     "checkpoint_path",
+    "clamp_gradients",
     "conv_layers",
     "default_layers",
     "describe_layers",
@@ -79,6 +83,7 @@ __all__ = [
     "grad_cam",
     "gradient_pass",
     "hook_count",
+    "intervene",
     "is_out_of_memory",
     "layer_summary",
     "list_models",

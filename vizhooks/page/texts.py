@@ -38,7 +38,10 @@ EN: dict[str, str] = {
     "model_description": "{description}",
     "device": "Running on **{device}**.",
     "loading_model": "Loading {name}…",
-    "weights_ok": "{status}",
+    "weights_from_env": "Weights from the file named by VIZHOOKS_WEIGHTS.",
+    "weights_from_cache": "Pretrained weights, from this machine's cache.",
+    "weights_from_download": "Pretrained weights, downloaded once and cached.",
+    "weights_from_file": "Weights from this server's own checkpoint.",
     "weights_random": (
         "**Random weights**: the pretrained weights could not be loaded, so predictions are "
         "meaningless and feature maps show an untrained network. Fix: run `{command}` once on this "

@@ -1,0 +1,161 @@
+"""The Intervene, Compare and Lesson views through AppTest, in both languages."""
+
+from __future__ import annotations
+
+import ast
+import subprocess
+import sys
+
+import pytest
+import streamlit as st
+import torch
+from streamlit.testing.v1 import AppTest
+
+import vizhooks as vz
+from tests.test_app import APP, ROOT, forward_passes  # noqa: F401  (fixture)
+from vizhooks.page.lesson import STEPS
+from vizhooks.page.snippets import lesson_snippet
+from vizhooks.page.texts import EN
+from vizhooks.page.texts_zh import ZH
+
+LAYERS = "conv1,layer2.0.conv1,layer4.0.conv1"
+
+
+@pytest.fixture(autouse=True)
+def _fresh_caches():
+    st.cache_data.clear()
+    st.cache_resource.clear()
+
+
+def _page(**query) -> AppTest:
+    at = AppTest.from_file(APP, default_timeout=300)
+    for k, v in {"size": "128", "layers": LAYERS, **query}.items():
+        at.query_params[k] = v
+    return at.run()
+
+
+def _ok(at: AppTest) -> None:
+    assert not at.exception, [e.value for e in at.exception]
+    assert not at.error, [e.value for e in at.error]
+
+
+@pytest.mark.parametrize("lang", ["en", "zh"])
+def test_intervene_view(lang, forward_passes):  # noqa: F811
+    texts = EN if lang == "en" else ZH
+    at = _page(view="intervene", lang=lang)
+    _ok(at)
+    assert at.metric and at.metric[0].label.startswith(texts["iv_logit"].split("{")[0])
+    # zeroing channels 0..3 of conv1 changes the later layers; the page says by how much
+    assert [s.value for s in at.subheader][1:3] == ["layer2.0.conv1", "layer4.0.conv1"]
+    before = forward_passes["n"]
+    at.selectbox(key="iv_mode").set_value("top").run()
+    _ok(at)
+    assert forward_passes["n"] == before + 2  # one pass as it is, one with the edit
+    at.selectbox(key="cmap").set_value("magma").run()
+    assert forward_passes["n"] == before + 2  # display only
+    at.selectbox(key="iv_layer").set_value("layer4.0.conv1").run()
+    _ok(at)
+    assert any(texts["iv_no_later"] == i.value for i in at.info)
+
+
+def test_intervene_metric_is_the_library_answer():
+    at = _page(view="intervene")
+    bundle = vz.load_model("resnet18", weights="none", device="cpu")
+    x = bundle.preprocess(vz.load_image(ROOT / "sample_images/chelsea.jpg"), 128)
+    plain = bundle.model(x)
+    target = int(plain[0].argmax())
+    # the same edit written as a weight edit: conv1 feeds bn1, so scale bn1's output channels instead
+    edited = vz.intervene(bundle.model, x, {"conv1": vz.ChannelEdit(channels=[0, 1, 2, 3], scale=0.0)})
+    assert float(at.metric[0].value) == pytest.approx(float(edited.logits_after[0, target]), abs=1e-3)
+    delta = float(edited.logits_after[0, target] - plain[0, target])
+    assert float(at.metric[0].delta) == pytest.approx(delta, abs=1e-3)
+
+
+@pytest.mark.parametrize("lang", ["en", "zh"])
+def test_compare_view(lang, forward_passes):  # noqa: F811
+    texts = EN if lang == "en" else ZH
+    at = _page(view="compare", lang=lang, compare="coffee.jpg")
+    _ok(at)
+    assert forward_passes["n"] == 2  # the photo in the sidebar and photo B
+    prefix = texts["compare_caption"].split("{")[0]
+    captions = [c.value for c in at.caption if c.value.startswith(prefix)]
+    assert len(captions) == 3
+    at.selectbox(key="cmap").set_value("magma").run()
+    at.select_slider(key="channels").set_value(4).run()
+    _ok(at)
+    assert forward_passes["n"] == 2
+    assert at.query_params["compare"] == "coffee.jpg"
+    at.selectbox(key="compare").set_value("rocket.jpg").run()
+    assert forward_passes["n"] == 3
+
+
+def test_compare_similarity_is_cosine():
+    at = _page(view="compare", compare="chelsea.jpg")  # the same photo twice
+    sims = [c.value for c in at.caption if c.value.startswith("cosine similarity")]
+    assert sims and all(s.startswith("cosine similarity 1.000") for s in sims)
+
+
+@pytest.mark.parametrize("lang", ["en", "zh"])
+def test_lesson_next_back_and_link(lang):
+    texts = EN if lang == "en" else ZH
+    at = _page(view="lesson", lang=lang, step="3")
+    _ok(at)
+    title = texts["lesson_step"].format(n=3, total=len(STEPS), title=texts["lesson_prehook_title"])
+    assert title in [s.value for s in at.subheader]
+    at.button(key="lesson_next").click().run()
+    assert at.query_params["step"] == "4"
+    at.button(key="lesson_back").click().run()
+    at.button(key="lesson_back").click().run()
+    assert at.query_params["step"] == "2"
+    link = next(m.value for m in at.markdown if texts["lesson_link"] in m.value)
+    assert "step=2" in link and f"lang={lang}" in link and "view=lesson" in link
+    assert len([c for c in at.code if c.language == "python"]) == 1 and at.expander  # code, closed answer
+    for n in range(2, len(STEPS) + 1):
+        _ok(at)
+        if n < len(STEPS):
+            at.button(key="lesson_next").click().run()
+    assert at.button(key="lesson_next").disabled
+
+
+@pytest.mark.parametrize("body", ["hello", "prepost", "grad_none", "clamp", "remove"])
+def test_lesson_snippets_run_and_print_what_the_page_shows(body):
+    layers = ["layer1.0.conv1", "layer2.0.conv1"]
+    code = lesson_snippet(body, model="resnet18", image="sample_images/chelsea.jpg", size=128, layers=layers,
+                          clamp_at="layer3.0.conv1", limit=1e-4, target=281)
+    run = subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True, timeout=300)
+    assert run.returncode == 0, run.stderr[-2000:]
+    out = run.stdout
+    bundle = vz.load_model("resnet18", weights="none", device="cpu")
+    x = bundle.preprocess(vz.load_image(ROOT / "sample_images/chelsea.jpg"), 128)
+    acts = vz.capture(bundle.model, x, layers)
+    if body == "hello":
+        assert [ast.literal_eval(line.split("-> output ")[1]) for line in out.splitlines()] == \
+            [tuple(acts[n].shape) for n in layers]
+    elif body == "prepost":
+        inputs = vz.capture(bundle.model, x, layers[:1], what="input")
+        assert f"{layers[0]} input {tuple(inputs[layers[0]].shape)}" in out
+        assert f"{layers[0]} output {tuple(acts[layers[0]].shape)}" in out
+    elif body == "grad_none":
+        grads = vz.capture_gradients(bundle.model, x, layers, target=281)
+        for n in layers:
+            assert f"{n} .grad: None | from the tensor hook: {tuple(grads[n].shape)}" in out
+    elif body == "clamp":
+        plain, clamped = vz.clamp_gradients(bundle.model, x, layers, clamp_at="layer3.0.conv1", limit=1e-4,
+                                            target=281)
+        # the snippet's weights=None model has torchvision's own (unseeded) random weights, so the
+        # numbers differ from the page's; the shapes, and that the clamp changes something, agree
+        for line, n in zip(out.splitlines(), layers, strict=True):
+            shape, change = line.removeprefix(f"{n} ").split(" largest change ")
+            assert ast.literal_eval(shape) == tuple(plain.gradients[n].shape)
+            assert float(change) > 0 and float((clamped.gradients[n] - plain.gradients[n]).abs().max()) > 0
+    else:
+        assert out.splitlines() == ["forgot to remove [1, 2, 3]", "removed each time [1, 1, 1]"]
+
+
+def test_hook_calls_demo_leaves_no_hook():
+    from vizhooks.page.analysis import hook_calls_demo
+
+    bundle = vz.load_model("resnet18", weights="none", device="cpu")
+    x = torch.zeros(1, 3, 64, 64)
+    assert hook_calls_demo(bundle.model, x, "layer1.0.conv1") == {"forgot": [1, 2, 3], "removed": [1, 1, 1]}
+    assert vz.hook_count(bundle.model) == 0

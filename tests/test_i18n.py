@@ -1,0 +1,120 @@
+"""Both languages: every key in each table, the language switch, and a Chinese page with no
+English sentence outside code, layer, model and ImageNet class names."""
+
+from __future__ import annotations
+
+import re
+import string
+
+import pytest
+import streamlit as st
+from streamlit.testing.v1 import AppTest
+
+from tests.test_app import APP
+from vizhooks.page.lesson import STEPS
+from vizhooks.page.texts import EN, language_from_locale
+from vizhooks.page.texts_zh import ZH
+
+
+def _fields(text: str) -> list[tuple[str, str]]:
+    return sorted((f, spec or "") for _, f, spec, _ in string.Formatter().parse(text) if f is not None)
+
+
+def test_every_key_in_both_languages():
+    assert sorted(set(EN) - set(ZH)) == [] and sorted(set(ZH) - set(EN)) == []
+
+
+@pytest.mark.parametrize("key", sorted(EN))
+def test_same_placeholders(key):
+    assert _fields(ZH[key]) == _fields(EN[key])
+
+
+def test_locale_decides_without_a_link():
+    assert [language_from_locale(x) for x in ("zh-CN", "zh_TW", "zh", "ZH-hans", "en-US", "de", "", None)] == \
+        ["zh", "zh", "zh", "zh", "en", "en", "en", "en"]
+
+
+@pytest.fixture(autouse=True)
+def _fresh_caches():
+    st.cache_data.clear()
+    st.cache_resource.clear()
+
+
+_CODE = re.compile(r"`[^`]*`")
+#: Three English words in a row: a sentence or a phrase, not a name.
+_ENGLISH = re.compile(r"\b[A-Za-z][a-z]+(?:[\s,]+[A-Za-z][a-z]+){2,}\b")
+
+
+def _visible_texts(at: AppTest) -> list[str]:
+    texts = [e.value for kind in ("title", "subheader", "markdown", "caption", "info", "warning", "error", "success")
+             for e in at.get(kind)]
+    texts += [w.label for kind in ("selectbox", "multiselect", "radio", "slider", "select_slider", "number_input",
+                                   "button", "expander", "metric", "toggle", "checkbox") for w in at.get(kind)
+              if getattr(w, "label", None)]
+    texts += [str(o) for kind in ("radio",) for w in at.get(kind) for o in w.options]
+    return texts
+
+
+def _english_in(at: AppTest, allowed: set[str]) -> list[str]:
+    found = []
+    for text in _visible_texts(at):
+        bare = _CODE.sub(" ", text)
+        for name in sorted(allowed, key=len, reverse=True):
+            bare = bare.replace(name, " ")
+        found += [m.group(0) for m in _ENGLISH.finditer(bare)]
+    return found
+
+
+def _allowed(at: AppTest) -> set[str]:
+    from vizhooks.models import categories
+
+    names = set(categories()) | set(at.multiselect(key="layers").value) | {"Grad-CAM", "ImageNet", "PyTorch"}
+    return names
+
+
+VIEWS = ("maps", "inspector", "gradients", "gradcam", "backward", "table", "intervene", "compare", "code")
+
+
+def test_chinese_page_has_no_english_sentences():
+    at = AppTest.from_file(APP, default_timeout=300)
+    at.query_params["lang"] = "zh"
+    at.query_params["size"] = "128"
+    at.query_params["layers"] = "conv1,layer2.0.conv1,layer4.0.conv1"
+    at.run()
+    allowed = _allowed(at)
+    problems = {}
+    for view in VIEWS:
+        at.radio(key="view").set_value(view).run()
+        assert not at.exception, (view, [e.value for e in at.exception])
+        problems[view] = _english_in(at, allowed)
+    at.radio(key="view").set_value("lesson").run()
+    for n in range(1, len(STEPS) + 1):
+        assert not at.exception, (n, [e.value for e in at.exception])
+        problems[f"lesson {n}"] = _english_in(at, allowed)
+        if n < len(STEPS):
+            at.button(key="lesson_next").click().run()
+    assert {k: v for k, v in problems.items() if v} == {}
+    assert at.query_params["lang"] == "zh"
+
+
+def test_switching_language_reruns_no_model():
+    from torch.nn.modules.module import register_module_forward_hook
+    from torchvision.models import ResNet
+
+    count = {"n": 0}
+
+    def hook(module, args, output):
+        if isinstance(module, ResNet) and output.device.type != "meta":
+            count["n"] += 1
+
+    handle = register_module_forward_hook(hook)
+    try:
+        at = AppTest.from_file(APP, default_timeout=300)
+        at.query_params["size"] = "128"
+        at.run()
+        assert at.title[0].value == EN["title"] and count["n"] == 1
+        at.segmented_control(key="lang").set_value("zh").run()
+        assert at.title[0].value == ZH["title"] and at.query_params["lang"] == "zh"
+        assert count["n"] == 1
+    finally:
+        handle.remove()
