@@ -27,7 +27,10 @@ ZH: dict[str, str] = {
     "model_description": "{description}",
     "device": "运行设备：**{device}**。",
     "loading_model": "正在加载 {name}…",
-    "weights_ok": "{status}",
+    "weights_from_env": "权重来自 VIZHOOKS_WEIGHTS 指定的文件。",
+    "weights_from_cache": "预训练权重，来自本机的缓存。",
+    "weights_from_download": "预训练权重，已下载一次并缓存。",
+    "weights_from_file": "权重来自本服务器自己的检查点文件。",
     "weights_random": (
         "**随机权重**：无法加载预训练权重，因此预测结果没有意义，特征图显示的是未经训练的网络。"
         "解决方法：在这台服务器联网时运行一次 `{command}`，然后重启服务器。"
@@ -230,6 +233,117 @@ ZH: dict[str, str] = {
     "compare_difference": "B − A",
     "compare_caption": "余弦相似度 {similarity:.3f}（1 = 模式完全相同）",
     "compare_resized": "B 的形状不同，因此它的特征图已重采样到 A 的网格上。",
+    # view: lesson
+    "view_lesson": "课程",
+    "lesson_step": "第 {n}/{total} 步：{title}",
+    "lesson_back": "← 上一步",
+    "lesson_next": "下一步 →",
+    "lesson_link": "本步骤的链接",
+    "lesson_question": "课堂提问：",
+    "lesson_answer": "答案",
+    "lesson_code": "用纯 PyTorch 实现同样的效果（与照片放在同一目录即可直接运行）：",
+    "lesson_hello_caption": "一次前向传播中钩子打印的内容：",
+    "lesson_col_layer": "层",
+    "lesson_col_module": "模块",
+    "lesson_col_shape": "输出形状",
+    "lesson_prepost_input": "{layer} 的输入（前向预钩子）",
+    "lesson_prepost_output": "{layer} 的输出（前向钩子）",
+    "lesson_remove_forgot": "从不移除句柄时，每次传播的钩子调用次数：{calls}",
+    "lesson_remove_removed": "每次传播后都移除句柄时，每次传播的钩子调用次数：{calls}",
+    "lesson_what_title": "钩子是什么，为什么要用它",
+    "lesson_what_text": (
+        "**钩子**是你交给 PyTorch 的一个函数，PyTorch 会在固定的时刻调用它：模块运行之前、"
+        "运行之后，或者某个梯度算出之后。这样你**无需改动网络的任何一行代码**，就能查看训练好的网络内部："
+        "注册钩子，照常运行模型，再移除钩子。这里在每个所选的层上挂了一个前向钩子，它只打印自己看到的内容。"
+    ),
+    "lesson_what_q": "为什么不直接在模型的 forward() 里加一个 print()？",
+    "lesson_what_a": (
+        "模型的代码属于 torchvision，而不是你自己的：修改它会影响所有人，也会影响之后的每一次运行。"
+        "钩子是从外部挂到某一个对象上的，只在你需要的时候存在，用完再移除；而且同一个钩子适用于任何模型。"
+    ),
+    "lesson_forward_title": "前向钩子与特征图网格",
+    "lesson_forward_text": (
+        "`register_forward_hook(fn)` 会在模块的 `forward()` 执行完后立即调用 `fn(module, inputs, output)`。"
+        "保存一份 `output` 的副本，就得到这一层的**特征图**：每个通道一张二维图，这里把它们排成网格。"
+        "越亮表示该通道在该位置的响应越强。"
+    ),
+    "lesson_forward_q": "为什么钩子保存的是 output.clone()，而不是 output 本身？",
+    "lesson_forward_a": (
+        "后面的原地（in-place）操作（例如 ResNet 的 `ReLU(inplace=True)`、`out += identity`）"
+        "可能会在钩子看过之后覆盖同一个张量。保存副本，才能留下这一层真正的输出。"
+    ),
+    "lesson_prehook_title": "前向预钩子：一层的输入和输出",
+    "lesson_prehook_text": (
+        "`register_forward_pre_hook(fn)` 会在 `forward()` **之前**调用 `fn(module, inputs)`；"
+        "`inputs` 是一个元组。在同一层上同时挂前向预钩子和前向钩子，就能看到进去的是什么、出来的是什么："
+        "卷积层的输入就是前一层的输出。"
+    ),
+    "lesson_prehook_q": "前向预钩子可以返回一个值。这时会发生什么？",
+    "lesson_prehook_a": "返回值会替换模块的输入：模块随后就用你给的值来运行。返回 None 则保持输入不变。",
+    "lesson_shapes_title": "形状在网络中的变化",
+    "lesson_shapes_text": (
+        "在**每个**模块上都挂一个前向预钩子和一个前向钩子，只需一次传播，就能记录每个模块的输入形状、"
+        "输出形状和耗时。各种模型摘要工具就是这样生成层信息表的。注意观察：通道数在增加，"
+        "而高度和宽度在缩小。"
+    ),
+    "lesson_shapes_q": "为什么表中除了单个的层，还会出现容器模块（阶段、块）？",
+    "lesson_shapes_a": (
+        "容器本身也是模块，也会运行自己的 forward()，所以它们的钩子也会触发："
+        "它们的耗时包含其子模块的耗时，它们的输出就是最后一个子模块的输出。"
+    ),
+    "lesson_tensor_title": "张量钩子：一层输出的梯度",
+    "lesson_tensor_text": (
+        "调用 `backward()` 之后，PyTorch 只为**叶子**张量（输入、参数）保留 `.grad`。"
+        "一层的输出不是叶子张量，所以它的 `.grad` 是 `None`。`output.register_hook(fn)` "
+        "会在反向传播中以这个梯度为参数调用 `fn(grad)`：它表示如果特征图中的某个值增大，"
+        "类别得分会改变多少（红色表示升高，蓝色表示降低）。"
+    ),
+    "lesson_tensor_q": "除了张量钩子，还能用什么办法？代价是什么？",
+    "lesson_tensor_a": (
+        "在反向传播之前调用 `output.retain_grad()` 也能保留梯度，但每个调用过它的张量都会保留梯度，"
+        "而且只要张量还在就一直保留；钩子则只把梯度交给你一次，由你决定保留什么。"
+    ),
+    "lesson_clamp_title": "在钩子中修改梯度",
+    "lesson_clamp_text": (
+        "**返回**一个张量的张量钩子会替换梯度。把梯度截断到一个范围内（`grad.clamp(-limit, limit)`），"
+        "正是梯度裁剪的思路。在靠后的层上裁剪，它之前的各层收到的梯度就会改变：在这里对比一下。"
+    ),
+    "lesson_clamp_q": "为什么被裁剪的层之后的那些层不受影响？",
+    "lesson_clamp_a": (
+        "反向传播从得分出发，朝输入的方向进行：梯度先到达靠后的层，那时还没有发生裁剪。"
+        "只有继续穿过被裁剪层往前传的梯度才会改变。"
+    ),
+    "lesson_backward_title": "完整反向钩子：grad_input 与 grad_output",
+    "lesson_backward_text": (
+        "`register_full_backward_hook(fn)` 会在反向传播中调用 `fn(module, grad_input, grad_output)`："
+        "参数是到达模块输出的梯度，以及模块传回给输入的梯度。两者都是元组；没有梯度的位置为 `None`"
+        "（第一个卷积层的输入是一张图片，不需要梯度）。被原地修改的模块不能挂这种钩子。"
+    ),
+    "lesson_backward_q": "为什么反向传播列出模块的顺序与前向传播相反？",
+    "lesson_backward_a": "链式法则从得分出发，一步步往回推：每个模块必须先得到其输出的梯度，才能算出其输入的梯度。",
+    "lesson_gradcam_title": "Grad-CAM：证据在哪里",
+    "lesson_gradcam_text": (
+        "把两者结合起来：前向钩子保存一层的特征图，张量钩子保存它的梯度。每个通道按其平均梯度加权，"
+        "再把加权后的通道相加，只保留正的部分，然后拉伸并叠加到照片上：这就是 **Grad-CAM**，"
+        "一张热力图，标出这一层在哪里找到了该类别的证据。"
+    ),
+    "lesson_gradcam_q": "为什么深层的图粗糙，而浅层的图噪声多？",
+    "lesson_gradcam_a": (
+        "深层只有少量较大的单元格（输入为 224 像素时是 7 × 7），每个单元格对应整个物体；"
+        "浅层有许多小单元格，它们响应的是边缘和纹理，而不是类别。"
+    ),
+    "lesson_remove_title": "移除钩子，以及忘记移除的后果",
+    "lesson_remove_text": (
+        "每次调用 `register_*` 都会返回一个**句柄**；`handle.remove()` 会把钩子重新取下。"
+        "如果忘了这一步，钩子就会一直留在模型上：在循环中注册钩子，每传播一次就多一个钩子，"
+        "调用次数越积越多（它们占用的内存也一样）。把 `remove()` 放在 `finally:` 中，"
+        "这样即使出错也会执行。"
+    ),
+    "lesson_remove_q": "页面上的模型由全班共用。一个忘记移除的钩子会造成什么后果？",
+    "lesson_remove_a": (
+        "它会在每个人的传播中运行，拖慢速度，还会把一个学生的副本混进另一个学生的结果里。"
+        "所以 vizhooks 在返回之前总会移除所有钩子，即使出错也一样。"
+    ),
     "insp_layer": "层",
     "insp_channel": "通道",
     "insp_alpha": "叠加不透明度",
