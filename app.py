@@ -703,7 +703,7 @@ def lesson_code(step, bundle: vz.ModelBundle, c: Choices) -> str:
     target = None if target is None else int(target)
     kind, name = step.code
     common = dict(model=c.model, image=image, size=c.size, target=target, pretrained=bundle.pretrained,
-                  num_classes=len(bundle.categories))
+                  num_classes=len(bundle.categories), lang=language())
     if kind == "view":
         return snippet(name, layers=list(c.layers), what="output", **common)
     layers = list(c.layers)
@@ -778,7 +778,7 @@ def show_code(bundle: vz.ModelBundle, c: Choices) -> None:
     target = st.session_state.get("target")
     code = snippet(view, model=c.model, image=image, size=c.size, layers=list(c.layers), what=c.what,
                    target=None if target is None else int(target), pretrained=bundle.pretrained,
-                   num_classes=len(bundle.categories))
+                   num_classes=len(bundle.categories), lang=language())
     st.caption(t("code_intro"))
     st.code(code, language="python")
     st.markdown(t("hooks_explained"))

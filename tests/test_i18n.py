@@ -118,3 +118,27 @@ def test_switching_language_reruns_no_model():
         assert count["n"] == 1
     finally:
         handle.remove()
+
+
+def _all_snippets(lang: str) -> list[str]:
+    from vizhooks.page.snippets import LESSON_BODIES, VIEWS, lesson_snippet, snippet
+
+    common = dict(model="resnet18", image="sample_images/chelsea.jpg", size=128, lang=lang)
+    codes = [snippet(v, layers=["conv1", "layer2.0.conv1"], what=w, **common) for v in VIEWS for w in ("output", "input")
+             if v == "maps" or w == "output"]
+    codes += [lesson_snippet(b, layers=["layer1.0.conv1"], clamp_at="layer3.0.conv1", **common) for b in LESSON_BODIES]
+    codes.append(snippet("maps", layers=["features.1.0"], **{**common, "model": "swin_t"}))
+    return codes
+
+
+def test_code_comments_follow_the_language_and_the_code_does_not():
+    from vizhooks.page.snippets import _comment_split
+
+    for en, zh in zip(_all_snippets("en"), _all_snippets("zh"), strict=True):
+        en_lines, zh_lines = en.splitlines(), zh.splitlines()
+        assert len(en_lines) == len(zh_lines)
+        for a, b in zip(en_lines, zh_lines, strict=True):
+            pa, pb = _comment_split(a), _comment_split(b)
+            assert (pa[0] if pa else a) == (pb[0] if pb else b)  # the code is the same
+            if pb:
+                assert not _ENGLISH.search(_CODE.sub(" ", pb[1])), pb[1]  # the comment is not English

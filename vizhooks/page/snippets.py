@@ -73,7 +73,7 @@ def _constructor(name: str, pretrained: bool, num_classes: int | None) -> str:
 
 
 def _preamble(name: str, image: str, size: int, pretrained: bool, num_classes: int | None,
-              layers: list[str]) -> str:
+              layers: list[str], lang: str = "en") -> str:
     entry = resolve_entry(name)
     model = meta_model(name)[0]
     spec = input_spec(entry.arch, model)
@@ -82,11 +82,12 @@ def _preamble(name: str, image: str, size: int, pretrained: bool, num_classes: i
     head += _constructor(name, pretrained, num_classes)
     resample = spec.interpolation.upper()
     if spec.fixed_size:
-        head += _FIXED_SIZE.format(side=spec.fixed_size, image=image, resample=resample)
+        head += localise(_FIXED_SIZE, lang).format(side=spec.fixed_size, image=image, resample=resample)
     else:
         size = max(int(size), spec.min_size)
-        head += _FREE_SIZE.format(size=size, cap=min(2 * size, 2 * MAX_SIZE), image=image, resample=resample)
-    return head + _NORMALISE.format(mean=list(spec.mean), std=list(spec.std),
+        head += localise(_FREE_SIZE, lang).format(size=size, cap=min(2 * size, 2 * MAX_SIZE), image=image,
+                                                 resample=resample)
+    return head + localise(_NORMALISE, lang).format(mean=list(spec.mean), std=list(spec.std),
                                     channels_last=sorted(_channels_last_modules(model) & set(layers)))
 
 
@@ -361,19 +362,57 @@ for forget in (True, False):
 '''
 
 
+def _comment_split(line: str) -> tuple[str, str] | None:
+    """(code part, comment text) when the line has a ``#`` comment outside quotes."""
+    quote = None
+    for i, ch in enumerate(line):
+        if quote:
+            quote = None if ch == quote else quote
+        elif ch in "'\"":
+            quote = ch
+        elif ch == "#":
+            return line[:i], line[i + 1:].strip()
+    return None
+
+
+def template_comments(template: str) -> list[str]:
+    """The comment texts of a template, in order (what snippets_zh translates)."""
+    return [part[1] for line in template.splitlines() if (part := _comment_split(line)) and part[1]]
+
+
+def localise(template: str, lang: str) -> str:
+    """``template`` with its comments in ``lang``: the code is the same in every language."""
+    if lang == "en":
+        return template
+    from .snippets_zh import COMMENTS_ZH
+
+    out = []
+    for line in template.splitlines(keepends=True):
+        part = _comment_split(line)
+        if part and part[1] in COMMENTS_ZH:
+            end = "\n" if line.endswith("\n") else ""
+            out.append(f"{part[0]}# {COMMENTS_ZH[part[1]]}{end}")
+        else:
+            out.append(line)
+    return "".join(out)
+
+
+TEMPLATES: dict[str, str] = {}  # filled below: every template a snippet is made of, by name
+
+
 def lesson_snippet(body: str, *, model: str, image: str, size: int, layers: list[str], target: int | None = None,
                    clamp_at: str | None = None, limit: float = 1e-3, pretrained: bool = False,
-                   num_classes: int | None = None) -> str:
+                   num_classes: int | None = None, lang: str = "en") -> str:
     """Python source for one lesson step (``body`` in ``LESSON_BODIES``), with the same preamble as
     :func:`snippet`: model, preprocessing, ``modules`` and ``to_map``."""
     if body not in LESSON_BODIES:
         raise ValueError(f"body must be one of {', '.join(LESSON_BODIES)}, not {body!r}.")
     names = [*layers, *([clamp_at] if clamp_at else [])]
-    head = _preamble(model, image, size, pretrained, num_classes, names)
+    head = _preamble(model, image, size, pretrained, num_classes, names, lang)
     target_expr = str(int(target)) if target is not None else "int(model(x)[0].argmax())"
     text = {"hello": _HELLO, "prepost": _PREPOST, "grad_none": _GRAD_NONE, "clamp": _CLAMP, "remove": _REMOVE}[body]
-    return head + text.format(layers=list(layers), layer=layers[0], target=target_expr, clamp_at=clamp_at,
-                              limit=float(limit))
+    return head + localise(text, lang).format(layers=list(layers), layer=layers[0], target=target_expr,
+                                              clamp_at=clamp_at, limit=float(limit))
 
 
 def snippet(
@@ -387,13 +426,15 @@ def snippet(
     target: int | None = None,
     pretrained: bool = False,
     num_classes: int | None = None,
+    lang: str = "en",
 ) -> str:
     """Python source for one view. ``image`` is the path written into the code; ``target``
     None means "the top-1 class" (computed in the snippet)."""
     if view not in VIEWS:
         raise ValueError(f"view must be one of {', '.join(VIEWS)}, not {view!r}.")
-    head = _preamble(model, image, size, pretrained, num_classes, list(layers))
-    target_expr = str(int(target)) if target is not None else "int(logits[0].argmax())  # top-1 class"
+    head = _preamble(model, image, size, pretrained, num_classes, list(layers), lang)
+    top1 = localise("int(logits[0].argmax())  # top-1 class", lang)
+    target_expr = str(int(target)) if target is not None else top1
     body = {
         "maps": _MAPS_INPUT if what == "input" else _MAPS_OUTPUT,
         "gradients": _GRADIENTS,
@@ -404,7 +445,7 @@ def snippet(
     skip: list[str] = []
     if view == "backward":
         skip = _inplace_children(model, x_hw=_input_hw(model, size))
-    return head + body.format(layers=list(layers), target=target_expr, skip=skip)
+    return head + localise(body, lang).format(layers=list(layers), target=target_expr, skip=skip)
 
 
 def _input_hw(name: str, size: int) -> tuple[int, int]:
@@ -423,3 +464,11 @@ def _inplace_children(name: str, x_hw: tuple[int, int]) -> list[str]:
     children = [n for n, _ in model.named_children()]
     with lock:
         return sorted(inplace_conflicts(model, torch.empty(1, 3, *x_hw, device="meta"), children))
+
+
+TEMPLATES.update({
+    "free_size": _FREE_SIZE, "fixed_size": _FIXED_SIZE, "normalise": _NORMALISE, "maps_output": _MAPS_OUTPUT,
+    "maps_input": _MAPS_INPUT, "gradients": _GRADIENTS, "gradcam": _GRADCAM, "backward": _BACKWARD,
+    "table": _TABLE, "hello": _HELLO, "prepost": _PREPOST, "grad_none": _GRAD_NONE, "clamp": _CLAMP,
+    "remove": _REMOVE,
+})
