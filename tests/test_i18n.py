@@ -124,8 +124,8 @@ def _all_snippets(lang: str) -> list[str]:
     from vizhooks.page.snippets import LESSON_BODIES, VIEWS, lesson_snippet, snippet
 
     common = dict(model="resnet18", image="sample_images/chelsea.jpg", size=128, lang=lang)
-    codes = [snippet(v, layers=["conv1", "layer2.0.conv1"], what=w, **common) for v in VIEWS for w in ("output", "input")
-             if v == "maps" or w == "output"]
+    kinds = [(v, w) for v in VIEWS for w in ("output", "input") if v == "maps" or w == "output"]
+    codes = [snippet(v, layers=["conv1", "layer2.0.conv1"], what=w, **common) for v, w in kinds]
     codes += [lesson_snippet(b, layers=["layer1.0.conv1"], clamp_at="layer3.0.conv1", **common) for b in LESSON_BODIES]
     codes.append(snippet("maps", layers=["features.1.0"], **{**common, "model": "swin_t"}))
     return codes
