@@ -45,8 +45,10 @@ lint: $(VENV)/.dev
 	$(PY) -m ruff check vizhooks tests app.py benchmarks
 
 # Browser tests drive Debian's chromium; Playwright's own browser download is never used.
+# fonts-wqy-zenhei: a CJK font, so the Chinese page (and its screenshots) shows characters.
 chromium:
-	@command -v chromium >/dev/null 2>&1 || { $(SUDO) apt-get update -qq && $(SUDO) apt-get install -y -qq chromium; }
+	@command -v chromium >/dev/null 2>&1 && fc-list :lang=zh | grep -q . || { $(SUDO) apt-get update -qq && \
+		$(SUDO) apt-get install -y -qq chromium fonts-wqy-zenhei; }
 
 clean:
 	rm -rf $(VENV) .pytest_cache vizhooks-out

@@ -64,12 +64,13 @@ def test_every_view_renders_from_a_link(server, page, artifacts):
 
     # what each view must show once it has finished
     shows = {"maps": "stImage", "inspector": "stImage", "gradients": "stImage", "gradcam": "stImage",
-             "backward": "stDataFrame", "table": "stDataFrame", "code": "stCode"}
+             "backward": "stDataFrame", "table": "stDataFrame", "code": "stCode", "intervene": "stMetric",
+             "compare": "stImage", "lesson": "stCode"}
     assert set(shows) == set(VIEWS)
     for view in VIEWS:
         page.goto(f"{server}/?view={view}&layers=conv1,layer4.1.conv2")
         expect(page.get_by_text(re.compile(r"What the model saw"))).to_be_visible()
-        if view not in ("inspector", "code"):
+        if view not in ("inspector", "code", "lesson"):
             expect(page.get_by_role("heading", name="layer4.1.conv2", exact=True).or_(
                 page.get_by_test_id(shows[view]).last).first).to_be_visible()
         expect(page.get_by_test_id(shows[view]).last).to_be_visible()
@@ -78,3 +79,41 @@ def test_every_view_renders_from_a_link(server, page, artifacts):
         assert page.get_by_test_id("stException").count() == 0, view
         assert page.get_by_test_id("stAlert").filter(has_text="can't").count() == 0, view
         page.screenshot(path=str(artifacts / f"view-{view}.png"))
+
+
+def test_lesson_in_chinese_next_back_and_step_link(server, page, artifacts):
+    from vizhooks.page.lesson import STEPS
+    from vizhooks.page.texts_zh import ZH
+
+    def heading(n: int) -> str:
+        title = ZH[f"lesson_{STEPS[n - 1].id}_title"]
+        return ZH["lesson_step"].format(n=n, total=len(STEPS), title=title)
+
+    page.goto(f"{server}/?view=lesson&step=2&lang=zh&layers=conv1,layer4.1.conv2")
+    expect(page.get_by_role("heading", name=heading(2))).to_be_visible()
+    _wait_idle(page)
+    page.get_by_role("button", name=ZH["lesson_next"]).click()
+    expect(page.get_by_role("heading", name=heading(3))).to_be_visible()
+    _wait_idle(page)
+    assert "step=3" in page.url and "lang=zh" in page.url
+    page.get_by_role("button", name=ZH["lesson_back"]).click()
+    page.get_by_role("button", name=ZH["lesson_back"]).click()
+    expect(page.get_by_role("heading", name=heading(1))).to_be_visible()
+    _wait_idle(page)
+    page.get_by_text(ZH["lesson_answer"]).click()  # the answer opens on request
+    expect(page.get_by_text(ZH["lesson_what_a"][:12])).to_be_visible()
+    assert page.get_by_test_id("stException").count() == 0
+    page.set_viewport_size({"width": 1400, "height": 1900})
+    page.wait_for_timeout(500)
+    page.screenshot(path=str(artifacts / "lesson-zh.png"))
+
+    page.get_by_role("button", name=ZH["lesson_next"]).click()
+    expect(page.get_by_role("heading", name=heading(2))).to_be_visible()
+    _wait_idle(page)
+    href = page.get_by_role("link", name=ZH["lesson_link"]).get_attribute("href")
+    assert "step=2" in href
+    shared = page.context.new_page()  # a student opens the teacher's link
+    shared.goto(f"{server}/{href.lstrip('/')}" if href.startswith("?") else href)
+    expect(shared.get_by_role("heading", name=heading(2))).to_be_visible()
+    expect(shared.get_by_test_id("stApp")).to_have_attribute("data-test-script-state", "notRunning")
+    assert shared.get_by_test_id("stException").count() == 0

@@ -46,7 +46,7 @@ CHANNELS_LAST = {channels_last!r}  # modules whose output is (1, H, W, C) (Swin)
 
 
 def to_map(name, t):
-    """Any captured tensor as (1, C, H, W) feature maps, as the page shows it."""
+    # any captured tensor as (1, C, H, W) feature maps, as the page shows it
     if t.ndim == 3:  # transformer tokens (1, 1 + h*w, D): drop the class token, lay out the grid
         side = int((t.shape[1] - 1) ** 0.5)
         return t[:, 1:, :].transpose(1, 2).reshape(1, t.shape[2], side, side)

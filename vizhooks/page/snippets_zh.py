@@ -57,4 +57,6 @@ COMMENTS_ZH: dict[str, str] = {
         "都多一个钩子，调用次数越积越多。每次传播后移除它，每次就只调用一次。",
     "clean up, in both cases": "两种情况最后都要清理",
     "top-1 class": "Top-1 类别",
+    "any captured tensor as (1, C, H, W) feature maps, as the page shows it":
+        "把捕获的任意张量变成 (1, C, H, W) 特征图，与页面显示的一致",
 }
