@@ -22,7 +22,7 @@ from vizhooks.cam import cams_from
 from vizhooks.export import npz_bytes
 from vizhooks.gradients import BackwardRecord, backward_report, gradient_pass
 from vizhooks.layers import architecture_layers, quick_picks, reference_hw, token_model
-from vizhooks.models import family, list_models, operator_models, resolve_entry
+from vizhooks.models import OPERATOR_FAMILY, family, list_models, operator_models, resolve_entry
 from vizhooks.page.analysis import (
     Analysis,
     analyse,
@@ -112,7 +112,9 @@ def model_option(name: str, lang: str) -> str:
         model = meta_model(name)[0]
         params, fixed = sum(p.numel() for p in model.parameters()), input_spec(arch, model).fixed_size
     size = t("model_fixed_size", side=fixed) if fixed else ""
-    return t("model_option", family=family(name), name=name, params=t("model_params_m", m=params / 1e6), size=size)
+    group = family(name)
+    group = t("family_operator") if group == OPERATOR_FAMILY else group  # the other families are names
+    return t("model_option", family=group, name=name, params=t("model_params_m", m=params / 1e6), size=size)
 
 
 def labels_for(prefix: str):

@@ -62,7 +62,8 @@ def test_intervene_metric_is_the_library_answer():
     at = _page(view="intervene")
     bundle = vz.load_model("resnet18", weights="none", device="cpu")
     x = bundle.preprocess(vz.load_image(ROOT / "sample_images/chelsea.jpg"), 128)
-    plain = bundle.model(x)
+    with torch.no_grad():
+        plain = bundle.model(x)
     target = int(plain[0].argmax())
     # the same edit written as a weight edit: conv1 feeds bn1, so scale bn1's output channels instead
     edited = vz.intervene(bundle.model, x, {"conv1": vz.ChannelEdit(channels=[0, 1, 2, 3], scale=0.0)})

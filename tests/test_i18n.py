@@ -51,7 +51,8 @@ def _visible_texts(at: AppTest) -> list[str]:
     texts += [w.label for kind in ("selectbox", "multiselect", "radio", "slider", "select_slider", "number_input",
                                    "button", "expander", "metric", "toggle", "checkbox") for w in at.get(kind)
               if getattr(w, "label", None)]
-    texts += [str(o) for kind in ("radio",) for w in at.get(kind) for o in w.options]
+    texts += [str(o) for kind in ("radio", "selectbox", "multiselect") for w in at.get(kind)
+              if len(w.options) < 200 for o in w.options]  # not the 1000 ImageNet classes
     return texts
 
 

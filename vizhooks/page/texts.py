@@ -32,6 +32,7 @@ EN: dict[str, str] = {
         "Bigger models take longer to load and run; ViT, Swin and MaxViT need a fixed input size."
     ),
     "model_option": "{name} · {family} · {params} parameters{size}",
+    "family_operator": "this server's models",
     "model_fixed_size": " · {side}×{side} input",
     "model_params_m": "{m:.1f} M",
     "operator_warning": "{warning}",

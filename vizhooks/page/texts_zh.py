@@ -21,6 +21,7 @@ ZH: dict[str, str] = {
         "模型越大，加载和运行越慢；ViT、Swin 和 MaxViT 需要固定的输入尺寸。"
     ),
     "model_option": "{name} · {family} · 参数量 {params}{size}",
+    "family_operator": "本服务器的模型",
     "model_fixed_size": " · 输入 {side}×{side}",
     "model_params_m": "{m:.1f} M",
     "operator_warning": "{warning}",
