@@ -440,6 +440,7 @@ def show_inspector(analysis: Analysis, c: Choices) -> None:
     right.image(channel_overlay(analysis.picture, one, alpha, c.cmap), caption=t("insp_overlay", alpha=alpha))
     s = layer_stats(one[None])
     st.caption(t("insp_range", min=s.min, mean=s.mean, max=s.max))
+    show_excitation(c.model, layer, int(channel), st.container())
 
 
 def class_picker(bundle: vz.ModelBundle, analysis: Analysis) -> int:
@@ -696,6 +697,108 @@ def show_compare(analysis: Analysis, bundle: vz.ModelBundle, c: Choices, digest:
 
 
 # ---------------------------------------------------------------------------------------------
+# what a channel looks for: feature visualization and dataset exemplars
+
+FV_SIZE, FV_STEPS, FV_SEED = 128, 128, 0
+ATLAS_DIR = Path(os.environ.get("VIZHOOKS_ATLAS_DIR", "") or Path(__file__).resolve().parent / "atlas")
+#: A small atlas built from the sample photos (random weights), so the view works on a fresh clone.
+SHIPPED_ATLAS_DIR = SAMPLES_DIR / "atlas"
+
+
+def excited_image(model: str, layers: tuple[str, ...], channels: tuple[int, ...], bar):
+    """Images optimised to excite ``channels`` of ``layers[0]`` (one pass for all of them),
+    kept with the other results; ``bar`` is a progress bar the optimisation moves."""
+    layer = layers[0]
+    bundle = get_bundle(model)
+
+    def make():
+        def progress(step: int, steps: int) -> None:
+            bar.progress(step / steps, text=t("fv_running", layer=layer, step=step, steps=steps))
+
+        return vz.visualize_channels(bundle.model, layer, list(channels), size=FV_SIZE, steps=FV_STEPS, seed=FV_SEED,
+                                     progress=progress, mean=bundle.mean, std=bundle.std)
+
+    return result_cache().get_or_create(("excite", model, layer, channels, FV_SIZE, FV_STEPS, FV_SEED), make,
+                                        lambda images: 3 * FV_SIZE * FV_SIZE * len(images))
+
+
+def show_excitation(model: str, layer: str, channel: int, slot) -> None:
+    """The "What excites this channel?" button and, once asked (or cached), its image."""
+    key = ("fv", model, layer, int(channel))
+    asked = st.session_state.setdefault("_fv_asked", set())
+    if slot.button(t("fv_button"), key="fv_go", icon=":material/auto_awesome:"):
+        asked.add(key)
+    if key in asked:
+        bar = slot.progress(0.0)
+        image = excited_image(model, (layer,), (int(channel),), bar)[0]
+        bar.empty()
+        slot.image(image, caption=t("fv_caption", layer=layer, channel=int(channel), size=FV_SIZE, steps=FV_STEPS))
+
+
+@st.cache_resource(ttl=300, show_spinner=False)
+def atlases_for(model: str, folder: str) -> list:
+    """Atlases under the operator's folder (itself or one level down) made for ``model``."""
+    found = []
+    root = Path(folder)
+    for candidate in [root, *sorted(p for p in root.iterdir() if p.is_dir())] if root.is_dir() else []:
+        if (candidate / "manifest.json").is_file():
+            try:
+                atlas = vz.load_atlas(candidate)
+            except (ValueError, OSError) as exc:
+                LOG.warning("atlas %s not used: %s", candidate, exc)
+                continue
+            if atlas.model == model:
+                found.append(atlas)
+    return found
+
+
+def show_atlas(analysis: Analysis, bundle: vz.ModelBundle, c: Choices, digest: str) -> None:
+    st.markdown(t("atlas_intro"))
+    atlases = atlases_for(c.model, str(ATLAS_DIR)) or atlases_for(c.model, str(SHIPPED_ATLAS_DIR))
+    if not atlases:
+        st.info(t("atlas_none", model=c.model, folder=str(ATLAS_DIR)))
+    atlas = atlases[0] if atlases else None
+    choices = [n for n in (atlas.layers if atlas else c.layers)]
+    if st.session_state.get("atlas_layer") not in choices:
+        st.session_state["atlas_layer"] = choices[0]
+    left, right = st.columns(2)
+    layer = left.selectbox(t("insp_layer"), choices, key="atlas_layer")
+    data = image_bytes(c)
+    act = analysis.activations.get(layer)
+    if act is None:  # a layer of the atlas the sidebar did not choose: capture it for this photo
+        act = get_analysis(c.model, digest, data, c.size, (layer,), "output").activations[layer]
+    count = int(act.shape[1])
+    st.session_state["atlas_channel"] = min(int(st.session_state.get("atlas_channel", 0)), count - 1)
+    channel = int(right.number_input(t("insp_channel"), min_value=0, max_value=count - 1, step=1,
+                                     key="atlas_channel"))
+    photo, excite = st.columns(2)
+    photo.image(channel_overlay(analysis.picture, act[0, channel], 0.6, c.cmap),
+                caption=t("atlas_photo", layer=layer, channel=channel))
+    show_excitation(c.model, layer, channel, excite)
+    if atlas is not None:
+        st.subheader(t("atlas_top", n=len(atlas.top(layer, channel))))
+        m = atlas.manifest
+        st.caption(t("atlas_source", folder=m.get("folder", "?"), images=m.get("images", "?"),
+                     weights=t("atlas_random") if m.get("weights") == "random" else m.get("weights", "?")))
+        tops = atlas.top(layer, channel)
+        for row in range(0, len(tops), 3):
+            cols = st.columns(3)
+            for col, ex in zip(cols, tops[row:row + 3], strict=False):
+                col.image(str(ex.crop), caption=t("atlas_exemplar", score=ex.score, name=Path(ex.path).name))
+    st.divider()
+    if st.button(t("fv_grid_button", n=16), key="fv_grid"):
+        first = min(channel, max(count - 16, 0))
+        chosen = tuple(range(first, min(first + 16, count)))
+        bar = st.progress(0.0)
+        images = excited_image(c.model, (layer,), chosen, bar)
+        bar.empty()
+        for row in range(0, len(images), 8):
+            cols = st.columns(8)
+            for col, ch, image in zip(cols, chosen[row:row + 8], images[row:row + 8], strict=False):
+                col.image(image, caption=str(ch))
+
+
+# ---------------------------------------------------------------------------------------------
 # the lesson
 
 
@@ -863,6 +966,8 @@ def main() -> None:
             show_compare(analysis, bundle, choices, digest)
         elif view == "lesson":
             show_lesson(analysis, bundle, choices, digest)
+        elif view == "atlas":
+            show_atlas(analysis, bundle, choices, digest)
         else:
             show_code(bundle, choices)
 

@@ -48,6 +48,7 @@ BENCHES = {
     "coldstart": "4. Cold start (browser)",
     "memory": "5. Memory (peak RSS)",
     "gpu": "6. GPU",
+    "featurevis": "7. Feature visualization (batched vs one channel at a time)",
 }
 DEFAULT_HEADER = """# vizhooks benchmarks
 

@@ -160,3 +160,33 @@ def test_hook_calls_demo_leaves_no_hook():
     x = torch.zeros(1, 3, 64, 64)
     assert hook_calls_demo(bundle.model, x, "layer1.0.conv1") == {"forgot": [1, 2, 3], "removed": [1, 1, 1]}
     assert vz.hook_count(bundle.model) == 0
+
+
+@pytest.mark.parametrize("lang", ["en", "zh"])
+def test_channel_atlas_view_with_the_shipped_atlas(lang, forward_passes, monkeypatch, tmp_path):  # noqa: F811
+    monkeypatch.setenv("VIZHOOKS_ATLAS_DIR", str(tmp_path / "none-here"))  # the operator has none: shipped one
+    texts = EN if lang == "en" else ZH
+    shipped = vz.load_atlas(ROOT / "sample_images" / "atlas" / "resnet18")
+    at = _page(view="atlas", lang=lang)
+    _ok(at)
+    assert at.selectbox(key="atlas_layer").value == shipped.layers[0]
+    at.number_input(key="atlas_channel").set_value(3).run()
+    _ok(at)
+    tops = shipped.top(shipped.layers[0], 3)
+    captions = [i.proto.imgs[0].caption for i in at.image]
+    expected = [texts["atlas_exemplar"].format(score=e.score, name=e.path.split("/")[-1]) for e in tops]
+    assert [c for c in captions if c in expected] == expected  # best first, with their scores
+    passes = forward_passes["n"]
+    at.button(key="fv_go").click().run()  # "What excites this channel?"
+    _ok(at)
+    caption = texts["fv_caption"].format(layer=shipped.layers[0], channel=3, size=128, steps=128)
+    assert caption in [i.proto.imgs[0].caption for i in at.image]
+    at.selectbox(key="cmap").set_value("magma").run()  # cached: no new optimisation, no forward pass
+    assert caption in [i.proto.imgs[0].caption for i in at.image] and forward_passes["n"] == passes
+
+
+def test_channel_atlas_view_says_how_to_make_one(monkeypatch, tmp_path):
+    monkeypatch.setenv("VIZHOOKS_ATLAS_DIR", str(tmp_path))
+    at = _page(view="atlas", model="vgg11", layers="features.0")
+    _ok(at)
+    assert any("python -m vizhooks exemplars" in i.value and "--model vgg11" in i.value for i in at.info)

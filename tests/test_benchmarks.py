@@ -12,7 +12,7 @@ import sys
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
-BENCHES = {"grids", "hooks", "page", "coldstart", "memory", "gpu"}
+BENCHES = {"grids", "hooks", "page", "coldstart", "memory", "gpu", "featurevis"}
 
 
 def test_quick_benchmark_run_produces_the_table(tmp_path):

@@ -73,7 +73,7 @@ def _allowed(at: AppTest) -> set[str]:
     return names
 
 
-VIEWS = ("maps", "inspector", "gradients", "gradcam", "backward", "table", "intervene", "compare", "code")
+VIEWS = ("maps", "inspector", "atlas", "gradients", "gradcam", "backward", "table", "intervene", "compare", "code")
 
 
 def test_chinese_page_has_no_english_sentences():

@@ -11,6 +11,7 @@ Example:
 from importlib import metadata as _metadata
 
 from ._hooks import model_lock
+from .atlas import Atlas, Exemplar, load_atlas, visualize_channel, visualize_channels
 from .cam import grad_cam
 from .capture import as_map, capture, capture_with_output, hook_count, is_out_of_memory, release_memory
 from .gradients import BackwardRecord, GradientResult, backward_report, capture_gradients, gradient_pass
@@ -53,8 +54,10 @@ except _metadata.PackageNotFoundError:  # a source checkout that was never insta
 
 __all__ = [
     "ARCHITECTURES",
+    "Atlas",
     "BackwardRecord",
     "ChannelEdit",
+    "Exemplar",
     "GradientResult",
     "InputSpec",
     "InterventionResult",
@@ -87,6 +90,7 @@ __all__ = [
     "is_out_of_memory",
     "layer_summary",
     "list_models",
+    "load_atlas",
     "load_image",
     "load_model",
     "model_lock",
@@ -98,4 +102,6 @@ __all__ = [
     "summary_dataframe",
     "tensor_to_image",
     "to_tensor",
+    "visualize_channel",
+    "visualize_channels",
 ]

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import os
 import sys
 from collections.abc import Sequence
 
@@ -24,7 +25,7 @@ class UsageError(Exception):
 
 class _Parser(argparse.ArgumentParser):
     def error(self, message: str) -> None:  # one line instead of usage + message
-        raise UsageError(f"{message} (see `{PROG} --help`)")
+        raise UsageError(f"{message} (see `{self.prog} --help`)")
 
 
 def _positive_size(text: str) -> int:
@@ -69,7 +70,8 @@ def build_parser() -> argparse.ArgumentParser:
         f"  {PROG} photo.jpg --model resnet50 --weights mine.pth --labels labels.txt\n"
         f"  {PROG} --download-weights vgg16 mobilenet_v3_large\n"
         f"  {PROG} --list-models\n"
-        f"  {PROG} --list-layers --model vgg16",
+        f"  {PROG} --list-layers --model vgg16\n"
+        f"  {PROG} exemplars photos/ --layers layer3.0.conv1 --top 9 --out atlas/   (see `exemplars --help`)",
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     p.add_argument("image", nargs="?", help="photo to look at (png, jpg, webp, bmp, gif, tiff)")
@@ -179,8 +181,100 @@ def _run(args: argparse.Namespace) -> int:
     return 0
 
 
-def main(argv: Sequence[str] | None = None) -> int:
+def _whole_number(flag: str, low: int, high: int):
+    def parse(text: str) -> int:
+        try:
+            value = int(text)
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"{flag} must be a whole number, not {text!r}") from None
+        if not low <= value <= high:
+            raise argparse.ArgumentTypeError(f"{flag} must be from {low} to {high}, not {value}")
+        return value
+
+    return parse
+
+
+def build_exemplars_parser() -> argparse.ArgumentParser:
+    """The parser of ``python -m vizhooks exemplars``."""
+    from .atlas.exemplars import ENGINES, IMAGE_EXTENSIONS
+
+    p = _Parser(
+        prog=f"{PROG} exemplars",
+        description="Dataset exemplars: run every image of a folder (recursively) through the model and keep,\n"
+        "for every channel of each layer, the images with the highest maximum, where that maximum is, and a\n"
+        "crop of the part of the image its receptive field covers. Writes index.parquet,\n"
+        "crops/LAYER/CHANNEL_RANK.jpg and manifest.json into --out; an interrupted run continues when the\n"
+        "same command is run again. Files that are not readable images are skipped and listed.\n"
+        f"Image files: {' '.join(IMAGE_EXTENSIONS)}.",
+        epilog="Examples:\n"
+        f"  {PROG} exemplars photos/ --layers layer3.0.conv1 layer4.1.conv2 --top 9 --out atlas/\n"
+        f"  {PROG} exemplars photos/ --model resnet50 --weights mine.pth --size 160 --batch 64 --out atlas50/",
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    p.add_argument("folder", help="folder of images, read recursively")
+    p.add_argument("--model", default="resnet18", metavar="NAME", help="model name, as for the main command "
+                   "(default: resnet18)")
+    p.add_argument("--weights", default="auto", help="auto | imagenet | none | PATH (default: auto)")
+    p.add_argument("--layers", nargs="+", metavar="NAME",
+                   help="module names, 'all' or 'blocks' (default: the tour of the main command)")
+    p.add_argument("--top", type=_whole_number("--top", 1, 10_000), default=9,
+                   help="images kept per channel (default: 9)")
+    p.add_argument("--size", type=_positive_size, default=224,
+                   help="shorter side of the model input in pixels, as on the page (default: 224)")
+    p.add_argument("--out", default="atlas", metavar="DIR", help="atlas folder (default: atlas)")
+    p.add_argument("--engine", default="local", choices=ENGINES, help="local (default); ray is not available yet")
+    p.add_argument("--batch", type=_whole_number("--batch", 1, 100_000), default=32,
+                   help="images per forward pass, all of one input shape (default: 32)")
+    workers = min(4, max((os.cpu_count() or 1) - 1, 0))
+    p.add_argument("--workers", type=_whole_number("--workers", 0, 256), default=workers,
+                   help="DataLoader processes that read and prepare images (default: CPU cores - 1, at most 4)")
+    p.add_argument("--checkpoint-every", type=_whole_number("--checkpoint-every", 1, 1_000_000), default=20,
+                   metavar="N", help="save the progress every N batches (default: 20)")
+    p.add_argument("--device", default="auto", help="auto, cpu, cuda, cuda:N or mps")
+    return p
+
+
+def _exemplars(args: argparse.Namespace) -> int:
+    from pathlib import Path
+
+    from .atlas.exemplars import build_atlas, check_engine, list_images
+
+    folder = Path(args.folder)
+    if not folder.is_dir():
+        raise UsageError(f"{folder} is a file; give a folder of images" if folder.exists()
+                         else f"there is no folder at {folder}")
+    check_engine(args.engine)
+    if not list_images(folder, exclude=args.out):  # before the model: a wrong folder fails fast
+        raise UsageError(f"{folder} holds no image files (see `{PROG} exemplars --help`)")
+    bundle = load_model(args.model, weights=args.weights, device=args.device)
+    layers = args.layers or default_layers(bundle.model, (args.size, args.size))
+    resolve_layers(bundle.model, layers)
+    print(f"Model: {bundle.name} on {bundle.device}. {bundle.weights_status}", file=sys.stderr)
     try:
+        atlas = build_atlas(folder, bundle, layers, args.out, top=args.top, size=args.size, engine=args.engine,
+                            batch=args.batch, workers=args.workers, checkpoint_every=args.checkpoint_every)
+    except KeyboardInterrupt:
+        print(f"vizhooks: interrupted; finished work is saved in {args.out}: run the same command again to continue",
+              file=sys.stderr)
+        return 130
+    except RuntimeError as exc:  # e.g. a DataLoader worker killed: the progress is saved
+        first = str(exc).strip().splitlines()[0] if str(exc).strip() else exc.__class__.__name__
+        print(f"vizhooks: error: {first}; finished work is saved in {args.out}: run the same command again "
+              "to continue", file=sys.stderr)
+        return 1
+    for item in atlas.manifest["skipped"]:
+        print(f"skipped {item['path']}: {item['reason']}", file=sys.stderr)
+    print(f"{atlas.manifest['images']} images, {len(atlas.manifest['skipped'])} skipped, "
+          f"{len(atlas.layers)} layers, top {args.top}.", file=sys.stderr)
+    print(atlas.path)
+    return 0
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    argv = list(sys.argv[1:] if argv is None else argv)
+    try:
+        if argv[:1] == ["exemplars"]:  # the subcommand; any other first word is an image, as before
+            return _exemplars(build_exemplars_parser().parse_args(argv[1:]))
         args = build_parser().parse_args(argv)
         return _run(args)
     except (UsageError, InvalidImageError, WeightsError, UnknownLayerError, ValueError) as exc:

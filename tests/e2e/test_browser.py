@@ -65,12 +65,12 @@ def test_every_view_renders_from_a_link(server, page, artifacts):
     # what each view must show once it has finished
     shows = {"maps": "stImage", "inspector": "stImage", "gradients": "stImage", "gradcam": "stImage",
              "backward": "stDataFrame", "table": "stDataFrame", "code": "stCode", "intervene": "stMetric",
-             "compare": "stImage", "lesson": "stCode"}
+             "compare": "stImage", "lesson": "stCode", "atlas": "stImage"}
     assert set(shows) == set(VIEWS)
     for view in VIEWS:
         page.goto(f"{server}/?view={view}&layers=conv1,layer4.1.conv2")
         expect(page.get_by_text(re.compile(r"What the model saw"))).to_be_visible()
-        if view not in ("inspector", "code", "lesson"):
+        if view not in ("inspector", "code", "lesson", "atlas"):
             expect(page.get_by_role("heading", name="layer4.1.conv2", exact=True).or_(
                 page.get_by_test_id(shows[view]).last).first).to_be_visible()
         expect(page.get_by_test_id(shows[view]).last).to_be_visible()

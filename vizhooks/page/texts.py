@@ -383,6 +383,26 @@ EN: dict[str, str] = {
         "It would run in everybody's passes, slow them down and mix one student's copies into "
         "another's. That is why vizhooks removes every hook before it returns, even on errors."
     ),
+    # what a channel looks for
+    "view_atlas": "Channel atlas",
+    "atlas_intro": (
+        "What does one channel respond to? Three answers side by side: its map for this photo, an "
+        "image optimised to excite it as much as possible (feature visualization), and the "
+        "crops of a photo collection where it responded most (dataset exemplars)."
+    ),
+    "atlas_none": (
+        "No atlas for {model} in {folder} yet. Make one from a folder of photos: "
+        "`python -m vizhooks exemplars PHOTOS --model {model} --layers LAYER --out {folder}/{model}`."
+    ),
+    "atlas_photo": "{layer}, channel {channel}, over this photo",
+    "atlas_top": "Where it responded most: the top {n} of the collection",
+    "atlas_source": "From {images} photos in {folder} ({weights}).",
+    "atlas_exemplar": "{score:.3g} · {name}",
+    "atlas_random": "random weights: the crops show structure only, not what a trained network learned",
+    "fv_button": "What excites this channel?",
+    "fv_running": "Optimising an image for {layer}: step {step} of {steps}",
+    "fv_caption": "Optimised to excite {layer}, channel {channel} ({size} px, {steps} steps)",
+    "fv_grid_button": "Draw {n} channels of this layer in one batch",
     "insp_layer": "Layer",
     "insp_channel": "Channel",
     "insp_alpha": "Overlay opacity",

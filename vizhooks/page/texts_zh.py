@@ -351,4 +351,22 @@ ZH: dict[str, str] = {
     "insp_large": "{layer}，通道 {channel}，由 {h} × {w} 上采样而来",
     "insp_overlay": "以 {alpha:.0%} 的不透明度叠加在照片上",
     "insp_range": "该通道的取值：最小 {min:.4g}，平均 {mean:.4g}，最大 {max:.4g}。",
+    "view_atlas": "通道图谱",
+    "atlas_intro": (
+        "一个通道到底对什么有反应？这里并排给出三个答案：它在这张照片上的特征图；为让它尽可能强烈"
+        "激活而优化出来的图像（特征可视化）；以及在一个照片集中让它反应最强的那些区域（数据集样例）。"
+    ),
+    "atlas_none": (
+        "{folder} 中还没有 {model} 的图谱。可以用一个照片文件夹生成："
+        "`python -m vizhooks exemplars PHOTOS --model {model} --layers LAYER --out {folder}/{model}`。"
+    ),
+    "atlas_photo": "{layer} 的第 {channel} 个通道，叠加在这张照片上",
+    "atlas_top": "反应最强的区域：照片集中的前 {n} 个",
+    "atlas_source": "来自 {folder} 中的 {images} 张照片（{weights}）。",
+    "atlas_exemplar": "{score:.3g} · {name}",
+    "atlas_random": "随机权重：这些区域只反映网络结构，不代表训练好的网络学到了什么",
+    "fv_button": "这个通道对什么最敏感？",
+    "fv_running": "正在为 {layer} 优化图像：第 {step}/{steps} 步",
+    "fv_caption": "为激活 {layer} 的第 {channel} 个通道而优化的图像（{size} 像素，{steps} 步）",
+    "fv_grid_button": "一次批量画出这一层的 {n} 个通道",
 }

@@ -1,0 +1,80 @@
+"""Feature visualization: time per optimisation step, one channel at a time against 16 channels in
+one batch (``vizhooks.visualize_channels``), resnet18 ``layer3.0.conv2`` at 64 and 128 px.
+
+Not part of ``benchmarks.run``'s table yet; run it alone:
+
+    python -m benchmarks.featurevis [--repeat N] [--quick] [--device cuda]
+
+"single" is ``visualize_channel`` for one channel; 16 of them cost 16 times that. "batched" is one
+``visualize_channels`` call for 16 channels. The speed-up is per channel: 16 singles / one batch.
+Measurements only: nothing is asserted on a duration.
+"""
+
+from __future__ import annotations
+
+import sys
+
+from .common import Config, Result, Row, fmt_s, fmt_samples, median, timed
+
+LAYER = "layer3.0.conv2"
+CHANNELS = 16
+SIZES = (64, 128)
+
+
+def run(cfg: Config, device: str = "cpu") -> Result:
+    import torch
+
+    import vizhooks as vz
+
+    bundle = vz.load_model("resnet18", weights="none", device=device)
+    model = bundle.model
+    steps = 2 if cfg.quick else 8
+    repeat = 1 if cfg.quick else max(1, cfg.repeat)
+    chans = list(range(CHANNELS))
+    sync = torch.cuda.synchronize if device.startswith("cuda") else (lambda: None)
+    rows: list[Row] = []
+    details = [f"{repeat} measured runs of {steps} steps each, after one warm-up run; device {device}; "
+               f"torch threads: {torch.get_num_threads()}.", ""]
+    for size in SIZES:
+        def single(size=size):
+            vz.visualize_channel(model, LAYER, 0, size=size, steps=steps, mean=bundle.mean, std=bundle.std)
+            sync()
+
+        def batched(size=size):
+            vz.visualize_channels(model, LAYER, chans, size=size, steps=steps, mean=bundle.mean, std=bundle.std)
+            sync()
+
+        single(), batched()  # warm-up: allocator, oneDNN / cuDNN kernels for these shapes
+        t_single = [timed(single) / steps for _ in range(repeat)]
+        t_batch = [timed(batched) / steps for _ in range(repeat)]
+        s1, sb = median(t_single), median(t_batch)
+        speedup = CHANNELS * s1 / sb
+        rows.append(Row(
+            bench="featurevis", case=f"resnet18 {LAYER} at {size} px, {CHANNELS} channels, {device}",
+            measured=f"step: single {fmt_s(s1)}, batch of {CHANNELS} {fmt_s(sb)}; {speedup:.1f}x per channel",
+            numbers={"single_step_s": s1, "batch_step_s": sb, "speedup": speedup},
+        ))
+        details += [f"- {size} px single step samples (s): {fmt_samples(t_single)}",
+                    f"- {size} px batched step samples (s): {fmt_samples(t_batch)}"]
+    if vz.hook_count(model) != 0:
+        raise RuntimeError("feature visualization left hooks behind")
+    return Result(rows=rows, details=details)
+
+
+def main(argv: list[str] | None = None) -> int:
+    import argparse
+
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--repeat", type=int, default=3)
+    parser.add_argument("--quick", action="store_true")
+    parser.add_argument("--device", default="cpu")
+    args = parser.parse_args(argv)
+    result = run(Config(repeat=args.repeat, quick=args.quick, profile=False), device=args.device)
+    for row in result.rows:
+        print(f"{row.case}: {row.measured}")
+    print("\n".join(result.details))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,449 @@
+"""Dataset exemplars: the atlas of a folder against a brute-force pass written here (vizhooks.capture on
+each image alone, numpy for each channel's maximum and its position), receptive fields against hand
+arithmetic and a perturbation oracle, shards, resume, reading back, and the command line."""
+
+from __future__ import annotations
+
+import itertools
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import numpy as np
+import pytest
+import torch
+from PIL import Image
+from torch import nn
+
+from vizhooks import capture, hook_count, load_atlas, load_image
+from vizhooks.atlas import AtlasError, PartialAtlas, TopK, build_atlas, receptive_field, receptive_fields, scan_paths
+from vizhooks.atlas.exemplars import list_images, read_progress
+from vizhooks.cli import main
+
+ROOT = Path(__file__).resolve().parents[1]
+LAYERS = ["layer1.0.conv1", "layer2.0.conv2"]
+SIZE, TOP = 64, 3
+ATOL = 1e-4  # batched and single passes differ by ~1e-6 on the CPU
+SHAPES = [(64, 48), (48, 64), (80, 80), (96, 40), (32, 32)]  # (width, height); 80x80 and 32x32 both give 64x64
+BAD = {"broken.png", "sub/notes.jpg"}
+
+
+def _picture(rng: np.random.Generator, width: int, height: int, kind: int) -> np.ndarray:
+    yy, xx = np.mgrid[0:height, 0:width]
+    if kind == 0:
+        return rng.integers(0, 256, (height, width, 3), dtype=np.uint8)
+    if kind == 1:  # stripes at a random angle and frequency, random colours
+        angle, freq = rng.uniform(0, np.pi), rng.uniform(0.1, 0.8)
+        wave = np.sin(freq * (np.cos(angle) * xx + np.sin(angle) * yy))[..., None]
+        a, b = rng.integers(0, 256, 3), rng.integers(0, 256, 3)
+        return (a + (b - a) * (wave + 1) / 2).astype(np.uint8)
+    canvas = np.broadcast_to(rng.integers(0, 256, 3), (height, width, 3)).astype(np.uint8).copy()
+    for _ in range(int(rng.integers(1, 5))):  # a few random rectangles
+        x0, y0 = int(rng.integers(0, width - 4)), int(rng.integers(0, height - 4))
+        canvas[y0:y0 + int(rng.integers(3, 20)), x0:x0 + int(rng.integers(3, 20))] = rng.integers(0, 256, 3)
+    return canvas
+
+
+@pytest.fixture(scope="module")
+def folder(tmp_path_factory) -> Path:
+    root = tmp_path_factory.mktemp("photos")
+    rng = np.random.default_rng(7)
+    for i in range(40):
+        width, height = SHAPES[i % len(SHAPES)]
+        sub = ("", "sub/", "sub/deeper/")[i % 3]
+        path = root / f"{sub}img{i:02d}.{'png' if i % 2 else 'jpg'}"
+        path.parent.mkdir(parents=True, exist_ok=True)
+        Image.fromarray(_picture(rng, width, height, i % 3)).save(path, quality=92)
+    twin = Image.fromarray(_picture(rng, 80, 80, 2))  # the same pixels under two names: exact ties
+    twin.save(root / "twin_b.png")
+    twin.save(root / "sub" / "twin_a.png")
+    good = (root / "sub" / "img01.png").read_bytes()
+    (root / "broken.png").write_bytes(good[: len(good) // 2])  # truncated
+    (root / "sub" / "notes.jpg").write_text("just some notes, not a photo\n")
+    (root / "readme.txt").write_text("not counted: no image extension\n")
+    (root / ".hidden.png").write_bytes(good)  # hidden files are left out
+    return root
+
+
+@pytest.fixture(scope="module")
+def oracle(folder, resnet18) -> dict[str, dict[str, np.ndarray]]:
+    """Brute force: every good image alone through vizhooks.capture; {path: {layer: (C, H, W) map}}."""
+    maps = {}
+    for path in list_images(folder):
+        if path in BAD:
+            continue
+        x = resnet18.preprocess(load_image(folder / path), SIZE)
+        maps[path] = {k: v[0].numpy() for k, v in capture(resnet18.model, x, LAYERS).items()}
+    return maps
+
+
+@pytest.fixture(scope="module")
+def atlas(folder, resnet18, tmp_path_factory):
+    out = tmp_path_factory.mktemp("atlas")
+    return build_atlas(folder, resnet18, LAYERS, out, top=TOP, size=SIZE, batch=8, progress=False)
+
+
+def _expected(oracle, paths, layer: str, channel: int) -> list[tuple[float, str]]:
+    return sorted((-float(oracle[p][layer][channel].max()), p) for p in paths)[:TOP]
+
+
+def _check_channel(got: list[tuple[str, float, int, int]], oracle, paths, layer: str, channel: int,
+                   atol: float = ATOL) -> None:
+    """``got``: (path, score, y, x) best first. Exact, except that two images whose scores are within
+    ``atol`` may swap places (float noise of batching); positions likewise."""
+    want = _expected(oracle, paths, layer, channel)
+    assert len(got) == len(want) and len({g[0] for g in got}) == len(got)
+    assert [(-g[1], g[0]) for g in got] == sorted((-g[1], g[0]) for g in got), "not best first, ties by path"
+    for (path, score, y, x), (neg_want, want_path) in zip(got, want, strict=True):
+        m = oracle[path][layer][channel]
+        assert score == pytest.approx(float(m.max()), abs=atol), (layer, channel, path)
+        assert score == pytest.approx(-neg_want, abs=atol), (layer, channel, path, want_path)
+        if path != want_path:
+            assert abs(float(oracle[want_path][layer][channel].max()) - float(m.max())) <= atol
+        wy, wx = np.unravel_index(int(np.argmax(m)), m.shape)
+        assert (y, x) == (wy, wx) or m[y, x] >= m.max() - atol, (layer, channel, path)
+
+
+def _check_partial(state: PartialAtlas, oracle, paths, atol: float = ATOL) -> None:
+    for layer in LAYERS:
+        top = state.tops[layer]
+        assert top.channels == next(iter(oracle.values()))[layer].shape[0]
+        for channel in range(top.channels):
+            _check_channel([e[:4] for e in top.entries(channel)], oracle, paths, layer, channel, atol)
+
+
+def _same_index(a, b) -> None:
+    """Two atlases agree: same rows, scores within ATOL, a path differs only where scores are near-equal."""
+    assert a.layers == b.layers
+    for layer in a.layers:
+        for channel in range(a.channels(layer)):
+            for x, y in zip(a.top(layer, channel), b.top(layer, channel), strict=True):
+                assert x.score == pytest.approx(y.score, abs=ATOL)
+                if x.path == y.path:
+                    assert (x.y, x.x, x.box) == (y.y, y.x, y.box)
+
+
+# ----------------------------------------------------------------------------------------------
+# the index against brute force
+
+
+def test_index_equals_brute_force(atlas, oracle, folder):
+    good = sorted(oracle)
+    assert len(good) == 42
+    assert atlas.layers == LAYERS and atlas.model == "resnet18"
+    for layer in LAYERS:
+        assert atlas.channels(layer) == oracle[good[0]][layer].shape[0]
+        for channel in range(atlas.channels(layer)):
+            got = [(e.path, e.score, e.y, e.x) for e in atlas.top(layer, channel)]
+            _check_channel(got, oracle, good, layer, channel)
+    manifest = json.loads((atlas.path / "manifest.json").read_text())
+    assert manifest["images"] == 42 and manifest["size"] == SIZE and manifest["weights"] == "random"
+    skipped = {s["path"]: s["reason"] for s in manifest["skipped"]}
+    assert set(skipped) == BAD
+    assert "text file" in skipped["sub/notes.jpg"] and "truncated" in skipped["broken.png"]
+    assert manifest["folder"] == str(folder.resolve()) and manifest["vizhooks"]
+
+
+def test_exact_ties_are_broken_by_path(atlas, oracle):
+    """The twins have the same pixels; wherever both are kept they sit side by side, the smaller path first."""
+    both = 0
+    for layer in LAYERS:
+        for channel in range(atlas.channels(layer)):
+            paths = [e.path for e in atlas.top(layer, channel)]
+            if "twin_b.png" in paths and "sub/twin_a.png" in paths:
+                both += 1
+                i = paths.index("sub/twin_a.png")
+                assert paths[i + 1] == "twin_b.png"
+    assert both > 0
+
+
+def test_topk_merge_order_and_ties():
+    """A TopK against Python's sorted() on synthetic scores with many exact ties, merged in every order."""
+    rng = np.random.default_rng(3)
+    channels, k = 5, 4
+    parts = []
+    for part in range(3):
+        paths = [f"p{part}_{i}" for i in range(6)][::-1]  # not in path order
+        scores = rng.integers(0, 3, (6, channels)).astype(np.float32)  # values 0, 1, 2: ties everywhere
+        ys, xs = rng.integers(0, 9, (6, channels)), rng.integers(0, 9, (6, channels))
+        boxes = rng.integers(0, 50, (6, channels, 4))
+        parts.append((paths, scores, ys, xs, boxes))
+    want = []
+    for c in range(channels):
+        rows = [(-float(s[i, c]), p[i], int(y[i, c]), int(x[i, c])) for p, s, y, x, _ in parts for i in range(6)]
+        want.append([(p, -s, y, x) for s, p, y, x in sorted(rows)[:k]])
+    tops = [TopK.from_batch(k, s, p, y, x, b) for p, s, y, x, b in parts]
+    for order in itertools.permutations(tops):
+        merged = TopK(k).merge(order[0]).merge(order[1]).merge(order[2])
+        assert [[e[:4] for e in merged.entries(c)] for c in range(channels)] == want
+    nested = tops[2].merge(tops[0].merge(tops[1]))
+    for p, _, _, _, b in parts:  # boxes travel with their entries
+        for c in range(channels):
+            for path, _, _, _, box in nested.entries(c):
+                if path in p:
+                    assert box == tuple(int(v) for v in b[p.index(path), c])
+    with pytest.raises(ValueError, match="top-4 with top-3"):
+        tops[0].merge(TopK(3))
+
+
+def test_batches_hold_one_shape_and_bounded_memory():
+    from vizhooks.atlas.exemplars import _Buckets
+
+    rng = np.random.default_rng(5)
+    buckets, out, most = _Buckets(batch=3), [], 0
+    items = [{"path": f"{i}", "x": torch.zeros(3, 32, int(rng.integers(32, 42)))} for i in range(200)]
+    for item in items:
+        out += buckets.add(item)
+        most = max(most, sum(len(b) for b in buckets.waiting.values()))
+    out += buckets.rest()
+    assert most <= 4 * 3  # never more than 4 batches' worth waiting, though there are 10 shapes
+    assert all(len({tuple(i["x"].shape) for i in batch}) == 1 and 1 <= len(batch) <= 3 for batch in out)
+    assert sorted(i["path"] for batch in out for i in batch) == sorted(i["path"] for i in items)
+
+
+def test_shards_merge_in_any_order(folder, resnet18, oracle):
+    """One image per pass computes exactly what the brute force computes, so the merged shards must
+    equal it exactly, exact ties (the twins) included: they come from different shards, the larger
+    path in the shard merged first."""
+    files = [f for f in list_images(folder) if not f.endswith("twin_a.png") and f != "twin_b.png"]
+    shards = [files[0::3] + ["sub/twin_a.png"], files[1::3], files[2::3] + ["twin_b.png"]]
+    a, b, c = (scan_paths(resnet18, folder, s, LAYERS, top=TOP, size=SIZE, batch=1) for s in shards)
+    assert set(a.skipped) | set(b.skipped) | set(c.skipped) == BAD
+    one, two = a.merge(b).merge(c), c.merge(b.merge(a))
+    assert one.done == two.done == sorted(oracle) and one.skipped == two.skipped
+    for layer in LAYERS:
+        for key in ("scores", "paths", "ys", "xs", "boxes"):
+            assert np.array_equal(getattr(one.tops[layer], key), getattr(two.tops[layer], key))
+    _check_partial(two, oracle, sorted(oracle), atol=0.0)
+    with pytest.raises(ValueError, match="must not overlap"):
+        a.merge(a)
+
+
+# ----------------------------------------------------------------------------------------------
+# resume
+
+
+def _assert_complete(made, oracle, atlas) -> None:
+    assert made.manifest["images"] == 42 and {s["path"] for s in made.manifest["skipped"]} == BAD
+    _same_index(made, atlas)
+    for layer in LAYERS:
+        for channel in range(made.channels(layer)):
+            got = [(e.path, e.score, e.y, e.x) for e in made.top(layer, channel)]
+            _check_channel(got, oracle, sorted(oracle), layer, channel)
+
+
+def test_interrupted_run_resumes_to_the_same_index(folder, resnet18, oracle, atlas, tmp_path):
+    out, killed = tmp_path / "atlas", tmp_path / "killed"
+    seen: dict[int, int] = {}
+    on_disk: dict[int, int] = {}
+
+    def interrupt(batches: int, state: PartialAtlas) -> None:
+        seen[batches] = len(state.done)
+        saved = read_progress(out)
+        on_disk[batches] = len(saved[0].done) if saved else 0
+        if batches == 3:  # what a killed process would leave: the checkpoint of batch 2
+            killed.mkdir()
+            for name in ("progress.npz", "progress.log"):
+                (killed / name).write_bytes((out / name).read_bytes())
+            raise KeyboardInterrupt
+
+    with pytest.raises(KeyboardInterrupt):
+        build_atlas(folder, resnet18, LAYERS, out, top=TOP, size=SIZE, batch=4, checkpoint_every=2,
+                    on_batch=interrupt, progress=False)
+    assert hook_count(resnet18.model) == 0
+    assert on_disk == {1: 0, 2: seen[2], 3: seen[2]}  # the checkpoint after batch 2 was on disk during batch 3
+    state, config = read_progress(out)  # the interrupt saved batch 3 too
+    assert 0 < seen[2] < seen[3] == len(state.done) < 42 and config["layers"] == LAYERS
+    _check_partial(state, oracle, state.done)  # the finished part is the top-k of exactly those images
+    assert not (out / "index.parquet").exists()
+    with pytest.raises(AtlasError, match="unfinished"):
+        load_atlas(out)
+    _assert_complete(build_atlas(folder, resnet18, LAYERS, out, top=TOP, size=SIZE, batch=4, progress=False),
+                     oracle, atlas)
+
+    # killed: the log may hold lines a later checkpoint wrote before it died; they are not counted
+    unsaved = [p for p in sorted(oracle) if p not in read_progress(killed)[0].done][0]
+    with open(killed / "progress.log", "a") as fh:
+        fh.write(json.dumps({"path": unsaved}) + "\n")
+    assert len(read_progress(killed)[0].done) == seen[2]
+    _assert_complete(build_atlas(folder, resnet18, LAYERS, killed, top=TOP, size=SIZE, batch=4, progress=False),
+                     oracle, atlas)
+    after, _ = read_progress(killed)  # the checkpoint of the finished run names every file once
+    assert sorted(after.done) == sorted(oracle) and set(after.skipped) == BAD
+    assert len((killed / "progress.log").read_text().splitlines()) == 44
+    with pytest.raises(AtlasError, match="other settings"):
+        build_atlas(folder, resnet18, LAYERS, out, top=TOP + 1, size=SIZE, progress=False)
+    (killed / "progress.log").write_text("")
+    with pytest.raises(AtlasError, match="damaged"):
+        read_progress(killed)
+
+
+# ----------------------------------------------------------------------------------------------
+# receptive fields
+
+
+def test_receptive_field_by_hand_and_by_perturbation():
+    net = nn.Sequential(nn.Conv2d(3, 1, 3, stride=1, padding=1, bias=False),
+                        nn.Conv2d(1, 1, 3, stride=2, padding=1, bias=False), nn.MaxPool2d(2, 2))
+    # by hand, per axis: r = 1, j = 1, left = 0
+    #   conv 3 s1 p1: r = 1 + 2*1 = 3, j = 1, left = 0 - 1*1 = -1
+    #   conv 3 s2 p1: r = 3 + 2*1 = 5, j = 2, left = -1 - 1*1 = -2
+    #   pool 2 s2 p0: r = 5 + 1*2 = 7, j = 4, left = -2        centre of position 0: -2 + (7 - 1) / 2 = 1
+    rf = receptive_field(net, "2", (16, 16))
+    assert (rf.size, rf.jump, rf.start) == ((7, 7), (4, 4), (1.0, 1.0))
+    assert rf.box(1, 2) == (6, 2, 13, 9)  # (4x - 2, 4y - 2, 4x + 5, 4y + 5)
+    # the oracle: with positive weights, raising one input pixel changes exactly the outputs that see it
+    for conv in (net[0], net[1]):
+        nn.init.uniform_(conv.weight, 0.5, 1.0)
+    x = torch.rand(1, 3, 16, 16)
+    with torch.no_grad():
+        base = net(x)[0, 0]
+        sees = torch.zeros(*base.shape, 16, 16, dtype=torch.bool)
+        for i, j in itertools.product(range(16), range(16)):
+            bumped = x.clone()
+            bumped[0, 0, i, j] += 100
+            sees[:, :, i, j] = net(bumped)[0, 0] != base
+    for y, x_ in itertools.product(range(base.shape[0]), range(base.shape[1])):
+        left, top, right, bottom = rf.box(y, x_)
+        want = torch.zeros(16, 16, dtype=torch.bool)
+        want[max(top, 0):bottom, max(left, 0):right] = True
+        assert torch.equal(sees[y, x_], want), (y, x_)
+
+
+def test_resnet18_receptive_fields(resnet18):
+    fields = receptive_fields(resnet18.model, ["conv1", "layer2.0.conv2", "fc"], (64, 64))
+    assert (fields["conv1"].size, fields["conv1"].jump, fields["conv1"].start) == ((7, 7), (2, 2), (0.0, 0.0))
+    # main path by hand: conv1 7/2/3 -> r 7, j 2, left -3; maxpool 3/2/1 -> r 11, j 4, left -5;
+    # four 3x3 s1 convs of layer1 -> r 43, j 4, left -21; layer2.0.conv1 3/2/1 -> r 51, j 8, left -25;
+    # layer2.0.conv2 3/1/1 -> r 67, j 8, left -33 (the 1x1 shortcut sees less, so the union is the main path)
+    assert (fields["layer2.0.conv2"].size, fields["layer2.0.conv2"].jump) == ((67, 67), (8, 8))
+    assert fields["layer2.0.conv2"].box(0, 0)[:2] == (-33, -33)
+    assert fields["fc"] is None  # after the global pool a position sees everything
+
+
+def test_conv1_boxes_in_original_pixels(tmp_path, resnet18):
+    rng = np.random.default_rng(11)
+    for name, (width, height) in {"wide.png": (90, 50), "tall.png": (50, 90), "square.png": (40, 40)}.items():
+        Image.fromarray(rng.integers(0, 256, (height, width, 3), dtype=np.uint8)).save(tmp_path / name)
+    state = scan_paths(resnet18, tmp_path, list_images(tmp_path), ["conv1"], top=3, size=SIZE)
+    top = state.tops["conv1"]
+    for channel in range(top.channels):
+        for path, _, y, x, box in top.entries(channel):
+            image = load_image(tmp_path / path)
+            w0, h0 = image.size
+            h_in, w_in = resnet18.preprocess(image, SIZE).shape[-2:]
+            left, top_, right, bottom = max(2 * x - 3, 0), max(2 * y - 3, 0), min(2 * x + 4, w_in), min(2 * y + 4, h_in)
+            want = (int(np.floor(left * w0 / w_in)), int(np.floor(top_ * h0 / h_in)),
+                    int(np.ceil(right * w0 / w_in)), int(np.ceil(bottom * h0 / h_in)))
+            assert box == want, (path, y, x)
+    inside = tmp_path / "atlas"  # an atlas written inside the folder it reads is not read back as images
+    for _ in range(2):
+        made = build_atlas(tmp_path, resnet18, ["conv1"], inside, top=3, size=SIZE, progress=False)
+        assert made.manifest["images"] == 3 and made.manifest["skipped"] == []
+        assert [e.box for e in made.top("conv1", 5)] == [e[4] for e in top.entries(5)]
+
+
+# ----------------------------------------------------------------------------------------------
+# reading an atlas back
+
+
+def test_load_atlas_round_trip(atlas, tmp_path):
+    import pyarrow.parquet as pq
+
+    again = load_atlas(atlas.path)
+    assert again.layers == LAYERS and again.model == "resnet18"
+    table = pq.read_table(atlas.path / "index.parquet")
+    assert table.num_rows == TOP * (64 + 128)
+    assert table.column_names[:4] == ["layer", "channel", "rank", "path"]
+    for layer in LAYERS:
+        for channel in (0, atlas.channels(layer) - 1):
+            got = again.top(layer, channel)
+            assert got == atlas.top(layer, channel) and len(got) == TOP
+            for rank, e in enumerate(got):
+                assert e.crop == atlas.path / "crops" / layer / f"{channel}_{rank}.jpg"
+                with Image.open(e.crop) as crop:
+                    assert crop.format == "JPEG" and crop.size == (e.box[2] - e.box[0], e.box[3] - e.box[1])
+    with pytest.raises(KeyError, match="layer1.0.conv1"):
+        again.top("layer9", 0)
+    with pytest.raises(IndexError, match="0 to 63"):
+        again.top("layer1.0.conv1", 64)
+
+    (tmp_path / "empty").mkdir()
+    damaged = tmp_path / "damaged"
+    damaged.mkdir()
+    (damaged / "manifest.json").write_bytes((atlas.path / "manifest.json").read_bytes())
+    (damaged / "index.parquet").write_bytes(b"PAR1 not really")
+    for path, needle in ((tmp_path / "nope", "no atlas folder"), (tmp_path / "empty", "not an atlas"),
+                         (damaged, "damaged")):
+        with pytest.raises(AtlasError, match=needle) as info:
+            load_atlas(path)
+        assert len(str(info.value).splitlines()) == 1
+
+
+# ----------------------------------------------------------------------------------------------
+# the command line
+
+
+def _run(capsys, *argv):
+    code = main([str(a) for a in argv])
+    out, err = capsys.readouterr()
+    return code, out, err
+
+
+def test_cli_writes_parquet_manifest_and_crops(folder, tmp_path, capsys, atlas):
+    out = tmp_path / "cli-atlas"
+    code, stdout, err = _run(capsys, "exemplars", folder, "--weights", "none", "--layers", LAYERS[0], "--top", TOP,
+                             "--size", SIZE, "--out", out, "--batch", 16, "--workers", 1)
+    assert code == 0, err
+    assert stdout.strip() == str(out)
+    assert (out / "index.parquet").is_file() and (out / "manifest.json").is_file()
+    assert len(list((out / "crops" / "layer1.0.conv1").glob("*.jpg"))) == 64 * TOP
+    assert "skipped broken.png" in err and "skipped sub/notes.jpg" in err and "images/s" in err
+    got = load_atlas(out)
+    assert got.layers == LAYERS[:1] and got.manifest["images"] == 42
+    for channel in range(64):
+        assert [(e.path, e.y, e.x, e.box) for e in got.top(LAYERS[0], channel)] == \
+            [(e.path, e.y, e.x, e.box) for e in atlas.top(LAYERS[0], channel)]
+
+
+@pytest.mark.parametrize("argv,needle", [
+    (["{missing}"], "no folder"),
+    (["{file}"], "is a file"),
+    (["{empty}"], "no image files"),
+    (["{folder}", "--layers", "layer1.0.conv9"], "layer1.0.conv1"),
+    (["{folder}", "--top", "0"], "--top"),
+    (["{folder}", "--top", "many"], "--top"),
+    (["{folder}", "--batch", "0"], "--batch"),
+    (["{folder}", "--engine", "ray"], "not available yet"),
+    (["{folder}", "--engine", "spark"], "invalid choice"),
+    (["{folder}", "--size", "8"], "--size"),
+])
+def test_cli_bad_input_exits_2_with_one_line(folder, tmp_path, capsys, argv, needle):
+    (tmp_path / "empty").mkdir()
+    (tmp_path / "just.txt").write_text("a file")
+    fill = {"missing": tmp_path / "nope", "file": tmp_path / "just.txt", "empty": tmp_path / "empty", "folder": folder}
+    size = [] if "--size" in argv else ["--size", "64"]
+    argv = ["exemplars", *[a.format(**fill) for a in argv], *size, "--weights", "none", "--workers", "0",
+            "--out", str(tmp_path / "o")]
+    code, _, err = _run(capsys, *argv)
+    assert code == 2
+    lines = err.strip().splitlines()
+    assert len(lines) == 1 and lines[0].startswith("vizhooks: error:"), err
+    assert needle.lower() in lines[0].lower()
+    assert not (tmp_path / "o").exists()
+
+
+def test_cli_help_and_light_import(capsys):
+    with pytest.raises(SystemExit) as info:
+        main(["exemplars", "--help"])
+    assert info.value.code == 0
+    assert "--top" in capsys.readouterr().out
+    with pytest.raises(SystemExit):
+        main(["--help"])
+    assert "exemplars" in capsys.readouterr().out
+    env = {**os.environ, "PYTHONPATH": str(ROOT)}
+    code = "import sys, vizhooks; print(sorted(m for m in ('pyarrow', 'pandas', 'streamlit') if m in sys.modules))"
+    done = subprocess.run([sys.executable, "-c", code], cwd=ROOT, env=env, capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0 and done.stdout.strip() == "[]", done.stderr
