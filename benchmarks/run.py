@@ -49,6 +49,7 @@ BENCHES = {
     "memory": "5. Memory (peak RSS)",
     "gpu": "6. GPU",
     "featurevis": "7. Feature visualization (batched vs one channel at a time)",
+    "exemplars": "8. Dataset exemplars (scan vs bare batched forward)",
 }
 DEFAULT_HEADER = """# vizhooks benchmarks
 

@@ -1,0 +1,100 @@
+"""Dataset exemplars: the scan (hooks, max-reduction, top-k merge) against a bare batched forward.
+
+Both read the same generated folder in this process (decode, preprocess, batches of one shape) and
+run the same batches through resnet18; the exemplar scan adds the hooks that reduce each map to
+its maximum and position, and the top-k merge. Writing the atlas (Parquet and crops) is timed
+apart. Target: the scan keeps at least 0.8 x the bare forward's images per second.
+"""
+
+from __future__ import annotations
+
+import shutil
+import sys
+import tempfile
+from pathlib import Path
+
+from .common import ROOT, Config, Result, Row, fmt_s, median, timed
+
+LAYERS = ["layer3.0.conv1", "layer4.1.conv2"]
+BATCH = 16
+
+
+def _folder(n: int) -> Path:
+    """``n`` JPEG photos of one size, cut from the sample photos (seeded)."""
+    import numpy as np
+    from PIL import Image
+
+    rng = np.random.default_rng(0)
+    out = Path(tempfile.mkdtemp(prefix="vizhooks-bench-exemplars-"))
+    photos = [Image.open(p).convert("RGB") for p in sorted((ROOT / "sample_images").glob("*.jpg"))]
+    for i in range(n):
+        photo = photos[i % len(photos)]
+        side = min(photo.size)
+        left = int(rng.integers(0, photo.width - side + 1))
+        top = int(rng.integers(0, photo.height - side + 1))
+        photo.crop((left, top, left + side, top + side)).resize((256, 256)).save(out / f"{i:04d}.jpg", quality=90)
+    return out
+
+
+def run(cfg: Config) -> Result:
+    import torch
+
+    import vizhooks as vz
+    from vizhooks.atlas.exemplars import build_atlas, list_images, scan_paths
+
+    n = 8 if cfg.quick else 64
+    repeat = 1 if cfg.quick else max(1, cfg.repeat)
+    folder = _folder(n)
+    try:
+        bundle = vz.load_model("resnet18", weights="none", device="cpu")
+        paths = list_images(folder)
+
+        def bare() -> None:
+            batch = []
+            for p in paths:
+                batch.append(bundle.preprocess(vz.load_image(folder / p), 224))
+                if len(batch) == BATCH or p == paths[-1]:
+                    with torch.inference_mode():
+                        bundle.model(torch.cat(batch))
+                    batch = []
+
+        def scan() -> None:
+            scan_paths(bundle, folder, paths, LAYERS, top=9, size=224, batch=BATCH)
+
+        bare(), scan()  # warm-up
+        t_bare, t_scan = [], []
+        for _ in range(repeat):
+            t_bare.append(timed(bare))
+            t_scan.append(timed(scan))
+        out = Path(tempfile.mkdtemp(prefix="vizhooks-bench-atlas-"))
+        t_all = timed(lambda: build_atlas(folder, bundle, LAYERS, out, top=9, size=224, batch=BATCH, workers=0,
+                                          progress=False))
+        shutil.rmtree(out, ignore_errors=True)
+    finally:
+        shutil.rmtree(folder, ignore_errors=True)
+    bare_ips, scan_ips = n / median(t_bare), n / median(t_scan)
+    ratio = scan_ips / bare_ips
+    rows = [
+        Row(bench="exemplars", case=f"resnet18, {n} photos, {', '.join(LAYERS)}, batches of {BATCH}, CPU",
+            measured=f"scan {scan_ips:.1f} images/s, bare forward {bare_ips:.1f} images/s: {ratio:.2f} x",
+            target="≥ 0.8 x", status="PASS" if ratio >= 0.8 else "MISS",
+            numbers={"scan_ips": scan_ips, "bare_ips": bare_ips, "ratio": ratio}),
+        Row(bench="exemplars", case="the whole command: scan, Parquet index, crops (top 9 x 768 channels)",
+            measured=f"{fmt_s(t_all)} for {n} photos ({n / t_all:.1f} images/s)",
+            numbers={"build_s": t_all}),
+    ]
+    details = [f"{repeat} measured pairs after one warm-up; decoding and preprocessing in this process for both.",
+               f"- bare (s): {', '.join(f'{v:.3f}' for v in t_bare)}",
+               f"- scan (s): {', '.join(f'{v:.3f}' for v in t_scan)}"]
+    return Result(rows=rows, details=details)
+
+
+def main() -> int:
+    result = run(Config(repeat=3, quick="--quick" in sys.argv, profile=False))
+    for row in result.rows:
+        print(f"{row.case}: {row.measured} [{row.status}]")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
