@@ -16,8 +16,8 @@ $(VENV)/.runtime: requirements.txt | $(PY)
 	$(PIP) -r requirements.txt
 	touch $@
 
-$(VENV)/.dev: requirements.txt requirements-dev.txt | $(PY)
-	$(PIP) -r requirements-dev.txt
+$(VENV)/.dev: requirements.txt requirements-dev.txt requirements-scale.txt | $(PY)
+	$(PIP) -r requirements-dev.txt -r requirements-scale.txt
 	touch $@ $(VENV)/.runtime
 
 ## make run: start the page on http://localhost:$(PORT)

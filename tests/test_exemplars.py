@@ -416,7 +416,6 @@ def test_cli_writes_parquet_manifest_and_crops(folder, tmp_path, capsys, atlas):
     (["{folder}", "--top", "0"], "--top"),
     (["{folder}", "--top", "many"], "--top"),
     (["{folder}", "--batch", "0"], "--batch"),
-    (["{folder}", "--engine", "ray"], "not available yet"),
     (["{folder}", "--engine", "spark"], "invalid choice"),
     (["{folder}", "--size", "8"], "--size"),
 ])

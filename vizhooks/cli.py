@@ -222,7 +222,8 @@ def build_exemplars_parser() -> argparse.ArgumentParser:
     p.add_argument("--size", type=_positive_size, default=224,
                    help="shorter side of the model input in pixels, as on the page (default: 224)")
     p.add_argument("--out", default="atlas", metavar="DIR", help="atlas folder (default: atlas)")
-    p.add_argument("--engine", default="local", choices=ENGINES, help="local (default); ray is not available yet")
+    p.add_argument("--engine", default="local", choices=ENGINES,
+                   help="local (default: a DataLoader in this process) or ray (Ray tasks; RAY_ADDRESS for a cluster)")
     p.add_argument("--batch", type=_whole_number("--batch", 1, 100_000), default=32,
                    help="images per forward pass, all of one input shape (default: 32)")
     workers = min(4, max((os.cpu_count() or 1) - 1, 0))

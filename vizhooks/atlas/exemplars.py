@@ -21,7 +21,8 @@ the original (left and top rounded down, right and bottom up).
 Engines. The work is a map and a merge: :func:`scan_paths` turns any list of files into a
 :class:`PartialAtlas`, and partial atlases of disjoint files :meth:`~PartialAtlas.merge` into the
 same answer in any order. The ``local`` engine feeds a ``torch.utils.data.DataLoader`` (workers
-decode and preprocess) into the same fold; a Ray engine would run :func:`scan_paths` per shard.
+decode and preprocess) into the same fold; the ``ray`` engine (:mod:`vizhooks.atlas.ray_engine`) runs
+:func:`scan_paths` per shard in Ray actors and merges the shards here, in the driver.
 """
 
 from __future__ import annotations
@@ -595,15 +596,19 @@ def check_engine(engine: str) -> None:
         engine: one of ``ENGINES``.
 
     Raises:
-        AtlasError: an unknown engine, or ``"ray"``, which is not available yet.
+        AtlasError: an unknown engine, or ``"ray"`` where Ray is not installed.
 
     Example:
         >>> check_engine("local")
     """
-    if engine == "ray":
-        raise AtlasError("The ray engine is not available yet; use the local engine.")
     if engine not in ENGINES:
         raise AtlasError(f"engine must be one of {', '.join(ENGINES)}, not {engine!r}.")
+    if engine == "ray":
+        import importlib.util
+
+        if importlib.util.find_spec("ray") is None:  # found, not imported: importing Ray takes seconds
+            raise AtlasError("The ray engine needs Ray: pip install -r requirements-scale.txt "
+                             "(or pip install 'vizhooks[ray]'), or use the local engine.")
 
 
 def build_atlas(
@@ -635,12 +640,15 @@ def build_atlas(
         out: the atlas folder (created).
         top: images kept per channel.
         size: shorter side of the model input, as on the page.
-        engine: ``"local"`` (``"ray"`` is not available yet).
+        engine: ``"local"``, or ``"ray"``: shards of files scanned by Ray actors, on the cluster of
+            ``RAY_ADDRESS``, the Ray session already started in this process, or a local Ray started
+            for the run (see :mod:`vizhooks.atlas.ray_engine`). Both give the same atlas.
         batch: images per forward pass (all of one input shape).
-        workers: DataLoader worker processes that decode and preprocess (0: in this process).
-        checkpoint_every: save the state after this many batches.
+        workers: local: DataLoader worker processes that decode and preprocess (0: in this process);
+            ray: actors, each holding the model (0: one per CPU, or per GPU where there are GPUs).
+        checkpoint_every: save the state after this many batches (ray: after this many shards).
         progress: print a progress line (images/s, time left) on stderr.
-        on_batch: called as ``on_batch(batches_done, state)`` after every batch.
+        on_batch: called as ``on_batch(batches_done, state)`` after every batch (ray: every shard).
 
     Returns:
         The finished :class:`Atlas`.
@@ -681,8 +689,14 @@ def build_atlas(
     job = _Job(bundle, root, names, receptive_fields(bundle.model, names, _trace_hw(bundle, size)), top, size, batch)
     checkpoint = _Progress(out, config, state)
     try:
-        _local_engine(job, todo, state, workers=workers, save=checkpoint.save, checkpoint_every=checkpoint_every,
-                      on_batch=on_batch, progress=progress)
+        if engine == "ray":
+            from .ray_engine import run_ray
+
+            run_ray(job, todo, state, workers=workers, save=checkpoint.save, checkpoint_every=checkpoint_every,
+                    on_batch=on_batch, progress=progress)
+        else:
+            _local_engine(job, todo, state, workers=workers, save=checkpoint.save,
+                          checkpoint_every=checkpoint_every, on_batch=on_batch, progress=progress)
     except BaseException:
         checkpoint.save()  # keep every finished batch; the same call again continues from here
         raise
