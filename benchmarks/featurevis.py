@@ -1,9 +1,13 @@
 """Feature visualization: time per optimisation step, one channel at a time against 16 channels in
 one batch (``vizhooks.visualize_channels``), resnet18 ``layer3.0.conv2`` at 64 and 128 px.
 
-Not part of ``benchmarks.run``'s table yet; run it alone:
+Part of ``benchmarks.run``'s table; alone:
 
     python -m benchmarks.featurevis [--repeat N] [--quick] [--device cuda]
+
+A third row compares one single-channel step with one forward + backward of the network up to
+the layer (a truncated copy written out here), at 128 px: the parameterisation and transforms
+should cost little on top (target: at most 1.3 x).
 
 "single" is ``visualize_channel`` for one channel; 16 of them cost 16 times that. "batched" is one
 ``visualize_channels`` call for 16 channels. The speed-up is per channel: 16 singles / one batch.
@@ -56,6 +60,31 @@ def run(cfg: Config, device: str = "cpu") -> Result:
         ))
         details += [f"- {size} px single step samples (s): {fmt_samples(t_single)}",
                     f"- {size} px batched step samples (s): {fmt_samples(t_batch)}"]
+    # one step against a bare forward + backward of the network cut at the layer
+    trunk = torch.nn.Sequential(model.conv1, model.bn1, model.relu, model.maxpool, model.layer1, model.layer2,
+                                model.layer3[0].conv1, model.layer3[0].bn1, model.layer3[0].relu,
+                                model.layer3[0].conv2)
+
+    def bare_step():
+        x = torch.rand(1, 3, 128, 128, device=device, requires_grad=True)
+        trunk(x)[:, 0].mean().backward()
+        sync()
+
+    def one_step():
+        vz.visualize_channel(model, LAYER, 0, size=128, steps=steps, mean=bundle.mean, std=bundle.std)
+        sync()
+
+    with torch.enable_grad():
+        bare_step(), one_step()
+        t_bare = [timed(bare_step) for _ in range(repeat * 4)]
+    t_one = [timed(one_step) / steps for _ in range(repeat)]
+    ratio = median(t_one) / median(t_bare)
+    rows.append(Row(
+        bench="featurevis", case=f"one step vs forward + backward up to {LAYER}, 128 px, {device}",
+        measured=f"step {fmt_s(median(t_one))}, bare {fmt_s(median(t_bare))}: {ratio:.2f} x",
+        target="≤ 1.3 x", status="PASS" if ratio <= 1.3 else "MISS",
+        numbers={"step_s": median(t_one), "bare_s": median(t_bare), "ratio": ratio},
+    ))
     if vz.hook_count(model) != 0:
         raise RuntimeError("feature visualization left hooks behind")
     return Result(rows=rows, details=details)

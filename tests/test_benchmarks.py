@@ -40,7 +40,7 @@ def test_quick_benchmark_run_produces_the_table(tmp_path):
     if Path("/usr/bin/chromium").exists():
         assert not any(r["status"].startswith("skipped") for r in rows if r["bench"] == "coldstart")
     targets = [r for r in rows if r["target"] != "—"]
-    assert {r["bench"] for r in targets} == {"grids", "hooks", "page", "exemplars"}
+    assert {r["bench"] for r in targets} == {"grids", "hooks", "page", "exemplars", "featurevis"}
 
     text = out.read_text()
     assert "| Benchmark | Case | Measured (median) | Target | Result |" in text
