@@ -36,6 +36,29 @@ def _folder(n: int) -> Path:
     return out
 
 
+def _ray(folder: Path, bundle, layers: list[str]) -> tuple[float, float]:
+    """(seconds to start a local Ray, seconds for the whole command on it, actors included)."""
+    import os
+    import time
+
+    import ray
+
+    from vizhooks.atlas.exemplars import build_atlas
+
+    os.environ.pop("RAY_ADDRESS", None)  # this machine only
+    started = time.perf_counter()
+    ray.init(num_cpus=2, include_dashboard=False, log_to_driver=False, _node_ip_address="127.0.0.1")
+    t_start = time.perf_counter() - started
+    out = Path(tempfile.mkdtemp(prefix="vizhooks-bench-ray-"))
+    try:
+        t_run = timed(lambda: build_atlas(folder, bundle, layers, out, top=9, size=224, batch=BATCH, workers=2,
+                                          engine="ray", progress=False))
+    finally:
+        ray.shutdown()
+        shutil.rmtree(out, ignore_errors=True)
+    return t_start, t_run
+
+
 def run(cfg: Config) -> Result:
     import torch
 
@@ -70,6 +93,7 @@ def run(cfg: Config) -> Result:
         t_all = timed(lambda: build_atlas(folder, bundle, LAYERS, out, top=9, size=224, batch=BATCH, workers=0,
                                           progress=False))
         shutil.rmtree(out, ignore_errors=True)
+        t_ray_start, t_ray = _ray(folder, bundle, LAYERS)
     finally:
         shutil.rmtree(folder, ignore_errors=True)
     bare_ips, scan_ips = n / median(t_bare), n / median(t_scan)
@@ -82,6 +106,11 @@ def run(cfg: Config) -> Result:
         Row(bench="exemplars", case="the whole command: scan, Parquet index, crops (top 9 x 768 channels)",
             measured=f"{fmt_s(t_all)} for {n} photos ({n / t_all:.1f} images/s)",
             numbers={"build_s": t_all}),
+        Row(bench="exemplars", case="Ray engine, local Ray with 2 CPUs, 2 actors, same command",
+            measured=f"{n / t_ray:.1f} images/s ({n / t_ray / (n / t_all):.2f} x the local command) after "
+                     f"{fmt_s(t_ray_start)} to start Ray",
+            target="≥ 0.6 x", status="PASS" if t_all / t_ray >= 0.6 else "MISS",
+            numbers={"ray_s": t_ray, "ray_start_s": t_ray_start, "ratio": t_all / t_ray}),
     ]
     details = [f"{repeat} measured pairs after one warm-up; decoding and preprocessing in this process for both.",
                f"- bare (s): {', '.join(f'{v:.3f}' for v in t_bare)}",
