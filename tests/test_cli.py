@@ -163,3 +163,33 @@ def test_own_checkpoint_and_labels(tmp_path, capsys):
     torch.save(torchvision.models.mobilenet_v2(num_classes=3).state_dict(), tmp_path / "other.pth")
     code, _, err = _run(capsys, PHOTO, "--weights", tmp_path / "other.pth", "--out", tmp_path / "o")
     assert code == 2 and len(err.strip().splitlines()) == 1 and "does not fit resnet18" in err
+
+
+def test_visualize_writes_the_library_images(tmp_path, capsys):
+    import numpy as np
+    from PIL import Image
+
+    from vizhooks import visualize_channels
+
+    code, out, err = _run(capsys, "visualize", "--weights", "none", "--layer", "layer1.0.conv1", "--channels", "0",
+                          "3", "--size", "32", "--steps", "3", "--out", tmp_path)
+    assert code == 0 and "step 3/3" in err
+    paths = out.split()
+    assert [p.rsplit("/", 1)[1] for p in paths] == ["layer1.0.conv1_0.png", "layer1.0.conv1_3.png"]
+    bundle = load_model("resnet18", weights="none", device="cpu")
+    expected = visualize_channels(bundle.model, "layer1.0.conv1", [0, 3], size=32, steps=3, mean=bundle.mean,
+                                  std=bundle.std)
+    for path, image in zip(paths, expected, strict=True):
+        assert np.array_equal(np.asarray(Image.open(path).convert("RGB")), np.asarray(image))
+
+
+@pytest.mark.parametrize("argv,needle", [
+    (["--layer", "layer1.0.conv9"], "layer1.0.conv1"),
+    (["--layer", "layer1.0.conv1", "--channels", "64"], "64"),
+    (["--channels", "1"], "--layer"),
+    (["--layer", "conv1", "--size", "4"], "--size"),
+])
+def test_visualize_bad_input_exits_2_with_one_line(tmp_path, capsys, argv, needle):
+    code, _, err = _run(capsys, "visualize", "--weights", "none", "--steps", "1", "--out", tmp_path, *argv)
+    lines = err.strip().splitlines()
+    assert code == 2 and len([x for x in lines if x.startswith("vizhooks: error:")]) == 1 and needle in lines[-1]

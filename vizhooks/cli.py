@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import io
 import os
 import sys
 from collections.abc import Sequence
@@ -71,7 +72,8 @@ def build_parser() -> argparse.ArgumentParser:
         f"  {PROG} --download-weights vgg16 mobilenet_v3_large\n"
         f"  {PROG} --list-models\n"
         f"  {PROG} --list-layers --model vgg16\n"
-        f"  {PROG} exemplars photos/ --layers layer3.0.conv1 --top 9 --out atlas/   (see `exemplars --help`)",
+        f"  {PROG} exemplars photos/ --layers layer3.0.conv1 --top 9 --out atlas/   (see `exemplars --help`)\n"
+        f"  {PROG} visualize --layer layer3.0.conv1 --channels 0 1 2 --out vis/   (see `visualize --help`)",
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     p.add_argument("image", nargs="?", help="photo to look at (png, jpg, webp, bmp, gif, tiff)")
@@ -271,11 +273,66 @@ def _exemplars(args: argparse.Namespace) -> int:
     return 0
 
 
+def build_visualize_parser() -> argparse.ArgumentParser:
+    """The parser of ``python -m vizhooks visualize``."""
+    p = _Parser(
+        prog=f"{PROG} visualize",
+        description="Feature visualization: optimise an image so that one channel of one layer responds as\n"
+        "strongly as possible, for each channel asked (all in one batch), and write one PNG per channel.",
+        epilog="Examples:\n"
+        f"  {PROG} visualize --layer layer3.0.conv1 --channels 0 1 2 3 --out vis/\n"
+        f"  {PROG} visualize --model vgg16 --layer features.28 --channels 7 --size 224 --steps 512",
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    p.add_argument("--model", default="resnet18", metavar="NAME", help="model name, as for the main command")
+    p.add_argument("--weights", default="auto", help="auto | imagenet | none | PATH (default: auto)")
+    p.add_argument("--layer", required=True, metavar="NAME", help="the module whose channels to visualize")
+    p.add_argument("--channels", nargs="+", type=_whole_number("--channels", 0, 1_000_000), default=[0],
+                   metavar="N", help="channel numbers (default: 0)")
+    p.add_argument("--size", type=_whole_number("--size", 16, 1024), default=128, help="image side (default: 128)")
+    p.add_argument("--steps", type=_whole_number("--steps", 0, 10_000), default=256,
+                   help="optimisation steps (default: 256)")
+    p.add_argument("--seed", type=_whole_number("--seed", 0, 2**31 - 1), default=0, help="random seed (default: 0)")
+    p.add_argument("--out", default="vizhooks-out", metavar="DIR", help="folder for the PNGs (default: vizhooks-out)")
+    p.add_argument("--device", default="auto", help="auto, cpu, cuda, cuda:N or mps")
+    return p
+
+
+def _visualize(args: argparse.Namespace) -> int:
+    from pathlib import Path
+
+    from .atlas.featurevis import visualize_channels
+
+    bundle = load_model(args.model, weights=args.weights, device=args.device)
+    resolve_layers(bundle.model, [args.layer])
+    print(f"Model: {bundle.name} on {bundle.device}. {bundle.weights_status}", file=sys.stderr)
+    channels = list(dict.fromkeys(args.channels))
+
+    def bar(step: int, steps: int) -> None:
+        filled = int(30 * step / steps)
+        sys.stderr.write(f"\r{args.layer} {channels[:4]}{'...' if len(channels) > 4 else ''}: "
+                         f"[{'#' * filled}{'.' * (30 - filled)}] step {step}/{steps}")
+        sys.stderr.flush()
+
+    images = visualize_channels(bundle.model, args.layer, channels, size=args.size, steps=args.steps, seed=args.seed,
+                                progress=bar if args.steps else None, mean=bundle.mean, std=bundle.std)
+    if args.steps:
+        sys.stderr.write("\n")
+    out = Path(args.out)
+    for channel, image in zip(channels, images, strict=True):
+        buffer = io.BytesIO()
+        image.save(buffer, "PNG")
+        print(write_atomic(out / f"{args.layer}_{channel}.png", buffer.getvalue()))
+    return 0
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     argv = list(sys.argv[1:] if argv is None else argv)
     try:
-        if argv[:1] == ["exemplars"]:  # the subcommand; any other first word is an image, as before
+        if argv[:1] == ["exemplars"]:  # the subcommands; any other first word is an image, as before
             return _exemplars(build_exemplars_parser().parse_args(argv[1:]))
+        if argv[:1] == ["visualize"]:
+            return _visualize(build_visualize_parser().parse_args(argv[1:]))
         args = build_parser().parse_args(argv)
         return _run(args)
     except (UsageError, InvalidImageError, WeightsError, UnknownLayerError, ValueError) as exc:
