@@ -1,12 +1,11 @@
 """The ``ray`` engine of :func:`vizhooks.atlas.build_atlas`: the same map and merge on Ray.
 
-Design: Ray core, not Ray Data. Each worker is a ``@ray.remote`` actor that receives the model once
-(through the object store) and runs :func:`~vizhooks.atlas.exemplars.scan_paths` on one shard of
-paths at a time; the driver hands shards to idle actors, gathers each :class:`PartialAtlas` as it
-finishes (``ray.wait``), merges it with :meth:`PartialAtlas.merge` and checkpoints. A shard's result is
-one Python object (a top-k per layer), not rows, so Ray Data's ``map_batches`` would only carry it
-pickled in an object column; and the driver has to see every finished shard in turn anyway, to
-checkpoint it. Ray is imported only inside :func:`run_ray`.
+Design: Ray Data. A dataset of shard numbers goes through ``map_batches`` with a callable class, one
+actor per worker, that receives the model once (through the object store) and runs
+:func:`~vizhooks.atlas.exemplars.scan_paths` on each shard it is given; each shard's
+:class:`PartialAtlas` comes back pickled in one column (it is one top-k object, not rows), and the
+driver streams the results, merging each with :meth:`PartialAtlas.merge` and checkpointing as they
+arrive. Ray is imported only inside :func:`run_ray`.
 """
 
 from __future__ import annotations
@@ -62,63 +61,82 @@ def _connect(workers: int):
     return ray, True
 
 
+class _ShardScanner:
+    """The callable class of Ray Data's ``map_batches``: one per worker, holding the model; each
+    batch names shards by number and comes back as their pickled partial atlases."""
+
+    def __init__(self, bundle_ref, gpu: bool, shards: list[list[str]], args: tuple) -> None:
+        import ray
+
+        self.scanner = _Scanner(ray.get(bundle_ref), gpu)
+        self.shards, self.args = shards, args
+
+    def __call__(self, batch: dict) -> dict:
+        import pickle
+
+        import numpy as np
+
+        root, names, top, size, per_pass = self.args
+        parts = [pickle.dumps(self.scanner.scan(root, self.shards[int(i)], names, top, size, per_pass))
+                 for i in batch["shard"]]
+        return {"part": np.array(parts, dtype=object)}
+
+
 def run_ray(job: _Job, todo: list[str], state: PartialAtlas, *, workers: int, save: Callable[[], None],
             checkpoint_every: int, on_batch: Callable[[int, PartialAtlas], object] | None, progress: bool) -> None:
-    """Scan ``todo`` on Ray and merge every shard into ``state`` (in place, as the local engine does).
+    """Scan ``todo`` with Ray Data and merge every shard into ``state`` (in place, as the local engine
+    does).
 
-    ``workers`` actors (0: one per CPU of the cluster, at most one per shard), each with one CPU, or
-    one GPU when the cluster has GPUs. Shards of ``SHARD_BATCHES * job.batch`` paths; the state is
-    saved after every ``checkpoint_every`` merged shards, and ``on_batch(shards_done, state)`` is called
-    after each.
+    A dataset of shard numbers goes through ``map_batches`` with a model actor per worker
+    (``workers``; 0: one per GPU of the cluster, else one per CPU; ``num_gpus=1`` each when there are
+    GPUs); results stream back to this process, which merges each shard as it arrives (any order
+    gives the same atlas), saves after every ``checkpoint_every`` shards and calls
+    ``on_batch(shards_done, state)`` after each. Shards of ``SHARD_BATCHES * job.batch`` paths.
     """
     if not todo:
         return
     ray, started_here = _connect(workers)
-    actors: list = []
+    import pickle
+
+    from ray.data import DataContext
+
     try:
+        DataContext.get_current().enable_progress_bars = False  # vizhooks prints its own line
         size = SHARD_BATCHES * job.batch
         shards = [todo[i:i + size] for i in range(0, len(todo), size)]
         resources = ray.cluster_resources()
         gpus = int(resources.get("GPU", 0))
         count = workers or (gpus or max(1, int(resources.get("CPU", 1))))
         count = max(1, min(count, len(shards)))
-        options: dict = {"num_cpus": 1}
-        if gpus:
-            options["num_gpus"] = 1
-        scanner = ray.remote(_Scanner).options(**options)
-        bundle = ray.put(job.bundle)
-        actors = [scanner.remote(bundle, bool(gpus)) for _ in range(count)]
         args = (str(job.root), job.names, job.top, job.size, job.batch)
-        pending, waiting, idle = {}, list(reversed(shards)), list(actors)
+        dataset = ray.data.from_items([{"shard": i} for i in range(len(shards))], override_num_blocks=len(shards))
+        parts = dataset.map_batches(
+            _ShardScanner, batch_size=1, concurrency=count, num_cpus=1, num_gpus=1 if gpus else 0,
+            fn_constructor_kwargs={"bundle_ref": ray.put(job.bundle), "gpu": bool(gpus), "shards": shards,
+                                   "args": args})
         merged, handled, started, shown = 0, 0, time.monotonic(), 0.0
-        while waiting or pending:
-            while waiting and idle:
-                actor, shard = idle.pop(), waiting.pop()
-                pending[actor.scan.remote(args[0], shard, *args[1:])] = (actor, len(shard))
-            [ref], _ = ray.wait(list(pending), num_returns=1)
-            actor, n = pending.pop(ref)
-            idle.append(actor)
-            part = ray.get(ref)
-            whole = state.merge(part)  # checks the shards are disjoint and of the same layers
-            state.tops = whole.tops
-            state.done.extend(part.done)  # appended, not replaced: the checkpoint logs only what is new
-            state.skipped.update(part.skipped)
-            merged, handled = merged + 1, handled + n
-            if merged % checkpoint_every == 0:
-                save()
-            if on_batch is not None:
-                on_batch(merged, state)
-            now = time.monotonic()
-            if progress and now - shown >= 0.5:
-                shown = now
-                rate = handled / max(now - started, 1e-9)
-                print(f"\r{handled}/{len(todo)} images, {rate:.1f} images/s, "
-                      f"{_duration((len(todo) - handled) / rate)} left  ", end="", file=sys.stderr, flush=True)
+        for batch in parts.iter_batches(batch_size=1, batch_format="numpy"):
+            for blob in batch["part"]:
+                part = pickle.loads(blob)
+                whole = state.merge(part)  # checks the shards are disjoint and of the same layers
+                state.tops = whole.tops
+                state.done.extend(part.done)  # appended, not replaced: the checkpoint logs only what is new
+                state.skipped.update(part.skipped)
+                merged, handled = merged + 1, handled + len(part.done) + len(part.skipped)
+                if merged % checkpoint_every == 0:
+                    save()
+                if on_batch is not None:
+                    on_batch(merged, state)
+                now = time.monotonic()
+                if progress and now - shown >= 0.5:
+                    shown = now
+                    rate = handled / max(now - started, 1e-9)
+                    print(f"\r{handled}/{len(todo)} images, {rate:.1f} images/s, "
+                          f"{_duration(max(len(todo) - handled, 0) / rate)} left  ", end="", file=sys.stderr,
+                          flush=True)
         if progress:
             rate = len(todo) / max(time.monotonic() - started, 1e-9)
             print(f"\r{len(todo)}/{len(todo)} images, {rate:.1f} images/s, done.{' ' * 12}", file=sys.stderr)
     finally:
-        for actor in actors:
-            ray.kill(actor)
         if started_here:
             ray.shutdown()
