@@ -391,7 +391,17 @@ def _checkpoint_classes(entry: ModelEntry) -> int | None:
     if entry.weights in ("auto", "none", "imagenet"):
         return None
     try:
-        return _head_classes(entry.arch, read_state_dict(entry.weights))
+        stat = os.stat(entry.weights)
+    except OSError:
+        return None
+    # meta_model runs on every page request (the memory budget): read each checkpoint once
+    return _file_classes(entry.arch, entry.weights, stat.st_mtime, stat.st_size)
+
+
+@functools.lru_cache(maxsize=32)
+def _file_classes(arch: str, path: str, mtime: float, size: int) -> int | None:
+    try:
+        return _head_classes(arch, read_state_dict(path))
     except WeightsError:
         return None
 
@@ -653,24 +663,8 @@ def load_model(
     )
 
 
-def model_facts(name: str) -> dict[str, object]:
-    """What the page's model selector shows before a model is built: family, parameters (from
-    the meta model), the input size rule and the operator's description."""
-    entry = resolve_entry(name)
-    model, _ = meta_model(name)
-    spec = input_spec(entry.arch, model)
-    return {
-        "family": family(name),
-        "params": sum(p.numel() for p in model.parameters()),
-        "fixed_size": spec.fixed_size,
-        "min_size": spec.min_size,
-        "description": entry.description,
-        "arch": entry.arch,
-    }
-
-
 __all__ = [
     "ARCHITECTURES", "IMAGENET_MEAN", "IMAGENET_STD", "InputSpec", "ModelBundle", "ModelEntry", "WeightsError",
     "build", "categories", "checkpoint_path", "family", "input_spec", "list_models", "load_model",
-    "meta_model", "model_facts", "offline", "operator_models", "read_labels", "resolve_device", "resolve_entry",
+    "meta_model", "offline", "operator_models", "read_labels", "resolve_device", "resolve_entry",
 ]
