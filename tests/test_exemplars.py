@@ -14,6 +14,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 import torch
+import torch.nn.functional as F
 from PIL import Image
 from torch import nn
 
@@ -284,6 +285,35 @@ def test_interrupted_run_resumes_to_the_same_index(folder, resnet18, oracle, atl
 # receptive fields
 
 
+def _sees(net: nn.Module, side: int) -> torch.Tensor:
+    """Brute force: ``sees[y, x, i, j]`` is True when raising input pixel (i, j) changes channel 0
+    of the output at (y, x)."""
+    x = torch.rand(1, 3, side, side, generator=torch.Generator().manual_seed(0))
+    with torch.no_grad():
+        base = net(x)[0, 0]
+        sees = torch.zeros(*base.shape, side, side, dtype=torch.bool)
+        for i, j in itertools.product(range(side), range(side)):
+            bumped = x.clone()
+            bumped[0, :, i, j] += 100
+            sees[:, :, i, j] = net(bumped)[0, 0] != base
+    return sees
+
+
+class _ChannelsLastBlock(nn.Module):
+    """A ConvNeXt block in small: depthwise conv, then LayerNorm and two Linears on a permuted
+    (N, H, W, C) copy, permuted back and added to the input."""
+
+    def __init__(self, c: int) -> None:
+        super().__init__()
+        self.dw = nn.Conv2d(c, c, 3, padding=1, groups=c)
+        self.norm, self.up, self.down = nn.LayerNorm(c), nn.Linear(c, 2 * c), nn.Linear(2 * c, c)
+
+    def forward(self, x):
+        y = self.dw(x).permute(0, 2, 3, 1)
+        y = self.down(F.gelu(self.up(self.norm(y))))
+        return x + y.permute(0, 3, 1, 2)
+
+
 def test_receptive_field_by_hand_and_by_perturbation():
     net = nn.Sequential(nn.Conv2d(3, 1, 3, stride=1, padding=1, bias=False),
                         nn.Conv2d(1, 1, 3, stride=2, padding=1, bias=False), nn.MaxPool2d(2, 2))
@@ -297,19 +327,47 @@ def test_receptive_field_by_hand_and_by_perturbation():
     # the oracle: with positive weights, raising one input pixel changes exactly the outputs that see it
     for conv in (net[0], net[1]):
         nn.init.uniform_(conv.weight, 0.5, 1.0)
-    x = torch.rand(1, 3, 16, 16)
-    with torch.no_grad():
-        base = net(x)[0, 0]
-        sees = torch.zeros(*base.shape, 16, 16, dtype=torch.bool)
-        for i, j in itertools.product(range(16), range(16)):
-            bumped = x.clone()
-            bumped[0, 0, i, j] += 100
-            sees[:, :, i, j] = net(bumped)[0, 0] != base
-    for y, x_ in itertools.product(range(base.shape[0]), range(base.shape[1])):
+    sees = _sees(net, 16)
+    for y, x_ in itertools.product(range(sees.shape[0]), range(sees.shape[1])):
         left, top, right, bottom = rf.box(y, x_)
         want = torch.zeros(16, 16, dtype=torch.bool)
         want[max(top, 0):bottom, max(left, 0):right] = True
         assert torch.equal(sees[y, x_], want), (y, x_)
+
+
+def test_receptive_field_through_permute_and_channel_mixing():
+    torch.manual_seed(0)
+    net = nn.Sequential(nn.Conv2d(3, 4, 2, stride=2), _ChannelsLastBlock(4)).eval()
+    # by hand: conv 2 s2 -> r 2, j 2, left 0; depthwise 3 s1 p1 -> r 6, j 2, left -2; LayerNorm and
+    # Linear mix channels only; the residual's union with the identity (r 2, left 0) is the main path
+    rf = receptive_field(net, "1", (12, 12))
+    assert (rf.size, rf.jump, rf.start) == ((6, 6), (2, 2), (0.5, 0.5))
+    sees = _sees(net, 12)
+    for y, x_ in itertools.product(range(6), range(6)):
+        left, top, right, bottom = rf.box(y, x_)
+        want = torch.zeros(12, 12, dtype=torch.bool)
+        want[max(top, 0):bottom, max(left, 0):right] = True
+        assert torch.equal(sees[y, x_], want), (y, x_)
+    # mixing over the map gives no local field, and the brute force agrees that position (0, 0) sees
+    # pixels far outside any small box: GroupNorm's statistics, and a Linear over the width
+    group = nn.Sequential(nn.Conv2d(3, 4, 2, stride=2), nn.GroupNorm(2, 4)).eval()
+    assert receptive_field(group, "1", (12, 12)) is None
+    assert _sees(group, 12)[0, 0, 11, 11]
+    width = nn.Sequential(nn.Conv2d(3, 4, 2, stride=2), nn.Linear(6, 6)).eval()
+    assert receptive_field(width, "1", (12, 12)) is None
+    assert _sees(width, 12)[0, 0, 0, 11]
+
+
+def test_convnext_receptive_fields():
+    from torchvision.models import convnext_tiny
+
+    fields = receptive_fields(convnext_tiny(), ["features.0", "features.1.0", "features.1.0.block.3", "features.2"],
+                              (64, 64))
+    # stem 4/4 -> r 4, j 4, left 0; each block's 7x7 depthwise conv adds 6 * 4 = 24 (left -12 each),
+    # the Linear inside the block keeps the depthwise conv's field; three blocks -> r 76, left -36;
+    # the 2/2 downsampling conv -> r 80, j 8 (its LayerNorm mixes channels only)
+    assert [(f.size[0], f.jump[0]) for f in fields.values()] == [(4, 4), (28, 4), (28, 4), (80, 8)]
+    assert fields["features.1.0"].box(0, 0)[:2] == (-12, -12)
 
 
 def test_resnet18_receptive_fields(resnet18):

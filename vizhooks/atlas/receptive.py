@@ -15,9 +15,13 @@ gives each one a field per spatial axis:
   residual ``out += identity``, ``torch.cat`` over channels) gets the union of its inputs' fields:
   for ResNet the main path wins, as it sees more than the shortcut. Squeeze-and-excitation gates
   (1 x 1 maps from a global pool) are left out of that union.
-- Operations that mix positions in other ways (flatten, permute, interpolate, adaptive pooling,
-  attention over tokens) have no such field: layers after them get ``None`` and their exemplars
-  show the whole picture.
+- ``permute`` moves no position, only the order of the dimensions: the field goes along, with a
+  note of where height and width now are (ConvNeXt's blocks run LayerNorm and Linear on a
+  channels-last (N, H, W, C) copy). ``linear`` and ``layer_norm`` keep the field when the
+  dimensions they mix are channels, not height or width.
+- Operations that mix positions in other ways (flatten, reshape, interpolate, adaptive pooling,
+  GroupNorm's statistics over the map, attention over tokens) have no such field: layers after
+  them get ``None`` and their exemplars show the whole picture.
 
 The centre of position (y, x) is then ``start + (y, x) * jump`` with ``start = L + (r - 1) / 2``
 (pixel centres at whole numbers), and its box is ``[L + x j, L + x j + r)`` on each axis.
@@ -115,10 +119,30 @@ def _avg_pool_args(input, kernel_size, stride=None, padding=0, *args, **kwargs):
 _GEOMETRY = {"conv2d": _conv_args, "max_pool2d": _max_pool_args, "_max_pool2d": _max_pool_args,
              "max_pool2d_with_indices": _max_pool_args, "avg_pool2d": _avg_pool_args}
 
-#: Shape-keeping operations that still move or mix positions.
-_MIXING = {"transpose", "permute", "roll", "flip", "rot90", "view", "reshape", "matmul", "bmm", "softmax",
+#: Shape-keeping operations that still move or mix positions (GroupNorm and InstanceNorm: their
+#: statistics are taken over the whole map).
+_MIXING = {"transpose", "roll", "flip", "rot90", "view", "reshape", "matmul", "bmm", "softmax",
            "interpolate", "upsample", "grid_sample", "unfold", "fold", "pixel_shuffle", "pixel_unshuffle",
-           "adaptive_avg_pool2d", "adaptive_max_pool2d", "scaled_dot_product_attention", "movedim", "swapaxes"}
+           "adaptive_avg_pool2d", "adaptive_max_pool2d", "scaled_dot_product_attention", "movedim", "swapaxes",
+           "group_norm", "instance_norm"}
+
+
+@dataclass(frozen=True)
+class _Field:
+    """A tensor's field per spatial axis, and which of its dimensions are height and width: (2, 3)
+    for (N, C, H, W), (1, 2) after a permute to channels-last (N, H, W, C) as in ConvNeXt."""
+
+    h: _Axis
+    w: _Axis
+    dims: tuple[int, int]
+
+    def hw(self, t: torch.Tensor) -> tuple[int, int] | None:
+        """``t``'s height and width at these dimensions, or None when ``t`` lacks them."""
+        return _hw(t, self.dims)
+
+
+def _hw(t: torch.Tensor, dims: tuple[int, int]) -> tuple[int, int] | None:
+    return (int(t.shape[dims[0]]), int(t.shape[dims[1]])) if t.ndim == 4 else None
 
 
 def _tensors(value) -> list[torch.Tensor]:
@@ -131,8 +155,14 @@ def _tensors(value) -> list[torch.Tensor]:
     return []
 
 
-def _spatial(t: torch.Tensor) -> tuple[int, int] | None:
-    return (int(t.shape[-2]), int(t.shape[-1])) if t.ndim == 4 else None
+def _permutation(args, kwargs) -> tuple[int, ...] | None:
+    """The ``dims`` of ``torch.permute(x, dims)`` / ``x.permute(*dims)``, or None."""
+    order = kwargs.get("dims", args[1:])
+    if len(order) == 1 and isinstance(order[0], (tuple, list, torch.Size)):
+        order = order[0]
+    if not all(isinstance(d, int) for d in order):
+        return None
+    return tuple(d % len(order) for d in order)
 
 
 class _Tracer(TorchFunctionMode):
@@ -140,11 +170,11 @@ class _Tracer(TorchFunctionMode):
 
     def __init__(self, x: torch.Tensor) -> None:
         super().__init__()
-        # id -> (tensor, fields); the tensor is kept so that its id is not reused during the pass
-        self.fields: dict[int, tuple[torch.Tensor, tuple[_Axis, _Axis] | None]] = {
-            id(x): (x, (_Axis(1, 1, 0), _Axis(1, 1, 0)))}
+        # id -> (tensor, field); the tensor is kept so that its id is not reused during the pass
+        self.fields: dict[int, tuple[torch.Tensor, _Field | None]] = {
+            id(x): (x, _Field(_Axis(1, 1, 0), _Axis(1, 1, 0), (2, 3)))}
 
-    def field_of(self, t: torch.Tensor) -> tuple[_Axis, _Axis] | None:
+    def field_of(self, t: torch.Tensor) -> _Field | None:
         entry = self.fields.get(id(t))
         return entry[1] if entry is not None and entry[0] is t else _UNKNOWN
 
@@ -156,43 +186,61 @@ class _Tracer(TorchFunctionMode):
         if inputs and outputs:
             field = self._propagate(getattr(func, "__name__", ""), args, kwargs, inputs, outputs[0])
             for t in outputs:
-                self.fields[id(t)] = (t, field if _spatial(t) == _spatial(outputs[0]) else _UNKNOWN)
+                same = field is not _UNKNOWN and field.hw(t) == field.hw(outputs[0])
+                self.fields[id(t)] = (t, field if same else _UNKNOWN)
         return out
 
     def _propagate(self, name: str, args, kwargs, inputs: list[torch.Tensor], out: torch.Tensor):
-        if name in _GEOMETRY:
-            field = self.field_of(inputs[0])
-            if field is _UNKNOWN or inputs[0] is not args[0]:
+        first = self.field_of(inputs[0]) if inputs[0] is args[0] else _UNKNOWN
+        last_two = (2, 3)
+        if name in _GEOMETRY:  # conv and pooling work on the last two dimensions
+            if first is _UNKNOWN or first.dims != last_two or out.ndim != 4:
                 return _UNKNOWN
             try:
                 kernel, stride, pad, dilation = _GEOMETRY[name](*args, **kwargs)
             except TypeError:
                 return _UNKNOWN
-            per_axis = zip(kernel, stride, pad, dilation, strict=True)
-            return tuple(axis.through(*p) for axis, p in zip(field, per_axis, strict=True))
+            return _Field(first.h.through(kernel[0], stride[0], pad[0], dilation[0]),
+                          first.w.through(kernel[1], stride[1], pad[1], dilation[1]), last_two)
         if name == "pad":
-            field = self.field_of(inputs[0])
             pad = args[1] if len(args) > 1 else kwargs.get("pad", ())
-            if field is _UNKNOWN or inputs[0] is not args[0] or len(pad) < 4:
+            if first is _UNKNOWN or first.dims != last_two or len(pad) < 4 or out.ndim != 4:
                 return _UNKNOWN
             left, top = int(pad[0]), int(pad[2])
-            return (field[0].through(1, 1, top), field[1].through(1, 1, left))
-        hw = _spatial(out)
-        if hw is None or name in _MIXING:
+            return _Field(first.h.through(1, 1, top), first.w.through(1, 1, left), last_two)
+        if name == "permute":  # positions stay where they were; only the dimensions' order changes
+            order = _permutation(args, kwargs)
+            if first is _UNKNOWN or order is None or len(order) != 4:
+                return _UNKNOWN
+            return _Field(first.h, first.w, (order.index(first.dims[0]), order.index(first.dims[1])))
+        if name in ("linear", "layer_norm"):  # they mix the last dimension(s): fine if those are channels
+            shape = (args[1] if len(args) > 1 else kwargs.get("normalized_shape", ())) if name == "layer_norm" else ()
+            shape = (shape,) if isinstance(shape, int) else tuple(shape)
+            mixed = range(out.ndim - (len(shape) if name == "layer_norm" else 1), out.ndim)  # linear: the last
+            if first is _UNKNOWN or any(d in mixed for d in first.dims):
+                return _UNKNOWN
+        if name in _MIXING:
+            return _UNKNOWN
+        known = [f for f in (self.field_of(t) for t in inputs) if f is not _UNKNOWN]
+        if not known:
+            return _UNKNOWN
+        dims = known[0].dims
+        hw = _hw(out, dims)
+        if hw is None:
             return _UNKNOWN
         fields = []
         for t in inputs:
             field = self.field_of(t)
             if field is _UNKNOWN:
-                if _spatial(t) == (1, 1) and hw != (1, 1):
+                if _hw(t, dims) == (1, 1) and hw != (1, 1):
                     continue  # a squeeze-and-excitation gate, broadcast over the map
                 return _UNKNOWN
-            if _spatial(t) != hw:
+            if field.dims != dims or field.hw(t) != hw:
                 return _UNKNOWN
             fields.append(field)
-        if not fields or len({(f[0].jump, f[1].jump) for f in fields}) != 1:
-            return _UNKNOWN  # nothing to follow, or maps of one size but different strides
-        return tuple(_union([f[axis] for f in fields]) for axis in (0, 1))
+        if len({(f.h.jump, f.w.jump) for f in fields}) != 1:
+            return _UNKNOWN  # maps of one size but different strides
+        return _Field(_union([f.h for f in fields]), _union([f.w for f in fields]), dims)
 
 
 def _union(axes: list[_Axis]) -> _Axis:
@@ -218,7 +266,7 @@ def _trace(model: nn.Module, names: list[str], x: torch.Tensor, meta: bool) -> d
             if field is _UNKNOWN:
                 found[name] = None
             else:
-                h, w = field
+                h, w = field.h, field.w
                 found[name] = ReceptiveField((h.size, w.size), (h.jump, w.jump),
                                              (h.left + (h.size - 1) / 2, w.left + (w.size - 1) / 2))
             if len(found) == len(names):
