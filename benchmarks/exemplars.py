@@ -36,8 +36,14 @@ def _folder(n: int) -> Path:
     return out
 
 
-def _ray(folder: Path, bundle, layers: list[str]) -> tuple[float, float]:
-    """(seconds to start a local Ray, seconds for the whole command on it, actors included)."""
+def _ray(bundle, layers: list[str], tiny: Path, folder: Path) -> tuple[float, float, float, float, float]:
+    """Seconds for (starting a local Ray, the local command on ``tiny``, the Ray command on
+    ``tiny``, the local command on ``folder``, the Ray command on ``folder``).
+
+    ``tiny`` holds two batches of photos (one shard per actor): the Ray command's time on it less the local command's is
+    Ray's fixed cost per run (Ray Data's plan, starting the actors, each importing torch and
+    receiving the model), which the issue asks to report apart from the throughput.
+    """
     import os
     import time
 
@@ -45,18 +51,23 @@ def _ray(folder: Path, bundle, layers: list[str]) -> tuple[float, float]:
 
     from vizhooks.atlas.exemplars import build_atlas
 
+    def command(where: Path, engine: str) -> float:
+        out = Path(tempfile.mkdtemp(prefix="vizhooks-bench-ray-"))
+        try:
+            return timed(lambda: build_atlas(where, bundle, layers, out, top=9, size=224, batch=BATCH,
+                                             workers=2 if engine == "ray" else 0, engine=engine, progress=False))
+        finally:
+            shutil.rmtree(out, ignore_errors=True)
+
     os.environ.pop("RAY_ADDRESS", None)  # this machine only
     started = time.perf_counter()
     ray.init(num_cpus=2, include_dashboard=False, log_to_driver=False, _node_ip_address="127.0.0.1")
     t_start = time.perf_counter() - started
-    out = Path(tempfile.mkdtemp(prefix="vizhooks-bench-ray-"))
     try:
-        t_run = timed(lambda: build_atlas(folder, bundle, layers, out, top=9, size=224, batch=BATCH, workers=2,
-                                          engine="ray", progress=False))
+        return (t_start, command(tiny, "local"), command(tiny, "ray"), command(folder, "local"),
+                command(folder, "ray"))
     finally:
         ray.shutdown()
-        shutil.rmtree(out, ignore_errors=True)
-    return t_start, t_run
 
 
 def run(cfg: Config) -> Result:
@@ -66,6 +77,7 @@ def run(cfg: Config) -> Result:
     from vizhooks.atlas.exemplars import build_atlas, list_images, scan_paths
 
     n = 8 if cfg.quick else 64
+    n_ray = 8 if cfg.quick else 160  # enough shards for both actors to reach their steady rate
     repeat = 1 if cfg.quick else max(1, cfg.repeat)
     folder = _folder(n)
     try:
@@ -93,11 +105,17 @@ def run(cfg: Config) -> Result:
         t_all = timed(lambda: build_atlas(folder, bundle, LAYERS, out, top=9, size=224, batch=BATCH, workers=0,
                                           progress=False))
         shutil.rmtree(out, ignore_errors=True)
-        t_ray_start, t_ray = _ray(folder, bundle, LAYERS)
+        shutil.rmtree(folder, ignore_errors=True)
+        folder, tiny = _folder(n_ray), _folder(2 * BATCH if not cfg.quick else 2)
+        t_ray_start, t_local_tiny, t_ray_tiny, t_local, t_ray = _ray(bundle, LAYERS, tiny, folder)
+        shutil.rmtree(tiny, ignore_errors=True)
     finally:
         shutil.rmtree(folder, ignore_errors=True)
     bare_ips, scan_ips = n / median(t_bare), n / median(t_scan)
     ratio = scan_ips / bare_ips
+    fixed = max(t_ray_tiny - t_local_tiny, 0.0)
+    ray_run = max(t_ray - fixed, 1e-9)
+    ray_ratio = t_local / ray_run
     rows = [
         Row(bench="exemplars", case=f"resnet18, {n} photos, {', '.join(LAYERS)}, batches of {BATCH}, CPU",
             measured=f"scan {scan_ips:.1f} images/s, bare forward {bare_ips:.1f} images/s: {ratio:.2f} x",
@@ -106,11 +124,14 @@ def run(cfg: Config) -> Result:
         Row(bench="exemplars", case="the whole command: scan, Parquet index, crops (top 9 x 768 channels)",
             measured=f"{fmt_s(t_all)} for {n} photos ({n / t_all:.1f} images/s)",
             numbers={"build_s": t_all}),
-        Row(bench="exemplars", case="Ray engine, local Ray with 2 CPUs, 2 actors, same command",
-            measured=f"{n / t_ray:.1f} images/s ({n / t_ray / (n / t_all):.2f} x the local command) after "
-                     f"{fmt_s(t_ray_start)} to start Ray",
-            target="≥ 0.6 x", status="PASS" if t_all / t_ray >= 0.6 else "MISS",
-            numbers={"ray_s": t_ray, "ray_start_s": t_ray_start, "ratio": t_all / t_ray}),
+        Row(bench="exemplars", case=f"Ray engine, local Ray with 2 CPUs, 2 actors, same command, {n_ray} photos",
+            measured=f"{n_ray / ray_run:.1f} images/s against the local command's {n_ray / t_local:.1f}: "
+                     f"{ray_ratio:.2f} x, after a fixed {fmt_s(fixed)} per run (Ray Data and the actors' "
+                     f"start: {fmt_s(t_ray_tiny)} against {fmt_s(t_local_tiny)} on two batches of photos) and "
+                     f"{fmt_s(t_ray_start)} to start Ray; {n_ray / t_ray:.1f} images/s all included",
+            target="≥ 0.6 x", status="PASS" if ray_ratio >= 0.6 else "MISS",
+            numbers={"ray_s": t_ray, "local_s": t_local, "ray_fixed_s": fixed, "ray_start_s": t_ray_start,
+                     "ratio": ray_ratio, "ratio_all_included": t_local / t_ray}),
     ]
     details = [f"{repeat} measured pairs after one warm-up; decoding and preprocessing in this process for both.",
                f"- bare (s): {', '.join(f'{v:.3f}' for v in t_bare)}",

@@ -82,6 +82,15 @@ class _ShardScanner:
         return {"part": np.array(parts, dtype=object)}
 
 
+def _shards(todo: list[str], batch: int, workers: int) -> list[list[str]]:
+    """``todo`` cut into shards of up to ``SHARD_BATCHES`` batches, but small enough that every
+    worker gets at least two (a short folder on one shard would leave the other workers idle);
+    never smaller than one batch unless the folder is."""
+    per_worker = -(-len(todo) // (2 * workers))
+    size = max(min(SHARD_BATCHES * batch, per_worker), min(batch, len(todo)), 1)
+    return [todo[i:i + size] for i in range(0, len(todo), size)]
+
+
 def run_ray(job: _Job, todo: list[str], state: PartialAtlas, *, workers: int, save: Callable[[], None],
             checkpoint_every: int, on_batch: Callable[[int, PartialAtlas], object] | None, progress: bool) -> None:
     """Scan ``todo`` with Ray Data and merge every shard into ``state`` (in place, as the local engine
@@ -91,7 +100,7 @@ def run_ray(job: _Job, todo: list[str], state: PartialAtlas, *, workers: int, sa
     (``workers``; 0: one per GPU of the cluster, else one per CPU; ``num_gpus=1`` each when there are
     GPUs); results stream back to this process, which merges each shard as it arrives (any order
     gives the same atlas), saves after every ``checkpoint_every`` shards and calls
-    ``on_batch(shards_done, state)`` after each. Shards of ``SHARD_BATCHES * job.batch`` paths.
+    ``on_batch(shards_done, state)`` after each. Shards as :func:`_shards` cuts them.
     """
     if not todo:
         return
@@ -102,12 +111,11 @@ def run_ray(job: _Job, todo: list[str], state: PartialAtlas, *, workers: int, sa
 
     try:
         DataContext.get_current().enable_progress_bars = False  # vizhooks prints its own line
-        size = SHARD_BATCHES * job.batch
-        shards = [todo[i:i + size] for i in range(0, len(todo), size)]
         resources = ray.cluster_resources()
         gpus = int(resources.get("GPU", 0))
-        count = workers or (gpus or max(1, int(resources.get("CPU", 1))))
-        count = max(1, min(count, len(shards)))
+        count = max(1, workers or (gpus or int(resources.get("CPU", 1))))
+        shards = _shards(todo, job.batch, count)
+        count = min(count, len(shards))
         args = (str(job.root), job.names, job.top, job.size, job.batch)
         dataset = ray.data.from_items([{"shard": i} for i in range(len(shards))], override_num_blocks=len(shards))
         parts = dataset.map_batches(
