@@ -57,6 +57,8 @@ def run(cfg: Config, device: str = "cpu") -> Result:
             bench="featurevis", case=f"resnet18 {LAYER} at {size} px, {CHANNELS} channels, {device}",
             measured=f"step: single {fmt_s(s1)}, batch of {CHANNELS} {fmt_s(sb)}; {speedup:.1f}x per channel",
             numbers={"single_step_s": s1, "batch_step_s": sb, "speedup": speedup},
+            # the issue's target, at the functions' default size
+            **({"target": "≥ 1.5 x", "status": "PASS" if speedup >= 1.5 else "MISS"} if size == 128 else {}),
         ))
         details += [f"- {size} px single step samples (s): {fmt_samples(t_single)}",
                     f"- {size} px batched step samples (s): {fmt_samples(t_batch)}"]
