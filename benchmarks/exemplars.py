@@ -40,9 +40,10 @@ def _ray(bundle, layers: list[str], tiny: Path, folder: Path) -> tuple[float, fl
     """Seconds for (starting a local Ray, the local command on ``tiny``, the Ray command on
     ``tiny``, the local command on ``folder``, the Ray command on ``folder``).
 
-    ``tiny`` holds two batches of photos (one shard per actor): the Ray command's time on it less the local command's is
-    Ray's fixed cost per run (Ray Data's plan, starting the actors, each importing torch and
-    receiving the model), which the issue asks to report apart from the throughput.
+    ``tiny`` holds one shard per actor. The Ray command's time on it less the local command's is
+    Ray's fixed cost per run (Ray Data's plan, the actors importing torch and receiving the model),
+    reported apart as the issue asks; the throughputs compared are the marginal rates between the
+    two folders, on each engine, so that every fixed cost cancels.
     """
     import os
     import time
@@ -78,6 +79,7 @@ def run(cfg: Config) -> Result:
 
     n = 8 if cfg.quick else 64
     n_ray = 8 if cfg.quick else 160  # enough shards for both actors to reach their steady rate
+    n_tiny = 2 if cfg.quick else 2 * BATCH  # one shard per actor
     repeat = 1 if cfg.quick else max(1, cfg.repeat)
     folder = _folder(n)
     try:
@@ -106,16 +108,19 @@ def run(cfg: Config) -> Result:
                                           progress=False))
         shutil.rmtree(out, ignore_errors=True)
         shutil.rmtree(folder, ignore_errors=True)
-        folder, tiny = _folder(n_ray), _folder(2 * BATCH if not cfg.quick else 2)
+        folder, tiny = _folder(n_ray), _folder(n_tiny)
         t_ray_start, t_local_tiny, t_ray_tiny, t_local, t_ray = _ray(bundle, LAYERS, tiny, folder)
         shutil.rmtree(tiny, ignore_errors=True)
     finally:
         shutil.rmtree(folder, ignore_errors=True)
     bare_ips, scan_ips = n / median(t_bare), n / median(t_scan)
     ratio = scan_ips / bare_ips
+    # Marginal rates: the images between the two folders over the seconds between the two runs, on
+    # each engine. Every fixed cost (Ray's plan and actors, writing the crops) cancels out.
     fixed = max(t_ray_tiny - t_local_tiny, 0.0)
-    ray_run = max(t_ray - fixed, 1e-9)
-    ray_ratio = t_local / ray_run
+    extra = n_ray - n_tiny
+    local_rate, ray_rate = extra / max(t_local - t_local_tiny, 1e-9), extra / max(t_ray - t_ray_tiny, 1e-9)
+    ray_ratio = ray_rate / local_rate
     rows = [
         Row(bench="exemplars", case=f"resnet18, {n} photos, {', '.join(LAYERS)}, batches of {BATCH}, CPU",
             measured=f"scan {scan_ips:.1f} images/s, bare forward {bare_ips:.1f} images/s: {ratio:.2f} x",
@@ -124,14 +129,17 @@ def run(cfg: Config) -> Result:
         Row(bench="exemplars", case="the whole command: scan, Parquet index, crops (top 9 x 768 channels)",
             measured=f"{fmt_s(t_all)} for {n} photos ({n / t_all:.1f} images/s)",
             numbers={"build_s": t_all}),
-        Row(bench="exemplars", case=f"Ray engine, local Ray with 2 CPUs, 2 actors, same command, {n_ray} photos",
-            measured=f"{n_ray / ray_run:.1f} images/s against the local command's {n_ray / t_local:.1f}: "
-                     f"{ray_ratio:.2f} x, after a fixed {fmt_s(fixed)} per run (Ray Data and the actors' "
-                     f"start: {fmt_s(t_ray_tiny)} against {fmt_s(t_local_tiny)} on two batches of photos) and "
-                     f"{fmt_s(t_ray_start)} to start Ray; {n_ray / t_ray:.1f} images/s all included",
+        Row(bench="exemplars", case=f"Ray engine, local Ray with 2 CPUs, 2 actors, same command: {n_tiny} and "
+                                    f"{n_ray} photos",
+            measured=f"{ray_rate:.1f} images/s against the local command's {local_rate:.1f} (marginal rates: "
+                     f"{extra} images more over the extra seconds): {ray_ratio:.2f} x; fixed cost apart: "
+                     f"{fmt_s(t_ray_tiny)} against {fmt_s(t_local_tiny)} on {n_tiny} photos (Ray Data's plan and "
+                     f"the actors' start, +{fmt_s(fixed)}), {fmt_s(t_ray_start)} to start Ray; "
+                     f"{n_ray / t_ray:.1f} against {n_ray / t_local:.1f} images/s all included",
             target="≥ 0.6 x", status="PASS" if ray_ratio >= 0.6 else "MISS",
-            numbers={"ray_s": t_ray, "local_s": t_local, "ray_fixed_s": fixed, "ray_start_s": t_ray_start,
-                     "ratio": ray_ratio, "ratio_all_included": t_local / t_ray}),
+            numbers={"ray_s": t_ray, "local_s": t_local, "ray_tiny_s": t_ray_tiny, "local_tiny_s": t_local_tiny,
+                     "ray_fixed_s": fixed, "ray_start_s": t_ray_start, "ratio": ray_ratio,
+                     "ratio_all_included": t_local / t_ray}),
     ]
     details = [f"{repeat} measured pairs after one warm-up; decoding and preprocessing in this process for both.",
                f"- bare (s): {', '.join(f'{v:.3f}' for v in t_bare)}",
