@@ -169,5 +169,6 @@ def test_threads_each_get_their_own_activations(resnet18):
         t.start()
     for t in threads:
         t.join(timeout=120)
+    assert not any(t.is_alive() for t in threads), "a capture thread hung"
     assert not errors and not mismatches
     assert _count_hooks(model) == 0

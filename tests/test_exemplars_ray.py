@@ -6,11 +6,10 @@ from __future__ import annotations
 import json
 
 import pytest
+import ray  # requirements-scale.txt, installed by make test: a missing Ray fails here, never skips
 
 from tests.test_exemplars import LAYERS, SIZE, TOP, folder  # noqa: F401 - folder is a fixture used here
 from vizhooks.atlas import build_atlas
-
-ray = pytest.importorskip("ray")
 
 
 @pytest.fixture(scope="module")

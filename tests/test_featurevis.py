@@ -236,8 +236,8 @@ def test_exported_from_the_package():
 
 
 def _lucent(net: nn.Module, channel: int, steps: int, transforms: list | None) -> Image.Image:
-    render = pytest.importorskip("lucent.optvis.render")
-    param = pytest.importorskip("lucent.optvis.param")
+    # torch-lucent is a dev pin (requirements-dev.txt): a missing install fails here, never skips
+    from lucent.optvis import param, render
     np_state = np.random.get_state()
     try:
         # Lucent draws from the global RNGs (its jitter from numpy's); its start spectrum from
@@ -255,7 +255,6 @@ def _lucent(net: nn.Module, channel: int, steps: int, transforms: list | None) -
 
 @pytest.fixture
 def lucent_net():
-    pytest.importorskip("lucent.optvis.render")
     return build("resnet18")  # lucent leaves a hook on every module: never the shared model
 
 

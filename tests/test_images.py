@@ -673,18 +673,29 @@ def test_preprocess_default_size_is_224():
 
 @pytest.mark.parametrize("width, height, size", [(640, 480, 224), (97, 203, 128), (2000, 3, 64), (50, 50, 96)])
 def test_preprocess_matches_torchvision(width, height, size):
-    TF = pytest.importorskip("torchvision.transforms.functional")
+    """Against torchvision's own pipeline, resize included: ``Resize`` (bilinear, antialias) to the
+    size the rule gives, ``ToTensor``, ``Normalize``. Photos agree to float rounding (at most one
+    of 255 levels). The 2000 x 3 strip, shrunk 16x one way and stretched 21x the other, takes the
+    two-step shrink of Pillow's ``reducing_gap=3.0`` that vizhooks asks for: at most 10 levels
+    apart, 2 on average (measured 8 and 1.6)."""
+    import torchvision.transforms.functional as TF
+    from torchvision.transforms import InterpolationMode
+
     img = Image.fromarray(noisy(width, height, seed=width + height))
-    resized = resize_for_model(img, size)
-    assert resized.size == expected_hw(width, height, size)[::-1]
+    hw = expected_hw(width, height, size)
+    assert resize_for_model(img, size).size == hw[::-1]
+    resized = TF.resize(img, list(hw), interpolation=InterpolationMode.BILINEAR, antialias=True)
     ref = TF.normalize(TF.to_tensor(resized), mean=list(MEAN), std=list(STD))[None]
     got = preprocess(img, size)
     assert got.shape == ref.shape
-    torch.testing.assert_close(got, ref, atol=1e-5, rtol=0)
+    levels = ((got - ref) * torch.tensor(STD).view(1, 3, 1, 1) * 255).abs()
+    most, mean = (10, 2.0) if (width, height) == (2000, 3) else (1, 0.01)
+    assert float(levels.max()) <= most and float(levels.mean()) <= mean, (float(levels.max()), float(levels.mean()))
 
 
 def test_to_tensor_matches_torchvision_without_resizing():
-    TF = pytest.importorskip("torchvision.transforms.functional")
+    import torchvision.transforms.functional as TF
+
     img = Image.fromarray(noisy(31, 17, seed=9))
     ref = TF.normalize(TF.to_tensor(img), mean=list(MEAN), std=list(STD))[None]
     got = to_tensor(img)

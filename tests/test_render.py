@@ -129,7 +129,8 @@ def test_threads_render_independently():
     for t in threads:
         t.start()
     for t in threads:
-        t.join()
+        t.join(timeout=120)
+    assert not any(t.is_alive() for t in threads), "a render thread hung"
     assert not errors
     for g, w in zip(got, want, strict=True):
         np.testing.assert_array_equal(g, w)
@@ -177,3 +178,29 @@ def test_palette_png_matches_feature_grid_and_recolours():
     assert not np.array_equal(magma, got)
     with pytest.raises(ValueError):
         palette_png(layout, "nope")
+
+
+@pytest.mark.parametrize("cmap", ["magma", "cividis"])
+def test_palette_png_pixels_are_the_colormap_of_each_value(cmap):
+    """Decoded palette PNG against matplotlib's own colormap applied to each channel's min-max
+    scaled values (independent of vizhooks' renderer): within one of the 252 colour levels."""
+    import matplotlib
+
+    from vizhooks.render import grid_layout, palette_png
+
+    act = _act(4, h=10, w=14, seed=3)[0].numpy()  # (4, 10, 14)
+    layout = grid_layout(act, channels=4, title="t")
+    got = np.asarray(Image.open(io.BytesIO(palette_png(layout, cmap))).convert("RGB")).astype(int)
+    colormap = matplotlib.colormaps[cmap]
+    th, tw = layout.tile
+    k = layout.scale
+    rows, cols = layout.grid
+    for i, ch in enumerate(layout.channels):
+        unit = (act[ch] - act[ch].min()) / (act[ch].max() - act[ch].min())
+        want = colormap(unit, bytes=True)[..., :3].astype(int)
+        r, c = divmod(i, cols)
+        top, left = layout.title_px + r * (th + 2), c * (tw + 2)
+        for y in range(5, 10):  # the lower half: the channel number's box sits top-left
+            for x in range(14):
+                pixel = got[top + y * k + k // 2, left + x * k + k // 2]
+                assert np.abs(pixel - want[y, x]).max() <= 4, (ch, y, x, pixel, want[y, x])
