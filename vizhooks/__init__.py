@@ -35,6 +35,7 @@ from .layers import (
     find_layers,
     resolve_layers,
 )
+from .live import LiveProcessor, LiveSettings, LiveStats
 from .models import (
     ARCHITECTURES,
     InputSpec,
@@ -45,6 +46,7 @@ from .models import (
 )
 from .render import feature_grid, figure_to_png
 from .summary import SummaryRow, layer_summary, summary_dataframe
+from .video import Clip, InvalidVideoError, capture_frames, layer_video, read_clip, read_frames
 from .weights import WeightsError, checkpoint_path, fetch_weights
 
 try:
@@ -57,12 +59,17 @@ __all__ = [
     "Atlas",
     "BackwardRecord",
     "ChannelEdit",
+    "Clip",
     "Exemplar",
     "GradientResult",
     "InputSpec",
     "InterventionResult",
     "InvalidImageError",
+    "InvalidVideoError",
     "LayerInfo",
+    "LiveProcessor",
+    "LiveSettings",
+    "LiveStats",
     "MAX_PIXELS",
     "ModelBundle",
     "SummaryRow",
@@ -72,6 +79,7 @@ __all__ = [
     "backward_report",
     "block_layers",
     "capture",
+    "capture_frames",
     "capture_gradients",
     "capture_with_output",
     "checkpoint_path",
@@ -89,12 +97,15 @@ __all__ = [
     "intervene",
     "is_out_of_memory",
     "layer_summary",
+    "layer_video",
     "list_models",
     "load_atlas",
     "load_image",
     "load_model",
     "model_lock",
     "preprocess",
+    "read_clip",
+    "read_frames",
     "release_memory",
     "resize_for_model",
     "resolve_device",

@@ -73,6 +73,11 @@ def call_key(name: str, call: int) -> str:
     return name if call == 1 else f"{name}#{call}"
 
 
+class StopForward(Exception):
+    """Raised by a forward hook once the layer it watches has run: nothing after that layer needs
+    computing (feature visualization, the live camera). Catch it around the model call."""
+
+
 @contextlib.contextmanager
 def hooks_removed_after(handles: list) -> Iterator[list]:
     """Own hook handles: remove every one when the block ends, whatever happens."""

@@ -15,6 +15,7 @@ from .images import MAX_SIZE, MIN_SIZE, InvalidImageError, load_image
 from .layers import UnknownLayerError, default_layers, describe_layers, resolve_layers
 from .models import family, list_models, load_model, resolve_entry, torchvision_models
 from .render import NORMS, ORDERS, feature_grid, figure_to_png, get_colormap
+from .video import DEFAULT_MAX_FRAMES, VIDEO_TYPES, InvalidVideoError
 from .weights import WeightsError, fetch_weights
 
 PROG = "python -m vizhooks"
@@ -59,13 +60,27 @@ def _cmap(text: str) -> str:
     return text
 
 
+def _fps(text: str) -> float:
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"--fps must be a number, not {text!r}") from None
+    if not 0 < value <= 120:
+        raise argparse.ArgumentTypeError(f"--fps must be above 0 and at most 120, not {text}")
+    return value
+
+
 def build_parser() -> argparse.ArgumentParser:
     p = _Parser(
         prog=PROG,
         description="Capture the feature maps of any torchvision (or timm) image model with forward "
-        "hooks and draw one PNG grid per layer.",
+        "hooks and draw one PNG grid per layer.\n"
+        f"A clip ({', '.join(VIDEO_TYPES)}; a GIF of more than one frame) gives one video per layer "
+        "instead: the grid over time,\nfrom --frames frames spread evenly over the clip, each channel "
+        "on one scale for the whole clip.",
         epilog="Examples:\n"
         f"  {PROG} sample_images/chelsea.jpg --layers all --out out/\n"
+        f"  {PROG} clip.mp4 --layers layer1.0.conv1 layer3.0.conv1 --frames 32 --fps 8 --out out/\n"
         f"  {PROG} photo.jpg --model resnet50 --layers layer3.0.conv1 --npz acts.npz\n"
         f"  {PROG} photo.jpg --model vit_b_16 --layers blocks --out vit/\n"
         f"  {PROG} photo.jpg --model resnet50 --weights mine.pth --labels labels.txt\n"
@@ -76,7 +91,8 @@ def build_parser() -> argparse.ArgumentParser:
         f"  {PROG} visualize --layer layer3.0.conv1 --channels 0 1 2 --out vis/   (see `visualize --help`)",
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
-    p.add_argument("image", nargs="?", help="photo to look at (png, jpg, webp, bmp, gif, tiff)")
+    p.add_argument("image", nargs="?", help="photo to look at (png, jpg, webp, bmp, gif, tiff), or a clip "
+                   f"({', '.join(VIDEO_TYPES)})")
     p.add_argument("--model", default="resnet18", metavar="NAME",
                    help="any torchvision classifier (see --list-models), timm:NAME, or an entry of "
                    "VIZHOOKS_MODELS (default: resnet18)")
@@ -96,11 +112,16 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--order", default="index", choices=ORDERS,
                    help="index, mean (most active first) or max")
     p.add_argument("--norm", default="channel", choices=NORMS,
-                   help="scale each tile on its own or the whole layer on one scale")
+                   help="scale each tile on its own or the whole layer on one scale (pictures only)")
     p.add_argument("--cmap", default="viridis", type=_cmap, help="matplotlib colormap (default: viridis)")
     p.add_argument("--out", default="vizhooks-out", metavar="DIR",
-                   help="folder for the PNG grids (default: vizhooks-out)")
-    p.add_argument("--npz", metavar="FILE", help="also save all activations as .npz")
+                   help="folder for the PNG grids, or a clip's videos (.mp4, .gif where no video encoder "
+                   "works) (default: vizhooks-out)")
+    p.add_argument("--npz", metavar="FILE", help="also save all activations as .npz (a clip: (T, C, H, W) "
+                   "per layer and __times__)")
+    p.add_argument("--frames", type=_whole_number("--frames", 1, 10_000), default=DEFAULT_MAX_FRAMES, metavar="N",
+                   help=f"a clip: at most N frames, spread evenly over it (default: {DEFAULT_MAX_FRAMES})")
+    p.add_argument("--fps", type=_fps, default=8.0, help="a clip: frames per second of the videos (default: 8)")
     p.add_argument("--device", default="auto", help="auto, cpu, cuda, cuda:N or mps")
     p.add_argument("--download-weights", nargs="+", metavar="MODEL",
                    help="fetch ImageNet checkpoints into the torch cache and exit")
@@ -158,6 +179,8 @@ def _run(args: argparse.Namespace) -> int:
     if not args.image:
         raise UsageError(f"give an image file, or --download-weights / --list-layers (see `{PROG} --help`)")
 
+    if _is_video(args.image):
+        return _video(args)
     image = load_image(args.image)  # before the model: a bad file fails fast
     if args.labels and args.weights in ("auto", "imagenet", "none"):
         raise UsageError("--labels goes with --weights PATH (your own checkpoint)")
@@ -180,6 +203,64 @@ def _run(args: argparse.Namespace) -> int:
         print(path)
     if args.npz:
         print(write_atomic(args.npz, npz_bytes(x, acts)))
+    return 0
+
+
+def _is_video(path: str) -> bool:
+    """A clip by its extension; a GIF only when it has more than one frame (else it is a picture)."""
+    ext = os.path.splitext(path)[1].lower().lstrip(".")
+    if ext not in VIDEO_TYPES:
+        return False
+    if ext != "gif":
+        return True
+    from PIL import Image
+
+    try:
+        with Image.open(path) as im:
+            return getattr(im, "n_frames", 1) > 1
+    except Exception:  # not readable as a GIF: load_image says why, for a picture
+        return False
+
+
+class _Bar:
+    """``progress(done, total)`` as one rewritten line on stderr, like the exemplars command."""
+
+    def __init__(self, what: str):
+        self.what, self.shown = what, False
+
+    def __call__(self, done: int, total: int) -> None:
+        self.shown = True
+        end = "\n" if done >= total else ""
+        print(f"\r{self.what}: {done}/{total} frames", end=end, file=sys.stderr, flush=True)
+
+
+def _video(args: argparse.Namespace) -> int:
+    from pathlib import Path
+
+    from .video import capture_frames, frames_npz_bytes, layer_video, read_clip
+
+    if args.norm != "channel":
+        raise UsageError("--norm layer applies to pictures; a clip scales each channel over the whole clip")
+    if args.labels and args.weights in ("auto", "imagenet", "none"):
+        raise UsageError("--labels goes with --weights PATH (your own checkpoint)")
+    clip = read_clip(args.image, max_frames=args.frames, progress=_Bar("decoding"))  # before the model
+    print(f"Clip: {clip.width} x {clip.height}, {clip.duration:.1f} s at {clip.fps:.3g} fps; "
+          f"{len(clip.frames)} of {clip.frame_count} frames.", file=sys.stderr)
+    bundle = load_model(args.model, weights=args.weights, device=args.device, labels=args.labels)
+    x = bundle.preprocess(clip.frames[0], args.size)
+    layers = resolve_layers(bundle.model, args.layers or default_layers(bundle.model, tuple(x.shape[-2:])))
+    print(f"Model: {bundle.name} on {bundle.device}. {bundle.weights_status}", file=sys.stderr)
+    note = bundle.input_note(args.size)
+    if note:
+        print(note, file=sys.stderr)
+    acts = capture_frames(bundle, clip.frames, layers, size=args.size, what=args.what, progress=_Bar("capturing"))
+    out = Path(args.out)
+    for name, act in acts.items():
+        data, _, ext = layer_video(act, fps=args.fps, channels=args.channels, order=args.order, cmap=args.cmap,
+                                   title=f"{name} ({args.what})")
+        print(write_atomic(out / f"{name}.{ext}", data))
+    if args.npz:
+        print(write_atomic(args.npz, frames_npz_bytes(acts, clip.times)))
     return 0
 
 
@@ -335,7 +416,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             return _visualize(build_visualize_parser().parse_args(argv[1:]))
         args = build_parser().parse_args(argv)
         return _run(args)
-    except (UsageError, InvalidImageError, WeightsError, UnknownLayerError, ValueError) as exc:
+    except (UsageError, InvalidImageError, InvalidVideoError, WeightsError, UnknownLayerError, ValueError) as exc:
         print(f"vizhooks: error: {exc}", file=sys.stderr)
         return 2
     except OSError as exc:

@@ -348,6 +348,65 @@ def palette_png(layout: GridLayout, cmap: str = "viridis") -> bytes:
     return buf.getvalue()
 
 
+def retile(layout: GridLayout, unit: np.ndarray) -> np.ndarray:
+    """The labelled page of ``layout`` with new tile values: one frame of an animated grid.
+
+    The frames of a clip share one layout (channels, positions, labels, title) and a scale that
+    the caller fixes for the whole clip, so a colour means the same value in every frame.
+
+    Args:
+        layout: from :func:`grid_layout`.
+        unit: (n, h, w) values in 0..1, one map per shown channel in ``layout.channels`` order,
+            at activation resolution; NaN counts as 0, values outside 0..1 are clipped.
+
+    Returns:
+        (H, W) uint8 colour levels with the labels and title drawn in; colour them with
+        :func:`colormap_lut`.
+
+    Raises:
+        ValueError: a layout not from :func:`grid_layout`, or ``unit`` of the wrong shape.
+
+    Example:
+        >>> layout = grid_layout(acts[0], channels=16)
+        >>> rgb = colormap_lut("viridis")[retile(layout, unit[0])]
+    """
+    if layout.labelled is None:
+        raise ValueError("retile needs a layout from grid_layout().")
+    th, tw = layout.tile
+    k = layout.scale
+    shape = (len(layout.channels), th // k, tw // k)
+    arr = np.asarray(unit, dtype=np.float32)
+    if arr.shape != shape:
+        raise ValueError(f"retile needs {shape[0]} maps of {shape[1]} x {shape[2]} for this layout, "
+                         f"not an array of shape {arr.shape}.")
+    unit_clean = np.clip(np.nan_to_num(arr, nan=0.0, posinf=1.0, neginf=0.0), 0, 1)
+    level = (unit_clean * (_LEVELS - 1) + 0.5).astype(np.uint8)
+    if k > 1:
+        level = level.repeat(k, axis=1).repeat(k, axis=2)
+    page = layout.levels.copy()
+    cols = layout.grid[1]
+    for i in range(shape[0]):
+        r, c = divmod(i, cols)
+        y, x = layout.title_px + r * (th + _SEP_PX), c * (tw + _SEP_PX)
+        page[y: y + th, x: x + tw] = level[i]
+    # Label boxes, numbers and the title use levels no tile can take (> 251): wherever the
+    # labelled page differs from the bare one is text, drawn back over the new tiles.
+    text = layout.labelled != layout.levels
+    page[text] = layout.labelled[text]
+    return page
+
+
+def colormap_lut(cmap: str = "viridis") -> np.ndarray:
+    """(256, 3) uint8 RGB of every colour level of a grid page: the colormap at levels 0..251,
+    then the page's white, black, dark grey and white; ``colormap_lut(cmap)[levels]`` is the
+    RGB picture of a :func:`retile` page, and the palette :func:`palette_png` uses.
+
+    Raises:
+        ValueError: not a colormap name.
+    """
+    return np.ascontiguousarray(_lut(get_colormap(cmap))[:, :3])
+
+
 def figure_to_png(fig: Figure, dpi: int = 100) -> bytes:
     """Render a figure to PNG bytes."""
     buf = io.BytesIO()
@@ -403,3 +462,18 @@ def image_to_png(image) -> bytes:
     buf = io.BytesIO()
     image.save(buf, format="PNG")
     return buf.getvalue()
+
+
+
+#: The level :func:`channel_levels` never produces and :func:`colormap_lut` draws white: fill the
+#: gaps between tiles with it.
+WHITE_LEVEL = _WHITE
+
+
+def channel_levels(tiles: np.ndarray) -> np.ndarray:
+    """(N, H, W) values as uint8 colour levels 0..251, each channel stretched to its own
+    min..max (a constant channel at 0; NaN and infinities as 0): the grids' per-channel scale,
+    for callers that compose pixels themselves (the live camera). Colour them with
+    ``colormap_lut(cmap)[levels]``."""
+    arr = np.nan_to_num(np.asarray(tiles, dtype=np.float32), nan=0.0, posinf=0.0, neginf=0.0)
+    return (_normalise_channels(arr) * (_LEVELS - 1) + 0.5).astype(np.uint8)

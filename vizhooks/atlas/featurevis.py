@@ -28,7 +28,7 @@ import torch.nn.functional as F
 from PIL import Image
 from torch import nn
 
-from .._hooks import first_tensor, hooks_removed_after, model_device, model_lock, preserved_state
+from .._hooks import StopForward, first_tensor, hooks_removed_after, model_device, model_lock, preserved_state
 from ..capture import _channels_last_modules, as_map
 from ..layers import resolve_layers
 from ..models import IMAGENET_MEAN, IMAGENET_STD
@@ -50,10 +50,6 @@ _INIT_SD = 0.01
 _PAD, _JITTER_1, _JITTER_2 = 12, 8, 4
 _SCALES = tuple(1 + (i - 5) / 50 for i in range(11))  # 0.90 ... 1.10
 _ANGLES = tuple(range(-10, 11)) + (0,) * 5  # degrees; upright more often
-
-
-class _StopForward(Exception):
-    """Raised by the hook once the target layer has run: nothing after it needs computing."""
 
 
 def visualize_channel(
@@ -283,14 +279,14 @@ def _optimise(model: nn.Module, module: nn.Module, name: str, channels_last: boo
 
     def keep_and_stop(_module, _args, output):
         seen.append(first_tensor(output))
-        raise _StopForward
+        raise StopForward
 
     def layer_maps(x: torch.Tensor) -> torch.Tensor:
         """(B, C, H, W) maps of the layer for pictures ``x`` in [0, 1]; the pass ends at the layer."""
         seen.clear()
         try:
             model(((x - mean_t) / std_t).to(dtype).contiguous(memory_format=layout))
-        except _StopForward:
+        except StopForward:
             pass
         if not seen:
             raise ValueError(f"Layer {name!r} did not run in the model's forward pass; choose a layer that does.")
