@@ -15,6 +15,7 @@ from pathlib import Path
 from urllib.parse import urlencode
 
 import streamlit as st
+import torch
 
 import vizhooks as vz
 from vizhooks.budget import CaptureTooLargeError, check_capture
@@ -58,14 +59,27 @@ from vizhooks.render import (
     palette_png,
 )
 from vizhooks.summary import layer_summary, summary_dataframe, summary_totals
+from vizhooks.video import (
+    DEFAULT_MAX_FRAMES,
+    MAX_VIDEO_MB,
+    MAX_VIDEO_SECONDS,
+    VIDEO_TYPES,
+    InvalidVideoError,
+    capture_frames_with_output,
+    frames_npz_bytes,
+    layer_video,
+    read_clip,
+)
 from vizhooks.weights import fetch_command
 
 LOG = logging.getLogger("vizhooks.app")
 SAMPLES_DIR = Path(__file__).resolve().parent / "sample_images"
 SAMPLES = sorted(p.name for p in SAMPLES_DIR.iterdir() if p.suffix.lower() in (".jpg", ".jpeg", ".png"))
 DEFAULT_SAMPLE = "chelsea.jpg" if "chelsea.jpg" in SAMPLES else SAMPLES[0]
+PHOTO_MB = 20  # per photo; the server's limit (.streamlit/config.toml) is the video's
 UPLOAD_TYPES = ["png", "jpg", "jpeg", "webp", "bmp", "gif", "tif", "tiff"]
-SOURCES = ("sample", "upload", "camera")
+SOURCES = ("sample", "upload", "camera", "video", "live")
+PHOTO_SOURCES = ("sample", "upload", "camera")  # the Compare view's second picture
 
 
 @dataclass(frozen=True)
@@ -299,9 +313,12 @@ def sidebar() -> tuple[Choices, st.delta_generator.DeltaGenerator]:
         st.session_state.setdefault("sample", DEFAULT_SAMPLE)
         sb.selectbox(t("sample"), SAMPLES, key="sample")
     elif source == "upload":
-        sb.file_uploader(t("upload"), type=UPLOAD_TYPES, key="upload", help=t("upload_help"))
-    else:
+        sb.file_uploader(t("upload"), type=UPLOAD_TYPES, key="upload", max_upload_size=PHOTO_MB,
+                         help=t("upload_help"))
+    elif source == "camera":
         sb.camera_input(t("camera"), key="camera")
+    elif source == "video":
+        video_sidebar(sb)
     sb.slider(t("size"), SIZE_MIN, SIZE_MAX, step=SIZE_STEP, key="size", help=t("size_help"))
 
     sb.subheader(t("layers_header"))
@@ -660,13 +677,14 @@ def compare_bytes() -> tuple[str, bytes | None]:
 def show_compare(analysis: Analysis, bundle: vz.ModelBundle, c: Choices, digest: str) -> None:
     st.markdown(t("compare_intro"))
     left, right = st.columns([1, 2])
-    left.radio(t("compare_source"), SOURCES, key="compare_source", horizontal=True,
+    left.radio(t("compare_source"), PHOTO_SOURCES, key="compare_source", horizontal=True,
                format_func=labels_for("source_"))
     source = st.session_state["compare_source"]
     if source == "sample":
         right.selectbox(t("compare_sample"), SAMPLES, key="compare")
     elif source == "upload":
-        right.file_uploader(t("upload"), type=UPLOAD_TYPES, key="compare_upload", help=t("upload_help"))
+        right.file_uploader(t("upload"), type=UPLOAD_TYPES, key="compare_upload", max_upload_size=PHOTO_MB,
+                            help=t("upload_help"))
     else:
         right.camera_input(t("camera"), key="compare_camera")
     _, data = compare_bytes()
@@ -889,6 +907,213 @@ def show_code(bundle: vz.ModelBundle, c: Choices) -> None:
     st.markdown(t("hooks_explained"))
 
 
+# ---------------------------------------------------------------------------------------------
+# video: every frame captured in batched passes once, then the slider only redraws
+
+
+VIDEO_VIEWS = ("maps", "inspector", "gradcam")
+PLAY_SECONDS = 0.5  # one frame per half second while playing: the grids of 5 layers redraw in time
+
+
+@dataclass(frozen=True)
+class VideoAnalysis:
+    """Every sampled frame of one clip through one model: the frames as the model saw them, the
+    inputs, the chosen layers' maps ``(T, C, H, W)`` and the logits ``(T, classes)``."""
+
+    pictures: list
+    times: list[float]
+    x: object
+    activations: dict
+    logits: object
+    what: str
+
+    @property
+    def nbytes(self) -> int:
+        return sum(t.element_size() * t.nelement() for t in [self.x, *self.activations.values()])
+
+    def frame(self, i: int) -> Analysis:
+        """Frame ``i`` as the one-picture analysis the photo views draw (slices, no model run)."""
+        return Analysis(picture=self.pictures[i], x=self.x[i:i + 1],
+                        activations={k: v[i:i + 1] for k, v in self.activations.items()},
+                        logits=self.logits[i:i + 1], what=self.what)
+
+
+def video_sidebar(sb) -> None:
+    sb.file_uploader(t("video_upload"), type=list(VIDEO_TYPES), key="video_upload",
+                     help=t("video_upload_help", mb=MAX_VIDEO_MB, seconds=MAX_VIDEO_SECONDS))
+    st.session_state.setdefault("video_frames", DEFAULT_MAX_FRAMES)
+    sb.slider(t("video_frames"), 8, 96, step=8, key="video_frames", help=t("video_frames_help"))
+
+
+def get_clip(digest: str, data: bytes, max_frames: int):
+    """The clip's frames, decoded once per (clip, frame count) and shared by all sessions."""
+    def make():
+        bar = st.progress(0.0, text=t("video_decoding"))
+        try:
+            return read_clip(data, max_frames=max_frames,
+                             progress=lambda done, total: bar.progress(
+                                 min(done / max(total, 1), 1.0), text=t("video_decoding_n", i=done, n=total)))
+        finally:
+            bar.empty()
+
+    return result_cache().get_or_create(
+        ("clip", digest, max_frames), make, lambda clip: sum(3 * f.width * f.height for f in clip.frames))
+
+
+def get_video_analysis(model: str, digest: str, clip, size: int, layers: tuple[str, ...], what: str) -> VideoAnalysis:
+    def make() -> VideoAnalysis:
+        bundle = get_bundle(model)
+        pictures = [bundle.resize(f, size) for f in clip.frames]
+        height, width = bundle.preprocess(clip.frames[0], size).shape[-2:]
+        check_capture(model, list(layers), (height, width), copies=len(pictures))
+        bar = st.progress(0.0, text=t("video_capturing", n=len(pictures)))
+        try:
+            acts, logits = capture_frames_with_output(
+                bundle, clip.frames, list(layers), size=size, what=what,
+                progress=lambda done, total: bar.progress(min(done / max(total, 1), 1.0),
+                                                          text=t("video_capturing_n", i=done, n=total)))
+        finally:
+            bar.empty()
+        x = torch.cat([bundle.preprocess(f, size) for f in clip.frames])
+        return VideoAnalysis(pictures, list(clip.times), x, acts, logits, what)
+
+    return result_cache().get_or_create(("video", model, digest, len(clip.frames), size, layers, what), make,
+                                        lambda v: v.nbytes)
+
+
+def get_video_cams(model: str, key: tuple, video: VideoAnalysis, layers: tuple[str, ...], target: int | None):
+    """Grad-CAM of every frame for one class (None: each frame's own top class), computed once
+    with a progress bar; ``{layer: (T, H, W)}``."""
+    def make():
+        net = get_bundle(model).model
+        hw = tuple(video.x.shape[-2:])
+        check_capture(model, list(layers), hw, copies=2)
+        bar = st.progress(0.0, text=t("video_cams", n=len(video.pictures)))
+        per_layer: dict[str, list] = {name: [] for name in layers}
+        try:
+            for i in range(len(video.pictures)):
+                result = gradient_pass(net, video.x[i:i + 1], list(layers), target=target, as_maps=True)
+                for name, cam in cams_from(result, hw).items():
+                    per_layer.setdefault(name, []).append(cam)
+                bar.progress((i + 1) / len(video.pictures), text=t("video_cams_n", i=i + 1, n=len(video.pictures)))
+        finally:
+            bar.empty()
+        return {name: torch.stack(cams) for name, cams in per_layer.items() if cams}
+
+    return result_cache().get_or_create(("video-cams", model, key, layers, target), make,
+                                        lambda cams: sum(c.element_size() * c.nelement() for c in cams.values()))
+
+
+def toggle_play() -> None:
+    st.session_state["video_playing"] = not st.session_state.get("video_playing", False)
+
+
+def show_video_frame(video: VideoAnalysis, bundle: vz.ModelBundle, c: Choices, digest: str, view: str) -> None:
+    """The slider and the chosen view of the current frame; while playing, this part alone reruns
+    every PLAY_SECONDS and moves one frame on. Nothing here runs the model."""
+    count = len(video.pictures)
+    frame = min(int(st.session_state.get("video_frame", 0)), count - 1)
+    if st.session_state.get("video_playing"):
+        frame = (frame + 1) % count
+    st.session_state["video_frame"] = frame
+    st.slider(t("video_frame"), 0, count - 1, key="video_frame", disabled=count == 1,
+              help=t("video_frame_help", n=count))
+    frame = int(st.session_state["video_frame"])
+    st.caption(t("video_at", i=frame + 1, n=count, s=video.times[frame]))
+    analysis = video.frame(frame)
+    show_input_and_predictions(analysis, bundle, c.size)
+    st.divider()
+    key = f"{digest}-{count}-f{frame}"  # the PNG caches: one entry per frame
+    if view == "maps":
+        show_feature_maps(analysis, c, key)
+    elif view == "inspector":
+        show_inspector(analysis, c)
+    else:
+        show_video_gradcam(video, frame, bundle, c, digest)
+
+
+def show_video_gradcam(video: VideoAnalysis, frame: int, bundle: vz.ModelBundle, c: Choices, digest: str) -> None:
+    cats = bundle.categories
+    if not isinstance(st.session_state.get("video_target"), int):
+        st.session_state["video_target"] = None
+    target = st.selectbox(t("target"), range(len(cats)), key="video_target", index=None,
+                          format_func=lambda i: f"{cats[i]} ({i})", placeholder=t("video_target_each"),
+                          help=t("video_target_help"))
+    alpha = st.slider(t("cam_alpha"), 0.0, 1.0, value=0.5, step=0.05, key="video_cam_alpha")
+    cams = get_video_cams(c.model, (digest, len(video.pictures), c.size), video, c.layers,
+                          None if target is None else int(target))
+    label = cats[int(video.logits[frame].argmax())] if target is None else cats[int(target)]
+    columns = st.columns(2) if len(cams) > 1 else [st.container()]
+    for i, (name, maps) in enumerate(cams.items()):
+        with columns[i % len(columns)]:
+            st.subheader(name)
+            st.image(channel_overlay(video.pictures[frame], maps[frame], alpha, "jet"),
+                     caption=t("cam_caption", layer=name, label=label))
+
+
+def show_video_export(video: VideoAnalysis, c: Choices, digest: str) -> None:
+    st.divider()
+    st.subheader(t("video_export"))
+    layers = [n for n in c.layers if n in video.activations]
+    if st.session_state.get("video_export_layer") not in layers:
+        st.session_state["video_export_layer"] = layers[0]
+    left, mid, right = st.columns([2, 2, 2])
+    layer = left.selectbox(t("video_export_layer"), layers, key="video_export_layer")
+    fps = mid.select_slider(t("video_export_fps"), (2, 4, 8, 12, 24), value=8, key="video_export_fps")
+
+    key = ("movie", c.model, digest, len(video.pictures), c.size, c.what, layer, fps, c.channels, c.order, c.cmap,
+           c.columns)
+    with right:
+        if st.button(t("video_make_movie"), key="video_make_movie", icon=":material/movie:"):
+            with st.spinner(t("video_encoding", layer=layer)):
+                st.session_state["video_movie"] = (key, layer_video(
+                    video.activations[layer], fps=float(fps), channels=c.channels, order=c.order, cmap=c.cmap,
+                    columns=c.columns, title=layer))
+    kept = st.session_state.get("video_movie")  # this session's last movie, while its settings hold
+    made = kept[1] if kept is not None and kept[0] == key else None
+    if made is not None:
+        data, mime, ext = made
+        if mime.startswith("video/"):
+            st.video(data, format=mime, loop=True)
+        else:
+            st.image(data)
+        st.download_button(t("video_download_movie", ext=ext.upper().lstrip(".")), data=data,
+                           file_name=f"{layer}.{ext.lstrip('.')}", mime=mime, key="video_download_movie",
+                           on_click="ignore", icon=":material/download:")
+    st.download_button(t("video_download_npz"), data=lambda: frames_npz_bytes(video.activations, video.times),
+                       file_name=f"vizhooks-{c.model}-{digest[:8]}-frames.npz", mime="application/octet-stream",
+                       key="video_download_npz", on_click="ignore", help=t("video_download_npz_help"))
+
+
+def show_video(bundle: vz.ModelBundle, c: Choices) -> None:
+    widget = st.session_state.get("video_upload")
+    view = st.radio(t("view"), VIDEO_VIEWS, key="video_view", horizontal=True, label_visibility="collapsed",
+                    format_func=labels_for("view_"))
+    sync_url(c, view)
+    if widget is None:
+        st.info(t("no_video", mb=MAX_VIDEO_MB, seconds=MAX_VIDEO_SECONDS))
+        return
+    if not c.layers:
+        st.info(t("no_layers"))
+        return
+    data = widget.getvalue()
+    digest = image_digest(data)
+    max_frames = int(st.session_state.get("video_frames", DEFAULT_MAX_FRAMES))
+    with shown_errors():
+        clip = get_clip(digest, data, max_frames)
+        video = get_video_analysis(c.model, digest, clip, c.size, c.layers, c.what)
+    st.caption(t("video_summary", n=len(clip.frames), total=clip.frame_count, seconds=clip.duration,
+                 fps=clip.fps, w=clip.width, h=clip.height))
+    playing = bool(st.session_state.get("video_playing"))
+    st.button(t("video_pause" if playing else "video_play"), key="video_play", on_click=toggle_play,
+              icon=":material/pause:" if playing else ":material/play_arrow:", disabled=len(clip.frames) < 2)
+    part = st.fragment(show_video_frame, run_every=PLAY_SECONDS if playing else None)
+    with shown_errors():
+        part(video, bundle, c, digest, view)
+    with shown_errors():
+        show_video_export(video, c, digest)
+
+
 @contextmanager
 def shown_errors():
     """Turn a failure into one sentence on the page and stop this run. Nothing else is lost: the
@@ -898,6 +1123,8 @@ def shown_errors():
         yield
     except vz.InvalidImageError as exc:
         st.error(t("bad_image", reason=str(exc)))
+    except InvalidVideoError as exc:
+        st.error(t("bad_video", reason=str(exc)))
     except vz.WeightsError as exc:
         LOG.warning("model refused: %s", exc)
         st.error(t("bad_model", reason=str(exc)))
@@ -931,6 +1158,15 @@ def main() -> None:
         bundle = get_bundle(choices.model)  # an operator's broken checkpoint: one sentence, page stays
     show_model_status(model_slot, bundle)
 
+    if choices.source == "video":  # a clip: frames captured once, a slider instead of one picture
+        show_video(bundle, choices)
+        return
+    if choices.source == "live":  # its own main area: a stream, not one picture
+        from vizhooks.page.live import show_live
+
+        with shown_errors():
+            show_live(choices.model, bundle, choices.layers, choices.cmap)
+        return
     data = image_bytes(choices)
     view = st.radio(t("view"), VIEWS, key="view", horizontal=True, label_visibility="collapsed",
                     format_func=labels_for("view_"))

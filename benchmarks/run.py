@@ -9,6 +9,10 @@ Benchmarks (each module in this package has the details):
   coldstart  4. `streamlit run app.py` launch -> first grids visible in headless Chromium
   memory     5. peak RSS of capturing every Conv2d of resnet50 / resnet152 at 224 and 512
   gpu        6. the capture on CUDA with the device -> CPU copy timed alone (skipped without CUDA)
+  video      9. capture_frames in batches of 8 vs one capture per frame (resnet18, 48 frames of a clip);
+             decoding and encoding reported beside
+  live      10. the live camera: LiveProcessor frames/s on the server alone, and processed frames/s end
+             to end (the page in Chromium with its fake camera, over WebRTC)
 
 --repeat N (default 5) is the number of measured repetitions: A/B pairs for grids, 3N pairs for
 hooks and gpu, N reruns of each kind for page, min(N, 3) launches for coldstart; memory runs each
@@ -50,6 +54,8 @@ BENCHES = {
     "gpu": "6. GPU",
     "featurevis": "7. Feature visualization (batched vs one channel at a time)",
     "exemplars": "8. Dataset exemplars (scan vs bare batched forward)",
+    "video": "9. Video (frames in batches vs one capture per frame)",
+    "live": "10. Live camera (processed frames per second)",
 }
 DEFAULT_HEADER = """# vizhooks benchmarks
 

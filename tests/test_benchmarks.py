@@ -12,7 +12,7 @@ import sys
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
-BENCHES = {"grids", "hooks", "page", "coldstart", "memory", "gpu", "featurevis", "exemplars"}
+BENCHES = {"grids", "hooks", "page", "coldstart", "memory", "gpu", "featurevis", "exemplars", "video", "live"}
 
 
 def test_quick_benchmark_run_produces_the_table(tmp_path):
@@ -31,16 +31,16 @@ def test_quick_benchmark_run_produces_the_table(tmp_path):
     for row in rows:
         assert row["status"] != "ERROR", row
         if row["status"].startswith("skipped"):
-            assert row["bench"] in ("gpu", "coldstart") and not row["numbers"], row
+            assert row["bench"] in ("gpu", "coldstart", "live") and not row["numbers"], row
             continue
         assert row["status"] in ("PASS", "MISS", "info"), row
         assert row["numbers"], row
         for key, value in row["numbers"].items():
             assert isinstance(value, (int, float)) and math.isfinite(value) and value > 0, (key, row)
     if Path("/usr/bin/chromium").exists():
-        assert not any(r["status"].startswith("skipped") for r in rows if r["bench"] == "coldstart")
+        assert not any(r["status"].startswith("skipped") for r in rows if r["bench"] in ("coldstart", "live"))
     targets = [r for r in rows if r["target"] != "—"]
-    assert {r["bench"] for r in targets} == {"grids", "hooks", "page", "exemplars", "featurevis"}
+    assert {r["bench"] for r in targets} == {"grids", "hooks", "page", "exemplars", "featurevis", "video", "live"}
 
     text = out.read_text()
     assert "| Benchmark | Case | Measured (median) | Target | Result |" in text
