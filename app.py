@@ -15,7 +15,6 @@ from pathlib import Path
 from urllib.parse import urlencode
 
 import streamlit as st
-import torch
 
 import vizhooks as vz
 from vizhooks.budget import CaptureTooLargeError, check_capture
@@ -26,8 +25,11 @@ from vizhooks.layers import architecture_layers, quick_picks, reference_hw, toke
 from vizhooks.models import OPERATOR_FAMILY, family, list_models, operator_models, resolve_entry
 from vizhooks.page.analysis import (
     Analysis,
+    VideoAnalysis,
     analyse,
     compare_maps,
+    frame_cams,
+    frames_input,
     hook_calls_demo,
     image_digest,
     layer_stats,
@@ -915,29 +917,6 @@ VIDEO_VIEWS = ("maps", "inspector", "gradcam")
 PLAY_SECONDS = 0.5  # one frame per half second while playing: the grids of 5 layers redraw in time
 
 
-@dataclass(frozen=True)
-class VideoAnalysis:
-    """Every sampled frame of one clip through one model: the frames as the model saw them, the
-    inputs, the chosen layers' maps ``(T, C, H, W)`` and the logits ``(T, classes)``."""
-
-    pictures: list
-    times: list[float]
-    x: object
-    activations: dict
-    logits: object
-    what: str
-
-    @property
-    def nbytes(self) -> int:
-        return sum(t.element_size() * t.nelement() for t in [self.x, *self.activations.values()])
-
-    def frame(self, i: int) -> Analysis:
-        """Frame ``i`` as the one-picture analysis the photo views draw (slices, no model run)."""
-        return Analysis(picture=self.pictures[i], x=self.x[i:i + 1],
-                        activations={k: v[i:i + 1] for k, v in self.activations.items()},
-                        logits=self.logits[i:i + 1], what=self.what)
-
-
 def video_sidebar(sb) -> None:
     sb.file_uploader(t("video_upload"), type=list(VIDEO_TYPES), key="video_upload",
                      help=t("video_upload_help", mb=MAX_VIDEO_MB, seconds=MAX_VIDEO_SECONDS))
@@ -974,8 +953,7 @@ def get_video_analysis(model: str, digest: str, clip, size: int, layers: tuple[s
                                                           text=t("video_capturing_n", i=done, n=total)))
         finally:
             bar.empty()
-        x = torch.cat([bundle.preprocess(f, size) for f in clip.frames])
-        return VideoAnalysis(pictures, list(clip.times), x, acts, logits, what)
+        return VideoAnalysis(pictures, list(clip.times), frames_input(bundle, clip.frames, size), acts, logits, what)
 
     return result_cache().get_or_create(("video", model, digest, len(clip.frames), size, layers, what), make,
                                         lambda v: v.nbytes)
@@ -989,19 +967,15 @@ def get_video_cams(model: str, key: tuple, video: VideoAnalysis, layers: tuple[s
         hw = tuple(video.x.shape[-2:])
         check_capture(model, list(layers), hw, copies=2)
         bar = st.progress(0.0, text=t("video_cams", n=len(video.pictures)))
-        per_layer: dict[str, list] = {name: [] for name in layers}
+        n = len(video.pictures)
         try:
-            for i in range(len(video.pictures)):
-                result = gradient_pass(net, video.x[i:i + 1], list(layers), target=target, as_maps=True)
-                for name, cam in cams_from(result, hw).items():
-                    per_layer.setdefault(name, []).append(cam)
-                bar.progress((i + 1) / len(video.pictures), text=t("video_cams_n", i=i + 1, n=len(video.pictures)))
+            return frame_cams(net, video.x, list(layers), target=target,
+                              progress=lambda i: bar.progress(i / n, text=t("video_cams_n", i=i, n=n)))
         finally:
             bar.empty()
-        return {name: torch.stack(cams) for name, cams in per_layer.items() if cams}
 
     return result_cache().get_or_create(("video-cams", model, key, layers, target), make,
-                                        lambda cams: sum(c.element_size() * c.nelement() for c in cams.values()))
+                                        lambda cams: sum(c.nbytes for c in cams.values()))
 
 
 def toggle_play() -> None:

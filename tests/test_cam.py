@@ -162,3 +162,23 @@ def test_different_targets_give_different_maps(resnet18, image_tensor):
     b = grad_cam(model, image_tensor, "layer4.1.conv2", target=900)
     assert a.max() > 0 and b.max() > 0
     assert (a - b).abs().max() > 1e-2
+
+
+def test_frame_cams_gives_each_frame_its_own_class_and_map(resnet18, image_tensor):
+    """The video view's Grad-CAM: one map per frame, each from that frame's own top class (or one
+    chosen class), equal to the formula on that frame alone."""
+    from vizhooks.page.analysis import frame_cams
+
+    model = resnet18.model
+    frames = torch.cat([image_tensor, image_tensor.flip(-1) * 0.5, torch.randn_like(image_tensor)])
+    calls: list[int] = []
+    layer = "layer3.0.bn2"
+    for target in (None, 3):
+        cams = frame_cams(model, frames, [layer], target=target, progress=calls.append)
+        assert set(cams) == {layer} and cams[layer].shape == (3, 96, 128)
+        for i in range(3):
+            act, grad, _ = _oracle(model, frames[i : i + 1], layer, target)
+            want = _grad_cam_formula(act, grad, (96, 128))
+            torch.testing.assert_close(cams[layer][i], want, rtol=0, atol=1e-4)
+        assert not torch.allclose(cams[layer][0], cams[layer][2])  # not one frame's map repeated
+    assert calls == [1, 2, 3, 1, 2, 3]

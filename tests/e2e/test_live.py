@@ -34,13 +34,10 @@ STEP_MS = 60_000
 
 
 @pytest.fixture(scope="module")
-def camera_browser():
-    from playwright.sync_api import sync_playwright
-
-    with sync_playwright() as p:
-        b = p.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS + FAKE_CAMERA)
-        yield b
-        b.close()
+def camera_browser(playwright_driver):
+    b = playwright_driver.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS + FAKE_CAMERA)
+    yield b
+    b.close()
 
 
 @pytest.fixture

@@ -3,13 +3,16 @@
 from __future__ import annotations
 
 import hashlib
+from collections.abc import Callable
 from dataclasses import dataclass
 
 import torch
 from PIL import Image
 
 from ..budget import check_capture
+from ..cam import cams_from
 from ..capture import capture_with_output
+from ..gradients import gradient_pass
 from ..images import to_tensor
 from ..layers import conv_layers
 from ..models import ModelBundle
@@ -58,6 +61,29 @@ class Analysis:
     @property
     def nbytes(self) -> int:
         return sum(t.element_size() * t.nelement() for t in self.activations.values())
+
+
+@dataclass(frozen=True)
+class VideoAnalysis:
+    """Every sampled frame of one clip through one model: the frames as the model saw them, the
+    inputs, the chosen layers' maps ``(T, C, H, W)`` and the logits ``(T, classes)``."""
+
+    pictures: list
+    times: list[float]
+    x: torch.Tensor
+    activations: dict[str, torch.Tensor]
+    logits: torch.Tensor
+    what: str
+
+    @property
+    def nbytes(self) -> int:
+        return sum(t.nbytes for t in [self.x, *self.activations.values()])
+
+    def frame(self, i: int) -> Analysis:
+        """Frame ``i`` as the one-picture analysis the photo views draw (slices, no model run)."""
+        return Analysis(picture=self.pictures[i], x=self.x[i:i + 1],
+                        activations={k: v[i:i + 1] for k, v in self.activations.items()},
+                        logits=self.logits[i:i + 1], what=self.what)
 
 
 def image_digest(data: bytes) -> str:
@@ -175,3 +201,24 @@ def hook_calls_demo(model: torch.nn.Module, x: torch.Tensor, layer: str, passes:
                         handle.remove()
             result[mode] = per_pass
     return result
+
+
+def frames_input(bundle: ModelBundle, frames: list[Image.Image], size: int) -> torch.Tensor:
+    """The frames as one ``(T, 3, H, W)`` batch, each prepared the way the model expects."""
+    return torch.cat([bundle.preprocess(frame, size) for frame in frames])
+
+
+def frame_cams(model: torch.nn.Module, x: torch.Tensor, layers: list[str], *, target: int | None = None,
+               progress: Callable[[int], None] | None = None) -> dict[str, torch.Tensor]:
+    """Grad-CAM of every frame of ``x`` (one backward pass each, so one frame's gradient never
+    mixes with another's) for class ``target`` (None: each frame's own top class);
+    ``{layer: (T, H, W)}``. ``progress(i)`` after frame ``i`` (1-based)."""
+    hw = (x.shape[-2], x.shape[-1])
+    per_layer: dict[str, list[torch.Tensor]] = {}
+    for i in range(x.shape[0]):
+        result = gradient_pass(model, x[i:i + 1], layers, target=target, as_maps=True)
+        for name, cam in cams_from(result, hw).items():
+            per_layer.setdefault(name, []).append(cam)
+        if progress is not None:
+            progress(i + 1)
+    return {name: torch.stack(cams) for name, cams in per_layer.items()}
