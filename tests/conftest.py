@@ -1,28 +1,29 @@
-"""Shared fixtures. No test may reach the network: a guard below refuses any connection that
-does not go to this machine, and the torch cache points to an empty temporary folder."""
+"""Shared fixtures. No test may reach the network: the guard in tests/netguard is installed here,
+before anything else is imported, and through PYTHONPATH in every Python process the tests start;
+it refuses name look-ups and connections that leave this machine. The torch cache points to an
+empty temporary folder."""
 
 from __future__ import annotations
 
-import socket
+import sys
+from pathlib import Path
 
-import pytest
-import torch
+_GUARD = str(Path(__file__).resolve().parent / "netguard")
+if _GUARD not in sys.path:
+    sys.path.insert(0, _GUARD)
+import vizhooks_netguard  # noqa: E402 - the guard must come before every other import
 
-from vizhooks import load_model
+vizhooks_netguard.install()
+vizhooks_netguard.export()  # PYTHONPATH and VIZHOOKS_OFFLINE=1, inherited by every child
 
-_real_connect = socket.socket.connect
+import pytest  # noqa: E402 - after the guard, see above
+import torch  # noqa: E402
 
-
-def _loopback_only(self, address):
-    host = address[0] if isinstance(address, tuple) else address
-    if isinstance(host, str) and host not in ("127.0.0.1", "::1", "localhost") and not host.startswith("/"):
-        raise OSError(f"test tried to reach the network ({host}); tests must stay offline")
-    return _real_connect(self, address)
+from vizhooks import load_model  # noqa: E402
 
 
 @pytest.fixture(autouse=True)
 def _offline(monkeypatch, tmp_path_factory):
-    monkeypatch.setattr(socket.socket, "connect", _loopback_only)
     monkeypatch.setenv("TORCH_HOME", str(tmp_path_factory.mktemp("torch_home")))
     monkeypatch.setenv("VIZHOOKS_OFFLINE", "1")
     monkeypatch.delenv("VIZHOOKS_WEIGHTS", raising=False)

@@ -11,8 +11,13 @@ import urllib.request
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[2]
+#: Every host name but localhost resolves to nothing, so the browser can reach only this machine (IP
+#: literals are not looked up; the page and its WebRTC candidates use 127.0.0.1 and this machine's
+#: own addresses). The Python side of the same guard is tests/netguard.
+HOST_RESOLVER_RULES = "MAP * ~NOTFOUND, EXCLUDE localhost, EXCLUDE 127.0.0.1"
 CHROMIUM_ARGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking",
-                 "--disable-component-update", "--disable-sync", "--disable-quic", "--no-first-run"]
+                 "--disable-component-update", "--disable-sync", "--disable-quic", "--no-first-run",
+                 f"--host-resolver-rules={HOST_RESOLVER_RULES}"]
 
 
 def free_port() -> int:
@@ -21,13 +26,15 @@ def free_port() -> int:
         return s.getsockname()[1]
 
 
-def start(env: dict, log, port: int | None = None) -> tuple[subprocess.Popen, str]:
-    """Launch the page on 127.0.0.1; returns the process and its URL (not yet healthy)."""
+def start(env: dict, log, port: int | None = None, script: str | Path = "app.py",
+          options: tuple[str, ...] = ()) -> tuple[subprocess.Popen, str]:
+    """Launch the page (or another ``script``, with more ``--option value`` pairs) on 127.0.0.1;
+    returns the process and its URL (not yet healthy)."""
     port = port or free_port()
     proc = subprocess.Popen(
-        [sys.executable, "-m", "streamlit", "run", "app.py", "--server.headless", "true",
+        [sys.executable, "-m", "streamlit", "run", str(script), "--server.headless", "true",
          "--server.port", str(port), "--server.address", "127.0.0.1",
-         "--browser.gatherUsageStats", "false", "--server.fileWatcherType", "none"],
+         "--browser.gatherUsageStats", "false", "--server.fileWatcherType", "none", *options],
         cwd=ROOT, env=env, stdout=log, stderr=subprocess.STDOUT,
     )
     return proc, f"http://127.0.0.1:{port}"
