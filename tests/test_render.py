@@ -204,3 +204,107 @@ def test_palette_png_pixels_are_the_colormap_of_each_value(cmap):
             for x in range(14):
                 pixel = got[top + y * k + k // 2, left + x * k + k // 2]
                 assert np.abs(pixel - want[y, x]).max() <= 4, (ch, y, x, pixel, want[y, x])
+
+
+# --- fig.savefig(...): the library user's way to a PNG (issue 13) ---------------------------------
+
+def _zlib_flevel(png: bytes) -> int:
+    """FLEVEL of the first IDAT's zlib header, read from the file itself (RFC 1950): 0 for zlib
+    level 0-1, 1 for 2-5, 2 for the default 6, 3 for 7-9."""
+    assert png.startswith(b"\x89PNG\r\n\x1a\n")
+    pos = 8
+    while pos < len(png):
+        length = int.from_bytes(png[pos:pos + 4], "big")
+        if png[pos + 4:pos + 8] == b"IDAT":
+            return png[pos + 9] >> 6  # data[1] = FLG
+        pos += 12 + length
+    raise AssertionError("no IDAT chunk")
+
+
+def _pixels(png: bytes) -> np.ndarray:
+    return np.asarray(Image.open(io.BytesIO(png)))
+
+
+@pytest.mark.parametrize("norm", ["channel", "layer"])
+def test_savefig_png_is_figure_to_png(tmp_path, norm):
+    # Tolerance: none. Both are one Agg render of the same figure, losslessly encoded with the
+    # same zlib settings, so the decoded pixels (and even the bytes) must be identical.
+    fig = feature_grid(_act(16, h=14, w=14, seed=2), channels=16, norm=norm, title="t")
+    want = figure_to_png(fig)
+    fig.savefig(tmp_path / "x.png")
+    fig.savefig(str(tmp_path / "y.PNG"))
+    buf, bare = io.BytesIO(), io.BytesIO()
+    fig.savefig(buf, format="png")
+    fig.savefig(bare)  # no format: savefig.format, "png" by default
+    for got in ((tmp_path / "x.png").read_bytes(), (tmp_path / "y.PNG").read_bytes(), buf.getvalue(),
+                bare.getvalue()):
+        np.testing.assert_array_equal(_pixels(got), _pixels(want))
+        assert got == want
+
+
+def test_savefig_applies_the_fast_png_writer_and_the_figure_dpi(tmp_path, monkeypatch):
+    import matplotlib
+    from PIL.Image import Image as PILImage
+
+    fig = feature_grid(_act(9), channels=9)
+    seen = []
+    original = PILImage.save
+
+    def spy(self, fp, format=None, **params):  # what matplotlib hands to Pillow's PNG writer
+        seen.append(params)
+        return original(self, fp, format, **params)
+
+    monkeypatch.setattr(PILImage, "save", spy)
+    rc = dict(matplotlib.rcParams)
+    # An rcParams dpi meant for other plots must not resize the grid's canvas.
+    with matplotlib.rc_context({"savefig.dpi": 300}):
+        fig.savefig(tmp_path / "x.png")
+    assert dict(matplotlib.rcParams) == rc  # no global setting was changed
+    assert seen and seen[-1]["compress_level"] == 1 and seen[-1]["compress_type"] == 3
+    assert seen[-1]["dpi"] == (100, 100)
+    png = (tmp_path / "x.png").read_bytes()
+    assert _zlib_flevel(png) == 0  # zlib level 1, read back from the file
+    assert Image.open(tmp_path / "x.png").size == Image.open(io.BytesIO(figure_to_png(fig))).size
+    assert plt.get_fignums() == []
+
+
+def test_plain_savefig_default_would_be_the_slow_writer():
+    # The oracle of the test above: matplotlib's own savefig on the same figure writes zlib
+    # level 6 (FLEVEL 2), so FLEVEL 0 there really comes from vizhooks' defaults.
+    from matplotlib.figure import Figure
+
+    fig = feature_grid(_act(9), channels=9)
+    buf = io.BytesIO()
+    Figure.savefig(fig, buf, format="png")
+    assert _zlib_flevel(buf.getvalue()) == 2
+
+
+def test_savefig_explicit_arguments_win(tmp_path):
+    import matplotlib
+
+    fig = feature_grid(_act(9), channels=9, norm="layer")
+    w, h = Image.open(io.BytesIO(figure_to_png(fig))).size
+
+    fig.savefig(tmp_path / "big.png", dpi=200)
+    assert Image.open(tmp_path / "big.png").size == (2 * w, 2 * h)
+
+    buf = io.BytesIO()
+    fig.savefig(buf, format="png", pil_kwargs={"compress_level": 9})
+    assert _zlib_flevel(buf.getvalue()) == 3
+    np.testing.assert_array_equal(_pixels(buf.getvalue()), _pixels(figure_to_png(fig)))
+
+    pdf = io.BytesIO()
+    fig.savefig(pdf, format="pdf")
+    assert pdf.getvalue().startswith(b"%PDF")
+    fig.savefig(tmp_path / "x.pdf")
+    assert (tmp_path / "x.pdf").read_bytes().startswith(b"%PDF")
+    fig.savefig(tmp_path / "x.svg")
+    assert b"<svg" in (tmp_path / "x.svg").read_bytes()[:1000]
+    fig.savefig(tmp_path / "x.jpg")
+    jpg = Image.open(tmp_path / "x.jpg")
+    assert jpg.format == "JPEG" and jpg.size == (w, h)
+    # No extension and no format: the user's savefig.format decides, and PDF gets no PNG options.
+    with matplotlib.rc_context({"savefig.format": "pdf"}):
+        bare = io.BytesIO()
+        fig.savefig(bare)
+    assert bare.getvalue().startswith(b"%PDF")

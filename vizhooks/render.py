@@ -12,7 +12,9 @@ import dataclasses
 import functools
 import io
 import math
+import os
 from dataclasses import dataclass
+from typing import Any
 
 import matplotlib
 import numpy as np
@@ -122,7 +124,8 @@ def feature_grid(
             photos share one scale.
 
     Returns:
-        A ``matplotlib.figure.Figure`` (not registered with pyplot; nothing to close).
+        A :class:`GridFigure` (a ``matplotlib.figure.Figure``; not registered with pyplot, nothing
+        to close) whose ``savefig`` writes PNGs as fast as :func:`figure_to_png`.
 
     Raises:
         ValueError: bad shape, order, norm, channel count or colormap.
@@ -144,7 +147,7 @@ def feature_grid(
     vmin, vmax = layout.clim
     height_px, width_px = page.shape[:2]
     dpi = 100
-    fig = Figure(figsize=(width_px / dpi, height_px / dpi), dpi=dpi, layout=None)
+    fig = GridFigure(figsize=(width_px / dpi, height_px / dpi), dpi=dpi, layout=None)
     fig.add_artist(_Pixels(page))
     if norm == "layer":
         grid_h, grid_w = layout.levels.shape[0] - layout.title_px, layout.grid_width
@@ -407,12 +410,55 @@ def colormap_lut(cmap: str = "viridis") -> np.ndarray:
     return np.ascontiguousarray(_lut(get_colormap(cmap))[:, :3])
 
 
-def figure_to_png(fig: Figure, dpi: int = 100) -> bytes:
-    """Render a figure to PNG bytes."""
-    buf = io.BytesIO()
+def _png_writer() -> dict:
     # zlib level 1: a third of the default's encoding time for a few percent more bytes.
-    # Z_RLE strategy: grids are runs of repeated pixels; faster and smaller than the default.
-    fig.savefig(buf, format="png", dpi=dpi, pil_kwargs={"compress_level": 1, "compress_type": 3})
+    # Z_RLE strategy (3): grids are runs of repeated pixels; faster and smaller than the default.
+    # A new dict each call, so no caller can change the defaults of the next one.
+    return {"compress_level": 1, "compress_type": 3}
+
+
+class GridFigure(Figure):
+    """The figure :func:`feature_grid` returns: a plain ``Figure`` whose ``savefig`` fills in
+    vizhooks' PNG defaults, so ``fig.savefig("x.png")`` is as fast as :func:`figure_to_png`.
+
+    Matplotlib keeps savefig defaults only in the global ``rcParams``; changing those would
+    affect every figure of the process and race between threads, so the defaults live here.
+    Unless the caller passes their own:
+
+    - ``dpi`` is the figure's (100): the grid is blitted 1:1 in pixels, so an ``rcParams``
+      ``savefig.dpi`` meant for other plots must not resize the canvas around it;
+    - a PNG written by Agg gets ``pil_kwargs`` of zlib level 1 with the run-length strategy.
+
+    Any explicit ``dpi``, ``pil_kwargs``, ``format`` or ``backend`` wins; other formats (PDF,
+    SVG, JPEG, ...) are saved exactly as matplotlib would.
+    """
+
+    #: What was drawn (set by :func:`feature_grid`): channel of each tile, values, colour scale.
+    vizhooks: dict[str, Any]
+
+    def savefig(self, fname, **kwargs):
+        kwargs.setdefault("dpi", "figure")
+        if "pil_kwargs" not in kwargs and kwargs.get("backend") is None and self._writes_png(
+                fname, kwargs.get("format")):
+            kwargs["pil_kwargs"] = _png_writer()
+        return super().savefig(fname, **kwargs)
+
+    def _writes_png(self, fname, fmt: str | None) -> bool:
+        """Whether ``savefig`` will write a PNG, decided as matplotlib's ``print_figure`` does:
+        the format argument, else the file name's extension, else ``savefig.format``."""
+        if fmt is None and isinstance(fname, (str, os.PathLike)):
+            fmt = os.path.splitext(os.fspath(fname))[1][1:]
+        if not fmt:
+            fmt = self.canvas.get_default_filetype()
+        return fmt.lower() == "png"
+
+
+def figure_to_png(fig: Figure, dpi: int = 100) -> bytes:
+    """Render a figure (any ``matplotlib.figure.Figure``) to PNG bytes with vizhooks' fast PNG
+    writer settings; for a :func:`feature_grid` figure this is the same as
+    ``fig.savefig(buf, format="png")``."""
+    buf = io.BytesIO()
+    fig.savefig(buf, format="png", dpi=dpi, pil_kwargs=_png_writer())
     return buf.getvalue()
 
 
