@@ -21,7 +21,7 @@ def test_quick_benchmark_run_produces_the_table(tmp_path):
     # the run sets them again itself.
     proc = subprocess.run(
         [sys.executable, "-m", "benchmarks.run", "--quick", "--out", str(out), "--json", str(data)],
-        cwd=ROOT, capture_output=True, text=True, timeout=300,
+        cwd=ROOT, capture_output=True, text=True, timeout=560,
     )
     assert proc.returncode == 0, proc.stdout[-4000:] + proc.stderr[-4000:]
 

@@ -2,14 +2,15 @@
 
 The page shows these under "How this was made" so a student can paste them into a notebook.
 Each snippet is complete: imports, model, the same preprocessing, the hooks, removal, and a print
-of what was caught. Tests run them in a fresh interpreter.
+of what was caught. tests/test_snippets.py runs every one of them in a fresh interpreter and
+compares what it prints with what the page shows.
 """
 
 from __future__ import annotations
 
 from ..capture import _channels_last_modules
 from ..images import MAX_SIZE
-from ..models import TIMM_PREFIX, _build_kwargs, input_spec, meta_model, resolve_entry
+from ..models import _SEED, TIMM_PREFIX, _build_kwargs, input_spec, meta_model, resolve_entry
 from ..weights import imagenet_weights
 
 VIEWS = ("maps", "gradients", "gradcam", "backward", "table")
@@ -59,17 +60,21 @@ def to_map(name, t):
 def _constructor(name: str, pretrained: bool, num_classes: int | None) -> str:
     entry = resolve_entry(name)
     arch = entry.arch
+    # random weights are the page's own: the same seed, so every number printed matches the page
+    seed = "" if pretrained else f"torch.manual_seed({_SEED})\n"
     if arch.startswith(TIMM_PREFIX):
-        return (f"import timm\n\nmodel = timm.create_model({arch.removeprefix(TIMM_PREFIX)!r}, "
+        return (f"import timm\n\n{seed}model = timm.create_model({arch.removeprefix(TIMM_PREFIX)!r}, "
                 f"pretrained={pretrained}).eval()\n")
     if entry.weights not in ("auto", "none", "imagenet"):
         return (f"model = models.{arch}(num_classes={num_classes or 1000})\n"
                 f"model.load_state_dict(torch.load({entry.weights!r}, weights_only=True))\nmodel.eval()\n")
     if pretrained:
         return f"model = models.{arch}(weights=models.{type(imagenet_weights(arch)).__name__}.DEFAULT).eval()\n"
-    # the input size the pretrained weights fix (ViT-H/14: 518) shapes every layer
-    extra = "".join(f", {k}={v!r}" for k, v in _build_kwargs(arch).items() if k in ("image_size", "input_size"))
-    return f"model = models.{arch}(weights=None{extra}).eval()\n"
+    # what the pretrained builder would set: the input size (ViT-H/14: 518) shapes every layer, and
+    # GoogLeNet / Inception v3 normalise their input again inside (transform_input) and skip their
+    # own initialisation (init_weights=False)
+    extra = "".join(f", {k}={v!r}" for k, v in _build_kwargs(arch).items() if k != "num_classes")
+    return f"{seed}model = models.{arch}(weights=None{extra}).eval()\n"
 
 
 def _preamble(name: str, image: str, size: int, pretrained: bool, num_classes: int | None,
@@ -156,8 +161,10 @@ finally:
     for handle in handles:
         handle.remove()
 
-for name, g in gradients.items():
-    print(name, tuple(to_map(name, g).shape))
+print("target", target)
+for name in {layers!r}:
+    g = to_map(name, gradients[name])
+    print(name, tuple(g.shape), f"min {{g.min():.6g}} max {{g.max():.6g}}")
 '''
 
 _GRADCAM = _GRADIENTS + '''
@@ -170,21 +177,24 @@ for name in {layers!r}:
     cam = F.relu((weights * A).sum(dim=1, keepdim=True))
     cam = (cam - cam.min()) / (cam.max() - cam.min()) if cam.max() > cam.min() else cam * 0
     cam = F.interpolate(cam, size=x.shape[-2:], mode="bilinear", align_corners=False)[0, 0]
-    print(name, "Grad-CAM", tuple(cam.shape))
+    row, col = divmod(int(cam.argmax()), cam.shape[1])
+    print(name, "Grad-CAM", tuple(cam.shape), f"mean {{cam.mean():.6g}} peak at", (row, col))
 '''
 
 _BACKWARD = '''
 # Full backward hooks: called during backward with the gradients of a module's inputs and
 # outputs. They cannot wrap a module whose output is changed in place later (ResNet's bn1, followed
 # by ReLU(inplace=True)) or an in-place module itself (its relu), so those are left out here.
-def report(module, grad_input, grad_output):
-    shapes = lambda grads: [None if g is None else tuple(g.shape) for g in grads]
-    print(type(module).__name__, "grad_input", shapes(grad_input), "grad_output", shapes(grad_output))
+def report(name):
+    def hook(module, grad_input, grad_output):
+        shapes = lambda grads: [None if g is None else tuple(g.shape) for g in grads]
+        print(name, type(module).__name__, "grad_input", shapes(grad_input), "grad_output", shapes(grad_output))
+    return hook
 
 for p in model.parameters():
     p.requires_grad_(False)
 names = [n for n, _ in model.named_children() if n not in {skip!r}]
-handles = [modules[n].register_full_backward_hook(report) for n in names]
+handles = [modules[n].register_full_backward_hook(report(n)) for n in names]
 try:
     x.requires_grad_(True)
     logits = model(x)
@@ -193,6 +203,9 @@ try:
 finally:
     for handle in handles:
         handle.remove()
+
+print("not hooked", {skip!r})
+print("target", target)
 '''
 
 _TABLE = '''
@@ -202,17 +215,24 @@ import time
 
 rows, started = {{}}, {{}}
 
+def shape_of(value):
+    while isinstance(value, (tuple, list)) and value:
+        value = value[0]
+    return tuple(value.shape) if isinstance(value, torch.Tensor) else None
+
 def before(name):
     def hook(module, inputs):
+        if name not in rows:
+            params = sum(p.numel() for p in module.parameters())
+            rows[name] = [type(module).__name__, shape_of(inputs), None, params, 0.0]
         started[name] = time.perf_counter()
     return hook
 
 def after(name):
     def hook(module, inputs, output):
-        if name not in rows:
-            params = sum(p.numel() for p in module.parameters())
-            rows[name] = [type(module).__name__, tuple(output.shape), params, 0.0]
-        rows[name][3] += (time.perf_counter() - started[name]) * 1000
+        if rows[name][2] is None:
+            rows[name][2] = shape_of(output)
+        rows[name][4] += (time.perf_counter() - started[name]) * 1000
     return hook
 
 handles = []
@@ -227,8 +247,9 @@ finally:
     for handle in handles:
         handle.remove()
 
-for name, (kind, shape, params, ms) in rows.items():
-    print(f"{{name:24}} {{kind:12}} {{str(shape):22}} {{params:>10,}} {{ms:8.2f}} ms")
+for name, (kind, shape_in, shape_out, params, ms) in rows.items():
+    print(f"{{name:24}} {{kind:18}} {{str(shape_in):20}} -> {{str(shape_out):20}} {{params:>11,}} {{ms:8.2f}} ms")
+print("total params", f"{{sum(row[3] for name, row in rows.items() if '.' not in name):,}}")
 '''
 
 
@@ -267,7 +288,8 @@ finally:
         handle.remove()
 
 for kind, t in seen.items():
-    print({layer!r}, kind, tuple(to_map({layer!r}, t).shape))
+    m = to_map({layer!r}, t)
+    print({layer!r}, kind, tuple(m.shape), f"min {{m.min():.6g}} mean {{m.mean():.6g}} max {{m.max():.6g}}")
 '''
 
 _GRAD_NONE = '''
@@ -294,7 +316,9 @@ finally:
         handle.remove()
 
 for name in {layers!r}:
-    print(name, ".grad:", kept[name].grad, "| from the tensor hook:", tuple(to_map(name, gradients[name]).shape))
+    g = to_map(name, gradients[name])
+    print(name, ".grad:", kept[name].grad, "| from the tensor hook:", tuple(g.shape),
+          f"min {{g.min():.6g}} max {{g.max():.6g}}")
 '''
 
 _CLAMP = '''

@@ -1,0 +1,464 @@
+"""Every snippet of "How this was made" and of the lesson runs as written and prints what the page shows.
+
+For each case below (a set of choices on the page), every snippet vizhooks.page.snippets makes for
+it (each view, and each lesson body) is saved to a file and run unchanged by a fresh Python: no
+vizhooks, ``VIZHOOKS_OFFLINE=1``, an empty ``TORCH_HOME``, the repository as working folder. One
+interpreter runs the snippets of a case one after another, each by ``runpy`` in a namespace of its
+own, because importing torch is most of what a snippet costs. While it runs, the page itself is
+opened for the same choices with AppTest, and the two are compared:
+
+- the code the page shows under "How this was made" is the code that ran (the lesson's code is
+  made here with the arguments app.py's lesson_code passes);
+- shapes, the class, statistics and table rows the snippets print equal the page's captions,
+  tables and metrics (three significant digits there), and equal, to 0.1 % of a layer's largest
+  value, the vizhooks.page functions app.py calls, for the numbers the page only draws (Grad-CAM
+  maps) or rounds (captions). Both sides use the same seeded random weights.
+
+The maps snippets print shapes only (tests/test_app.py and test_app_models.py read those lines
+as they are); their statistics are read from the ``features`` they kept.
+"""
+
+from __future__ import annotations
+
+import ast
+import json
+import math
+import os
+import re
+import subprocess
+import sys
+from dataclasses import dataclass, field
+from itertools import zip_longest
+from pathlib import Path
+
+import pytest
+import streamlit as st
+import torch
+from streamlit.testing.v1 import AppTest
+
+import vizhooks as vz
+from vizhooks.cam import cams_from
+from vizhooks.gradients import gradient_pass
+from vizhooks.page.analysis import analyse, hook_calls_demo, layer_stats
+from vizhooks.page.snippets import LESSON_BODIES, VIEWS, lesson_snippet, snippet
+from vizhooks.page.texts import EN
+
+ROOT = Path(__file__).resolve().parents[1]
+APP = str(ROOT / "app.py")
+IMAGE = "sample_images/chelsea.jpg"  # the page's default sample
+TOUR = ("conv1", "layer1.0.conv1", "layer2.0.conv1", "layer3.0.conv1", "layer4.0.conv1")
+CLAMP_LIMIT = 1e-5  # the lesson's smallest clip: it changes the gradients of both cases' random weights
+#: Relative tolerance against the page's functions: the snippet and the page run the same weights
+#: on the same pixels, so only the order of float sums may differ.
+RTOL = 1e-3
+
+
+@dataclass(frozen=True)
+class Case:
+    id: str
+    model: str
+    layers: tuple[str, ...]
+    size: int
+    what: str
+    target: int | None
+    #: the lesson bodies to run (each body once is enough, those that take a class in both cases)
+    lessons: tuple[str, ...] = LESSON_BODIES
+    #: False: the page's own default layers (no ``layers=`` in the link)
+    layers_in_link: bool = True
+
+
+CASES = (
+    # what a visitor sees first: resnet18, its tour, outputs, the top-1 class
+    Case("resnet18-tour-output-top1", "resnet18", TOUR, 128, "output", None, layers_in_link=False),
+    # another family, own layers (a conv, a whole Inception block, a conv deep inside one), inputs,
+    # a chosen class; GoogLeNet also normalises its input a second time inside (transform_input)
+    Case("googlenet-input-class7", "googlenet", ("conv1.conv", "inception3a", "inception4c.branch2.1.conv"), 128,
+         "input", 7, lessons=("grad_none", "clamp")),
+)
+
+RUNNER = r'''
+import json, runpy, sys, traceback
+
+for key, path in json.loads(sys.argv[1]).items():
+    print("<<<", key, flush=True)
+    try:
+        ns = runpy.run_path(path, run_name="__main__")
+    except BaseException:
+        traceback.print_exc(file=sys.stdout)
+        print(">>> failed", flush=True)
+        continue
+    if key == "maps":  # printed: shapes only; the numbers are read from what the snippet kept
+        maps = {k: ns["to_map"](k, t) for k, t in ns["features"].items()}
+        print("@@", json.dumps({"stats": {k: [float(m.min()), float(m.mean()), float(m.max())]
+                                          for k, m in maps.items()},
+                                "top1": int(ns["logits"][0].argmax())}))
+    print(">>> ok", flush=True)
+print("<<< modules")
+print(json.dumps(sorted(m for m in sys.modules if m == "vizhooks" or m.startswith("vizhooks."))))
+'''
+
+
+# --- running the snippets ----------------------------------------------------------------------
+
+
+def _codes(case: Case) -> dict[str, str]:
+    """Every snippet for ``case``, made with the arguments app.py passes (show_code, lesson_code)."""
+    common = dict(model=case.model, image=IMAGE, size=case.size, target=case.target, pretrained=False,
+                  num_classes=1000)
+    codes = {view: snippet(view, layers=list(case.layers), what=case.what, **common) for view in VIEWS}
+    layers = list(case.layers)
+    for body in case.lessons:
+        clamp_at, names = (layers[-1], layers[:-1]) if body == "clamp" else (None, layers)
+        codes[f"lesson:{body}"] = lesson_snippet(body, layers=names, clamp_at=clamp_at, limit=CLAMP_LIMIT,
+                                                 **common)
+    return codes
+
+
+def _start(codes: dict[str, str], folder: Path, torch_home: Path) -> subprocess.Popen:
+    paths = {}
+    for key, code in codes.items():
+        path = folder / f"{key.replace(':', '_')}.py"
+        path.write_text(code)
+        paths[key] = str(path)
+    runner = folder / "runner.py"
+    runner.write_text(RUNNER)
+    env = {**os.environ, "VIZHOOKS_OFFLINE": "1", "TORCH_HOME": str(torch_home)}
+    env.pop("VIZHOOKS_WEIGHTS", None)
+    return subprocess.Popen([sys.executable, str(runner), json.dumps(paths)], cwd=ROOT, env=env,
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+
+
+def _sections(stdout: str) -> dict[str, list[str]]:
+    out: dict[str, list[str]] = {}
+    key = None
+    for line in stdout.splitlines():
+        if line.startswith("<<< "):
+            key = line[4:]
+            out[key] = []
+        elif key is not None:
+            out[key].append(line)
+    return out
+
+
+# --- the page ------------------------------------------------------------------------------------
+
+
+def _ok(at: AppTest) -> None:
+    assert not at.exception, [e.value for e in at.exception]
+    assert not at.error, [e.value for e in at.error]
+
+
+def _reading_order(items: list) -> list:
+    """Items of a two-column layout in reading order: the element tree lists the left column
+    (1st, 3rd, ...) first, then the right one."""
+    half = (len(items) + 1) // 2
+    return [item for pair in zip_longest(items[:half], items[half:]) for item in pair if item is not None]
+
+
+def _class_index(text: str) -> int:
+    return int(re.search(r"\*\*.+\*\* \((\d+)\)", text).group(1))
+
+
+def _read_page(case: Case) -> dict:
+    """What the page shows for ``case``, view by view, as plain values."""
+    at = AppTest.from_file(APP, default_timeout=300)
+    query = {"model": case.model, "size": str(case.size), "what": case.what, "view": "maps"}
+    if case.layers_in_link:
+        query["layers"] = ",".join(case.layers)
+    if case.target is not None:
+        query["target"] = str(case.target)
+    for k, v in query.items():
+        at.query_params[k] = v
+    at.run()
+    _ok(at)
+    page: dict = {"layers": tuple(at.multiselect(key="layers").value)}
+    page["top5"] = [p.proto.text.split(" · ")[0] for p in at.get("progress")]
+    caption = re.compile(rf" · {case.what} (\d+(?:×\d+)*) · min (\S+) · mean (\S+) · max (\S+) · ")
+    heads = [s.value for s in at.subheader if s.value in page["layers"]]
+    found = [m for c in at.caption if (m := caption.search(c.value))]
+    page["maps"] = {h: (m.group(1), *map(float, m.groups()[1:])) for h, m in zip(heads, found, strict=True)}
+
+    at.radio(key="view").set_value("gradients").run()
+    _ok(at)
+    page["gradients_target"] = _class_index(next(c.value for c in at.caption if "**" in c.value))
+    caption = re.compile(r"^gradient (\d+(?:×\d+)*) · min (\S+) · max (\S+) · ")
+    heads = [s.value for s in at.subheader if s.value in page["layers"]]
+    found = [m for c in at.caption if (m := caption.search(c.value))]
+    page["gradients"] = {h: (m.group(1), float(m.group(2)), float(m.group(3)))
+                         for h, m in zip(heads, found, strict=True)}
+    page["gradients_order"] = _reading_order(heads)
+
+    at.radio(key="view").set_value("gradcam").run()
+    _ok(at)
+    page["gradcam_target"] = _class_index(next(c.value for c in at.caption if "**" in c.value))
+    page["gradcam_layers"] = _reading_order([i.proto.imgs[0].caption.split(" → ")[0] for i in at.image
+                                             if " → " in i.proto.imgs[0].caption])
+
+    at.radio(key="view").set_value("backward").run()
+    _ok(at)
+    page["backward_label"] = re.search(r"\*\*(.+)\*\*", next(m.value for m in at.markdown if "**" in m.value)).group(1)
+    page["backward"] = at.dataframe[0].value.to_dict("records")
+
+    at.radio(key="view").set_value("table").run()
+    _ok(at)
+    page["table"] = at.dataframe[0].value.to_dict("records")
+    page["total_params"] = at.metric[0].value
+
+    at.radio(key="view").set_value("code").run()
+    _ok(at)
+    page["code"] = {}
+    for view in VIEWS:
+        at.radio(key="code_view").set_value(view).run()
+        _ok(at)
+        page["code"][view] = next(c.value for c in at.code if c.language == "python")
+    return page
+
+
+@dataclass
+class Seen:
+    case: Case
+    codes: dict[str, str]
+    printed: dict[str, list[str]]
+    modules: list[str]
+    page: dict
+    bundle: vz.ModelBundle
+    cache: dict = field(default_factory=dict)
+
+
+@pytest.fixture(scope="module", params=CASES, ids=[c.id for c in CASES])
+def seen(request, tmp_path_factory) -> Seen:
+    case = request.param
+    folder = tmp_path_factory.mktemp(case.id)
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setenv("VIZHOOKS_OFFLINE", "1")
+        mp.setenv("TORCH_HOME", str(tmp_path_factory.mktemp("torch_home")))
+        mp.delenv("VIZHOOKS_WEIGHTS", raising=False)
+        st.cache_data.clear()
+        st.cache_resource.clear()
+        codes = _codes(case)
+        run = _start(codes, folder, tmp_path_factory.mktemp("snippet_torch_home"))
+        try:  # the snippets and the page run side by side
+            page = _read_page(case)
+            bundle = vz.load_model(case.model)  # as the page's get_bundle: offline, seeded random weights
+        finally:
+            stdout, stderr = run.communicate(timeout=600)
+    assert run.returncode == 0, stderr[-3000:]
+    printed = _sections(stdout)
+    modules = json.loads(printed.pop("modules")[0])
+    return Seen(case, codes, printed, modules, page, bundle)
+
+
+def _lines(seen: Seen, key: str) -> list[str]:
+    lines = seen.printed[key]
+    assert lines and lines[-1] == ">>> ok", f"the {key} snippet failed:\n" + "\n".join(lines[-30:])
+    return lines[:-1]
+
+
+# --- the page's functions (for what the page draws rather than writes) -----------------------------
+
+
+def _analysis(seen: Seen, layers: tuple[str, ...], what: str):
+    key = ("analysis", layers, what)
+    if key not in seen.cache:
+        seen.cache[key] = analyse(seen.bundle, vz.load_image(ROOT / IMAGE), seen.case.size, list(layers), what)
+    return seen.cache[key]
+
+
+def _target(seen: Seen) -> int:
+    """The class the page differentiates: the chosen one, else the page's top-1 (class_picker)."""
+    if seen.case.target is not None:
+        return seen.case.target
+    return int(_analysis(seen, seen.case.layers, seen.case.what).logits[0].argmax())
+
+
+def _gradients(seen: Seen):
+    """show_gradients / show_gradcam: get_gradients, i.e. gradient_pass and cams_from."""
+    if "gradients" not in seen.cache:
+        x = _analysis(seen, seen.case.layers, seen.case.what).x
+        result = gradient_pass(seen.bundle.model, x, list(seen.case.layers), target=_target(seen), as_maps=True)
+        seen.cache["gradients"] = result, cams_from(result, x.shape[-2:])
+    return seen.cache["gradients"]
+
+
+# --- comparing -----------------------------------------------------------------------------------
+
+
+def _close(printed: list[float], expected: list[float], rtol: float = RTOL) -> bool:
+    """Equal to ``rtol`` of the largest magnitude among ``expected`` (a layer's scale)."""
+    scale = max(abs(v) for v in expected) or 1.0
+    return all(abs(a - b) <= rtol * scale for a, b in zip(printed, expected, strict=True))
+
+
+def _as_caption(values: list[float], shown: list[float]) -> bool:
+    """``values`` agree with numbers the page wrote to three significant digits."""
+    return all(math.isclose(v, s, rel_tol=6e-3, abs_tol=1e-12) for v, s in zip(values, shown, strict=True))
+
+
+def _dims(shape: tuple[int, ...]) -> str:
+    return "×".join(map(str, shape))
+
+
+def _stats(t: torch.Tensor) -> list[float]:
+    s = layer_stats(t)
+    return [s.min, s.mean, s.max]
+
+
+NUMBER = r"(-?[\d.]+(?:e[-+]\d+)?|nan|-?inf)"
+GRADIENT_LINE = re.compile(rf"^(\S+) (\(.*?\)) min {NUMBER} max {NUMBER}$")
+CAM_LINE = re.compile(rf"^(\S+) Grad-CAM (\(.*?\)) mean {NUMBER} peak at (\(.*?\))$")
+
+
+def _gradient_lines(lines: list[str]) -> tuple[int, dict[str, tuple]]:
+    target = next(int(line.split()[1]) for line in lines if line.startswith("target "))
+    grads = {m.group(1): (ast.literal_eval(m.group(2)), float(m.group(3)), float(m.group(4)))
+             for line in lines if (m := GRADIENT_LINE.match(line))}
+    return target, grads
+
+
+# --- the tests -----------------------------------------------------------------------------------
+
+
+def test_the_page_shows_the_code_that_ran(seen):
+    assert seen.page["layers"] == seen.case.layers
+    for view in VIEWS:
+        assert seen.page["code"][view] == seen.codes[view].rstrip("\n"), view  # st.code drops the last newline
+    assert not seen.modules, f"a snippet imported {seen.modules}"  # plain PyTorch only
+    for key, code in seen.codes.items():
+        assert "vizhooks" not in code, key
+
+
+def test_maps_snippet_prints_the_pages_shapes_and_kept_its_numbers(seen):
+    lines = _lines(seen, "maps")
+    kept = json.loads(next(line[3:] for line in lines if line.startswith("@@ ")))
+    shapes = {name: ast.literal_eval(shape) for name, shape in (line.split(" ", 1) for line in lines
+                                                                 if not line.startswith("@@ "))}
+    page = seen.page["maps"]
+    assert set(shapes) == set(page) == set(seen.case.layers)
+    analysis = _analysis(seen, seen.case.layers, seen.case.what)
+    for name, (shape, *caption) in page.items():
+        assert shapes[name][0] == 1 and _dims(shapes[name][1:]) == shape, name
+        assert _as_caption(kept["stats"][name], caption), (name, kept["stats"][name], caption)
+        assert _close(kept["stats"][name], _stats(analysis.activations[name])), name
+    assert seen.bundle.categories[kept["top1"]] == seen.page["top5"][0]
+
+
+def test_gradients_snippet_prints_the_pages_class_shapes_and_range(seen):
+    target, grads = _gradient_lines(_lines(seen, "gradients"))
+    assert target == seen.page["gradients_target"]
+    if seen.case.target is not None:
+        assert target == seen.case.target
+    assert list(grads) == seen.page["gradients_order"] == list(seen.case.layers)  # the page's order
+    result, _ = _gradients(seen)
+    for name, (shape, lo, hi) in grads.items():
+        page_shape, page_lo, page_hi = seen.page["gradients"][name]
+        assert shape[0] == 1 and _dims(shape[1:]) == page_shape, name
+        assert _as_caption([lo, hi], [page_lo, page_hi]), (name, lo, hi, page_lo, page_hi)
+        s = _stats(result.gradients[name])
+        assert _close([lo, hi], [s[0], s[2]]), (name, lo, hi, s)
+
+
+def test_gradcam_snippet_prints_the_pages_class_and_heat_maps(seen):
+    lines = _lines(seen, "gradcam")
+    target, grads = _gradient_lines(lines)
+    assert target == seen.page["gradcam_target"]
+    assert list(grads) == seen.page["gradcam_layers"] == list(seen.case.layers)
+    result, cams = _gradients(seen)
+    printed = {m.group(1): (ast.literal_eval(m.group(2)), float(m.group(3)), ast.literal_eval(m.group(4)))
+               for line in lines if (m := CAM_LINE.match(line))}
+    assert list(printed) == list(seen.case.layers)
+    for name, (shape, mean, (row, col)) in printed.items():
+        cam = cams[name]
+        assert shape == tuple(cam.shape), name
+        assert abs(mean - float(cam.mean())) <= RTOL, (name, mean, float(cam.mean()))
+        assert float(cam[row, col]) >= float(cam.max()) - RTOL, (name, row, col)  # the peak is the page's peak
+        s = _stats(result.gradients[name])
+        assert _close([grads[name][1], grads[name][2]], [s[0], s[2]]), name
+
+
+def _shapes(cell: str) -> list[tuple[int, ...] | None]:
+    return [None if s == "None" else tuple(int(d) for d in s.split("×")) for s in cell.split(", ")]
+
+
+def test_backward_snippet_prints_what_the_pages_backward_hooks_received(seen):
+    lines = _lines(seen, "backward")
+    pattern = re.compile(r"^(\S+) (\S+) grad_input (\[.*?\]) grad_output (\[.*?\])$")
+    fired = [(m.group(1), m.group(2), ast.literal_eval(m.group(3)), ast.literal_eval(m.group(4)))
+             for line in lines if (m := pattern.match(line))]
+    skipped = ast.literal_eval(next(line.removeprefix("not hooked ") for line in lines
+                                    if line.startswith("not hooked ")))
+    target = int(next(line.split()[1] for line in lines if line.startswith("target ")))
+    rows = seen.page["backward"]
+    hooked = [(r[EN["col_module"]], r[EN["col_type"]], _shapes(r[EN["col_grad_input"]]),
+               _shapes(r[EN["col_grad_output"]])) for r in rows if not r[EN["col_note"]]]
+    assert fired == hooked  # the same modules, in the order backward reached them, with the same gradients
+    assert skipped == sorted(r[EN["col_module"]] for r in rows if r[EN["col_note"]])
+    assert seen.bundle.categories[target] == seen.page["backward_label"]
+    assert target == seen.page["gradients_target"]
+
+
+TABLE_LINE = re.compile(r"^(\S+)\s+(\S+)\s+(\(.*?\)|None)\s+-> (\(.*?\)|None)\s+([\d,]+)\s+[\d.]+ ms$")
+
+
+def test_table_snippet_prints_the_pages_rows(seen):
+    lines = _lines(seen, "table")
+    rows = []
+    for line in lines:
+        if m := TABLE_LINE.match(line):
+            shape_in, shape_out = (ast.literal_eval(s) for s in m.group(3, 4))
+            rows.append((m.group(1), m.group(2), _dims(shape_in or ()), _dims(shape_out or ()),
+                         int(m.group(5).replace(",", ""))))
+    page = [(r["name"], r["type"], r["input_shape"], r["output_shape"], int(r["params"])) for r in seen.page["table"]]
+    assert rows == page  # every module, in the order they first ran
+    total = next(line.removeprefix("total params ") for line in lines if line.startswith("total params "))
+    assert total == seen.page["total_params"]
+
+
+@pytest.mark.parametrize("seen", [CASES[0]], ids=[CASES[0].id], indirect=True)
+def test_lesson_hook_snippets_print_what_the_lesson_shows(seen):
+    """The lesson's hello, pre-hook and remove steps (forward hooks; one case is enough)."""
+    assert "hello" in seen.case.lessons
+    layers, first = list(seen.case.layers), seen.case.layers[0]
+    out = _analysis(seen, seen.case.layers, "output")
+    modules = dict(seen.bundle.model.named_modules())
+
+    hello = [re.match(r"^hook called on (\S+) -> output (\(.*\))$", line) for line in _lines(seen, "lesson:hello")]
+    assert [(m.group(1), ast.literal_eval(m.group(2))) for m in hello] == \
+        [(type(modules[n]).__name__, tuple(out.activations[n].shape)) for n in layers]  # the page's hello table
+
+    inputs = _analysis(seen, (first,), "input")
+    prepost = {}
+    for line in _lines(seen, "lesson:prepost"):
+        m = re.match(rf"^{re.escape(first)} (input|output) (\(.*?\)) min {NUMBER} mean {NUMBER} max {NUMBER}$", line)
+        assert m, line
+        prepost[m.group(1)] = (ast.literal_eval(m.group(2)), [float(v) for v in m.group(3, 4, 5)])
+    for kind, analysis in (("input", inputs), ("output", out)):
+        page = analysis.activations[first]
+        assert prepost[kind][0] == tuple(page.shape), kind
+        assert _close(prepost[kind][1], _stats(page)), kind
+
+    calls = hook_calls_demo(seen.bundle.model, out.x, first)
+    assert _lines(seen, "lesson:remove") == [f"forgot to remove {calls['forgot']}",
+                                             f"removed each time {calls['removed']}"]
+
+
+def test_lesson_gradient_snippets_print_what_the_lesson_shows(seen):
+    """The lesson's tensor-hook and clamp steps, for the top-1 class and for a chosen one."""
+    layers = list(seen.case.layers)
+    result, _ = _gradients(seen)
+    for line, name in zip(_lines(seen, "lesson:grad_none"), layers, strict=True):
+        m = re.match(rf"^{re.escape(name)} \.grad: None \| from the tensor hook: (\(.*?\)) min {NUMBER} max {NUMBER}$",
+                     line)
+        assert m, line
+        s = _stats(result.gradients[name])
+        assert ast.literal_eval(m.group(1)) == tuple(result.gradients[name].shape)
+        assert _close([float(m.group(2)), float(m.group(3))], [s[0], s[2]]), name
+
+    # show_clamp: the earlier layers' gradients, plainly and with the gradient at the last layer clipped
+    x = _analysis(seen, seen.case.layers, seen.case.what).x
+    plain, clamped = vz.clamp_gradients(seen.bundle.model, x, layers[:-1], clamp_at=layers[-1], limit=CLAMP_LIMIT,
+                                        target=_target(seen), as_maps=True)
+    for line, name in zip(_lines(seen, "lesson:clamp"), layers[:-1], strict=True):
+        shape, change = line.removeprefix(f"{name} ").split(" largest change ")
+        expected = float((clamped.gradients[name] - plain.gradients[name]).abs().max())
+        assert ast.literal_eval(shape) == tuple(plain.gradients[name].shape)
+        assert expected > 0 and math.isclose(float(change), expected, rel_tol=RTOL), (name, change, expected)
