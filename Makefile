@@ -24,9 +24,11 @@ $(VENV)/.dev: requirements.txt requirements-dev.txt requirements-scale.txt | $(P
 run: $(VENV)/.runtime
 	$(PY) -m streamlit run app.py --server.port $(PORT)
 
-## make test: the whole suite (unit, CLI, page, browser)
-test: $(VENV)/.dev chromium
-	$(PY) -m pytest
+## make test: lint, then the whole suite (unit, CLI, page, browser, packaging)
+# The network guard (tests/netguard) loads before the interpreter's first import, in pytest and
+# in every Python process it starts; tests/conftest.py installs it too when pytest runs alone.
+test: lint chromium
+	PYTHONPATH=$(CURDIR)/tests/netguard$${PYTHONPATH:+:$$PYTHONPATH} $(PY) -m pytest
 
 ## make loadtest: 30 simultaneous browser sessions against one server; p50/p95 in tests/artifacts/load.json
 loadtest: $(VENV)/.dev chromium
@@ -41,8 +43,10 @@ bench: $(VENV)/.dev chromium
 weights: $(VENV)/.runtime
 	$(PY) -m vizhooks --download-weights $(MODELS)
 
+## make lint: ruff over the code, mypy over the library (settings in pyproject.toml)
 lint: $(VENV)/.dev
 	$(PY) -m ruff check vizhooks tests app.py benchmarks
+	$(PY) -m mypy vizhooks
 
 # Browser tests drive Debian's chromium; Playwright's own browser download is never used.
 # fonts-wqy-zenhei: a CJK font, so the Chinese page (and its screenshots) shows characters.

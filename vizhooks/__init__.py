@@ -49,10 +49,26 @@ from .summary import SummaryRow, layer_summary, summary_dataframe
 from .video import Clip, InvalidVideoError, capture_frames, layer_video, read_clip, read_frames
 from .weights import WeightsError, checkpoint_path, fetch_weights
 
-try:
-    __version__ = _metadata.version("vizhooks")
-except _metadata.PackageNotFoundError:  # a source checkout that was never installed
-    __version__ = "0+unknown"
+
+def _version() -> str:
+    """The installed distribution's version; in a source checkout that was never installed, the one
+    in the pyproject.toml beside the package (pyproject is the only place a version is written)."""
+    try:
+        return _metadata.version("vizhooks")
+    except _metadata.PackageNotFoundError:
+        pass
+    import tomllib
+    from pathlib import Path
+
+    pyproject = Path(__file__).resolve().parent.parent / "pyproject.toml"
+    try:
+        project = tomllib.loads(pyproject.read_text("utf-8"))["project"]
+    except (OSError, ValueError, KeyError):  # no pyproject, or not one we can read
+        return "0+unknown"
+    return str(project["version"]) if project.get("name") == "vizhooks" else "0+unknown"
+
+
+__version__ = _version()
 
 __all__ = [
     "ARCHITECTURES",

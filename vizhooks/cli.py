@@ -7,6 +7,7 @@ import io
 import os
 import sys
 from collections.abc import Sequence
+from typing import NoReturn, cast
 
 from . import __version__
 from .capture import capture
@@ -26,7 +27,7 @@ class UsageError(Exception):
 
 
 class _Parser(argparse.ArgumentParser):
-    def error(self, message: str) -> None:  # one line instead of usage + message
+    def error(self, message: str) -> NoReturn:  # one line instead of usage + message
         raise UsageError(f"{message} (see `{self.prog} --help`)")
 
 
@@ -186,7 +187,8 @@ def _run(args: argparse.Namespace) -> int:
         raise UsageError("--labels goes with --weights PATH (your own checkpoint)")
     bundle = load_model(args.model, weights=args.weights, device=args.device, labels=args.labels)
     x = bundle.preprocess(image, args.size)
-    layers = resolve_layers(bundle.model, args.layers or default_layers(bundle.model, tuple(x.shape[-2:])))
+    hw = cast(tuple[int, int], tuple(x.shape[-2:]))  # (N, C, H, W) input
+    layers = resolve_layers(bundle.model, args.layers or default_layers(bundle.model, hw))
     print(f"Model: {bundle.name} on {bundle.device}. {bundle.weights_status}", file=sys.stderr)
     note = bundle.input_note(args.size)
     if note:
@@ -248,7 +250,8 @@ def _video(args: argparse.Namespace) -> int:
           f"{len(clip.frames)} of {clip.frame_count} frames.", file=sys.stderr)
     bundle = load_model(args.model, weights=args.weights, device=args.device, labels=args.labels)
     x = bundle.preprocess(clip.frames[0], args.size)
-    layers = resolve_layers(bundle.model, args.layers or default_layers(bundle.model, tuple(x.shape[-2:])))
+    hw = cast(tuple[int, int], tuple(x.shape[-2:]))  # (N, C, H, W) input
+    layers = resolve_layers(bundle.model, args.layers or default_layers(bundle.model, hw))
     print(f"Model: {bundle.name} on {bundle.device}. {bundle.weights_status}", file=sys.stderr)
     note = bundle.input_note(args.size)
     if note:

@@ -20,7 +20,7 @@ def npz_bytes(x: torch.Tensor, activations: dict[str, torch.Tensor]) -> bytes:
     for name, tensor in activations.items():
         arrays[name] = _chw(tensor)
     buf = io.BytesIO()
-    np.savez_compressed(buf, **arrays)
+    np.savez_compressed(buf, **arrays)  # type: ignore[arg-type]  # numpy's stub reads **arrays as its allow_pickle: bool
     return buf.getvalue()
 
 

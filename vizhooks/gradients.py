@@ -191,7 +191,7 @@ def inplace_conflicts(model: nn.Module, x: torch.Tensor, names: list[str]) -> di
     """
     modules = dict(model.named_modules())
     seen: dict[str, list] = {n: [] for n in names}
-    handles = []
+    handles: list[torch.utils.hooks.RemovableHandle] = []
 
     def pre(name):
         def hook(module, args):

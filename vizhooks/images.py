@@ -139,7 +139,7 @@ def load_image(source: ImageSource) -> Image.Image:
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")  # damaged-header chatter ("Truncated File Read"): we decide below
             warnings.simplefilter("error", Image.DecompressionBombWarning)
-            im = Image.open(io.BytesIO(data))
+            im: Image.Image = Image.open(io.BytesIO(data))
             width, height = im.size
     except (UnidentifiedImageError, SyntaxError):
         raise InvalidImageError(_what_is_it(data)) from None
@@ -235,7 +235,7 @@ def to_tensor(
     std: tuple[float, float, float] = IMAGENET_STD,
 ) -> torch.Tensor:
     """RGB picture -> normalised (1, 3, H, W) float32 tensor, without resizing."""
-    arr = np.asarray(image.convert("RGB"), dtype=np.float32) / 255.0
+    arr: np.ndarray = np.asarray(image.convert("RGB"), dtype=np.float32) / 255.0
     arr = (arr - np.asarray(mean, dtype=np.float32)) / np.asarray(std, dtype=np.float32)
     return torch.from_numpy(np.ascontiguousarray(arr.transpose(2, 0, 1)))[None]
 

@@ -23,6 +23,7 @@ import numbers
 import operator
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
+from typing import Any, TypeGuard, cast
 
 import torch
 from torch import nn
@@ -94,7 +95,7 @@ class InterventionResult:
     activations_before: dict[str, torch.Tensor]
 
 
-def _as_int(value: object) -> object:
+def _as_int(value: Any) -> object:
     if isinstance(value, bool):
         return value
     try:
@@ -103,7 +104,7 @@ def _as_int(value: object) -> object:
         return value
 
 
-def _is_int(value: object) -> bool:
+def _is_int(value: object) -> TypeGuard[int]:
     return isinstance(value, int) and not isinstance(value, bool)
 
 
@@ -139,7 +140,7 @@ def _range_problem(edit: ChannelEdit, count: int) -> str | None:
         bad = [c for c in edit.channels if not 0 <= c < count]
         if bad:
             return f"has channel {bad[0]}, but the layer has {count} channels (0 to {count - 1})"
-    elif edit.keep_top > count:
+    elif cast(int, edit.keep_top) > count:  # _edit_problem: channels is None, so keep_top is set
         return f"has keep_top={edit.keep_top}, but the layer has {count} channels (keep_top 1 to {count})"
     return None
 
@@ -183,7 +184,7 @@ def _edited(out: torch.Tensor, edit: ChannelEdit, dim: int) -> torch.Tensor:
         shape[0], shape[dim] = out.shape[0], count
     else:
         factor = torch.ones(count, dtype=out.dtype, device=out.device)
-        factor[list(edit.channels)] = edit.scale
+        factor[list(cast(tuple[int, ...], edit.channels))] = edit.scale
         shape = [1] * out.ndim
         shape[dim] = count
     return out * factor.view(shape)

@@ -13,6 +13,7 @@ import functools
 import re
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, replace
+from typing import cast
 
 import torch
 from torch import nn
@@ -98,8 +99,8 @@ def _info(name: str, module: nn.Module, kind: str = "other") -> LayerInfo:
     if isinstance(module, nn.Conv2d):
         return LayerInfo(
             name=name, type=type(module).__name__, in_channels=module.in_channels,
-            out_channels=module.out_channels, kernel_size=tuple(module.kernel_size),
-            stride=tuple(module.stride), kind="conv",
+            out_channels=module.out_channels, kernel_size=cast(tuple[int, int], tuple(module.kernel_size)),
+            stride=cast(tuple[int, int], tuple(module.stride)), kind="conv",  # Conv2d keeps pairs
         )
     return LayerInfo(name=name, type=type(module).__name__, kind=kind)
 
@@ -156,7 +157,7 @@ def find_layers(
             if kind not in KINDS:
                 choices = ", ".join([*KINDS, *SPECIAL_KINDS])
                 raise ValueError(f"Unknown layer kind {kind!r}. Choose one of: {choices}.")
-            types = KINDS[kind]
+            types: type[nn.Module] | tuple[type[nn.Module], ...] = KINDS[kind]
         else:
             types = kind
         chosen = [(n, m) for n, m in named if isinstance(m, types)]

@@ -24,6 +24,7 @@ import time
 from collections import deque
 from collections.abc import Sequence
 from dataclasses import dataclass
+from typing import Any, cast
 
 import numpy as np
 import torch
@@ -86,7 +87,7 @@ class LiveSettings:
                 raise ValueError(f"channels must be 'first', 'top' or a list of channel indices, "
                                  f"not {self.channels!r}.")
         else:
-            picked = tuple(self.channels) if isinstance(self.channels, Sequence) else None
+            picked: tuple[Any, ...] | None = tuple(self.channels) if isinstance(self.channels, Sequence) else None
             if (not picked or len(picked) > GRID_CHANNELS
                     or any(isinstance(c, bool) or not isinstance(c, (int, np.integer)) or c < 0 for c in picked)):
                 raise ValueError(f"channels must be 'first', 'top' or 1 to {GRID_CHANNELS} channel indices "
@@ -446,7 +447,7 @@ class LiveProcessor:
             self._means = (key, means)
             wanted = tuple(int(c) for c in np.argsort(-means, kind="stable")[:GRID_CHANNELS])
         else:
-            wanted = settings.channels
+            wanted = cast(tuple[int, ...], settings.channels)  # __post_init__ left a tuple of ints
         bad = [c for c in wanted if c >= count]
         if bad:
             raise ValueError(f"Channel {bad[0]} is out of range for layer {settings.layer!r}, which has {count} "

@@ -19,6 +19,7 @@ import tomllib
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import cast
 
 import torch
 from PIL import Image
@@ -258,6 +259,7 @@ def _operator_models(path: str, mtime: float) -> tuple[dict[str, ModelEntry], li
         def resolve(p: str | None) -> str | None:
             return None if p is None else str((base / os.path.expanduser(p)).resolve())
 
+        name = cast(str, name)  # _entry_problem has checked it
         entries[name] = ModelEntry(name=name, arch=item["arch"], weights=resolve(item.get("weights")) or "auto",
                                    labels=resolve(item.get("labels")), description=str(item.get("description", "")))
     return entries, warnings
@@ -342,13 +344,13 @@ def _regnet_params_on_cpu() -> None:
     values. Compute them on the CPU whatever the default device (same numbers, no weights)."""
     from torchvision.models import regnet
 
-    original = regnet.BlockParams.from_init_params.__func__  # type: ignore[attr-defined]
+    original = regnet.BlockParams.from_init_params.__func__
 
     def on_cpu(cls, *args, **kwargs):
         with torch.device("cpu"):
             return original(cls, *args, **kwargs)
 
-    regnet.BlockParams.from_init_params = classmethod(on_cpu)  # type: ignore[method-assign]
+    regnet.BlockParams.from_init_params = classmethod(on_cpu)
 
 
 def build(arch: str, *, num_classes: int | None = None, device: torch.device | str = "cpu",
@@ -363,7 +365,7 @@ def build(arch: str, *, num_classes: int | None = None, device: torch.device | s
     with torch.random.fork_rng(devices=[]), torch.device(device):
         torch.manual_seed(_SEED)
         if arch.startswith(TIMM_PREFIX):
-            kwargs = {} if num_classes is None else {"num_classes": num_classes}
+            kwargs: dict[str, object] = {} if num_classes is None else {"num_classes": num_classes}
             model = _timm().create_model(arch.removeprefix(TIMM_PREFIX), pretrained=False, **kwargs)
         else:
             kwargs = _build_kwargs(arch)
@@ -478,7 +480,7 @@ def read_labels(path: str | os.PathLike, classes: int | None = None) -> list[str
         raise WeightsError(f"Labels file {path} holds no labels.")
     if classes is not None and len(labels) != classes:
         raise WeightsError(f"Labels file {path} has {len(labels)} labels but the model has {classes} classes.")
-    return labels  # type: ignore[return-value]
+    return labels
 
 
 # ----------------------------------------------------------------------------------------------

@@ -661,7 +661,8 @@ def _encode_opencv(pages: list[np.ndarray], lut: np.ndarray, fps: float, fourcc:
     os.close(fd)
     writer = None
     try:
-        writer = cv2.VideoWriter(path, cv2.CAP_FFMPEG, cv2.VideoWriter_fourcc(*fourcc), float(fps),
+        writer = cv2.VideoWriter(path, cv2.CAP_FFMPEG, cv2.VideoWriter_fourcc(*fourcc),  # type: ignore[attr-defined]  # in cv2, not in its stub
+                                 float(fps),
                                  (width + width % 2, height + height % 2))
         if not writer.isOpened():
             return None
@@ -778,5 +779,5 @@ def frames_npz_bytes(acts: dict[str, torch.Tensor], times: Sequence[float]) -> b
                              "pass the times of the frames that were captured.")
         arrays[name] = np.ascontiguousarray(arr, dtype=np.float32)
     buf = io.BytesIO()
-    np.savez_compressed(buf, **arrays)
+    np.savez_compressed(buf, **arrays)  # type: ignore[arg-type]  # numpy's stub reads **arrays as its allow_pickle: bool
     return buf.getvalue()

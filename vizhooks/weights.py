@@ -21,6 +21,7 @@ import urllib.parse
 import urllib.request
 from collections.abc import Callable, Mapping
 from pathlib import Path
+from typing import Any, TypeVar
 
 import torch
 from torch import nn
@@ -254,14 +255,17 @@ def download_checkpoint(
     return dest
 
 
-def bounded(work: Callable[[Callable[[], None]], object], timeout: float, what: str) -> object:
+_T = TypeVar("_T")
+
+
+def bounded(work: Callable[[Callable[[], None]], _T], timeout: float, what: str) -> _T:
     """Run ``work(started)`` in a daemon thread; wait at most ``timeout`` s for it to call
     ``started()`` (first bytes) or finish, then for the rest while it makes progress.
 
     DNS look-ups are not covered by socket timeouts, so only a thread bounds them.
     """
     started = threading.Event()
-    result: dict[str, object] = {}
+    result: dict[str, Any] = {}
 
     def run() -> None:
         try:
@@ -278,12 +282,12 @@ def bounded(work: Callable[[Callable[[], None]], object], timeout: float, what: 
     thread.join()
     if "error" in result:
         err = result["error"]
-        raise err if isinstance(err, WeightsError) else WeightsError(short_reason(err))  # type: ignore[arg-type]
+        raise err if isinstance(err, WeightsError) else WeightsError(short_reason(err))
     return result["value"]
 
 
 def _bounded_download(arch: str, timeout: float) -> Path:
-    return bounded(  # type: ignore[return-value]
+    return bounded(
         lambda started: download_checkpoint(arch, timeout=timeout, progress=lambda done, total: started()),
         timeout, arch)
 

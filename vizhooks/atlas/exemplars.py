@@ -38,6 +38,7 @@ import time
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import cast
 
 import numpy as np
 import torch
@@ -159,7 +160,8 @@ class TopK:
             >>> path, score, y, x, box = top.entries(0)[0]
         """
         return [(str(self.paths[channel, i]), float(self.scores[channel, i]), int(self.ys[channel, i]),
-                 int(self.xs[channel, i]), tuple(int(v) for v in self.boxes[channel, i]))
+                 int(self.xs[channel, i]),
+                 cast(tuple[int, int, int, int], tuple(int(v) for v in self.boxes[channel, i])))
                 for i in range(self.scores.shape[1])]
 
 
@@ -235,7 +237,7 @@ class _Progress:
             for key, array in zip(_KEYS, top._arrays(), strict=True):
                 arrays[f"{i}.{key}"] = array
         buf = io.BytesIO()
-        np.savez(buf, **arrays)
+        np.savez(buf, **arrays)  # type: ignore[arg-type]  # numpy's stub reads **arrays as its allow_pickle: bool
         write_atomic(self.out / PROGRESS, buf.getvalue())
 
 
@@ -414,7 +416,8 @@ def _boxes(rf: ReceptiveField | None, ys: np.ndarray, xs: np.ndarray, wh: np.nda
     if rf is None:  # the position sees the whole picture
         whole = np.stack(np.broadcast_arrays(0, 0, w0, h0), -1)
         return np.broadcast_to(whole, (*ys.shape, 4)).astype(np.int32)
-    left, top, right, bottom = (np.asarray(v, np.int64) for v in rf.box(ys.astype(np.int64), xs.astype(np.int64)))
+    # arg-type: box is plain arithmetic, so it works on arrays of positions too (its docstring says so)
+    left, top, right, bottom = (np.asarray(v, np.int64) for v in rf.box(ys.astype(np.int64), xs.astype(np.int64)))  # type: ignore[arg-type]
     height, width = input_hw
     left, right = np.clip(left, 0, width), np.clip(right, 0, width)
     top, bottom = np.clip(top, 0, height), np.clip(bottom, 0, height)
@@ -768,7 +771,7 @@ def _rf_json(rf: ReceptiveField | None) -> dict | None:
 
 def _write_crops(root: Path, out: Path, wanted: dict[str, list[tuple[str, tuple[int, int, int, int]]]]) -> set[str]:
     """Cut every crop, reading each image once; returns the crops whose image could not be read."""
-    missing = set()
+    missing: set[str] = set()
     for path, crops in wanted.items():
         try:
             image = load_image(root / path)

@@ -180,7 +180,8 @@ def _check_options(size, steps, lr, seed, transforms, progress, mean, std) -> No
         raise ValueError(f"size must be a whole number of pixels from {MIN_SIZE} to {MAX_SIZE}, not {size!r}.")
     if isinstance(steps, bool) or not isinstance(steps, int) or not 0 <= steps <= MAX_STEPS:
         raise ValueError(f"steps must be a whole number from 0 to {MAX_STEPS}, not {steps!r}.")
-    if isinstance(lr, bool) or not isinstance(lr, numbers.Real) or not 0 < lr <= 1:
+    # typeshed's numbers.Real declares no comparison with int; every real number has one
+    if isinstance(lr, bool) or not isinstance(lr, numbers.Real) or not 0 < lr <= 1:  # type: ignore[operator]
         raise ValueError(f"lr must be a number above 0 and at most 1 (0.05 works well), not {lr!r}.")
     if isinstance(seed, bool) or not isinstance(seed, int):
         raise ValueError(f"seed must be an integer, not {seed!r}.")

@@ -53,10 +53,12 @@ def _connect(workers: int):
     # the package travels with the job, so a cluster without vizhooks installed can run the actors
     env = {"py_modules": [str(Path(vizhooks.__file__).parent)]}
     address = os.environ.get("RAY_ADDRESS")
+    # ray's hint says int, but it takes level names (its own default is "info")
     if address:
-        ray.init(address=address, runtime_env=env, logging_level="WARNING")
+        ray.init(address=address, runtime_env=env, logging_level="WARNING")  # type: ignore[arg-type]
     else:
-        ray.init(num_cpus=workers or None, include_dashboard=False, runtime_env=env, logging_level="WARNING",
+        ray.init(num_cpus=workers or None, include_dashboard=False, runtime_env=env,
+                 logging_level="WARNING",  # type: ignore[arg-type]
                  _node_ip_address="127.0.0.1")  # a Ray of this machine only
     return ray, True
 

@@ -31,8 +31,9 @@ A layer that runs several times in one pass is described by its first run.
 from __future__ import annotations
 
 import itertools
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
+from typing import Any
 
 import torch
 from torch import nn
@@ -116,8 +117,9 @@ def _avg_pool_args(input, kernel_size, stride=None, padding=0, *args, **kwargs):
     return kernel, _pair(stride) if stride else kernel, _pair(padding), (1, 1)
 
 
-_GEOMETRY = {"conv2d": _conv_args, "max_pool2d": _max_pool_args, "_max_pool2d": _max_pool_args,
-             "max_pool2d_with_indices": _max_pool_args, "avg_pool2d": _avg_pool_args}
+_GEOMETRY: dict[str, Callable[..., Any]] = {
+    "conv2d": _conv_args, "max_pool2d": _max_pool_args, "_max_pool2d": _max_pool_args,
+    "max_pool2d_with_indices": _max_pool_args, "avg_pool2d": _avg_pool_args}
 
 #: Shape-keeping operations that still move or mix positions (GroupNorm and InstanceNorm: their
 #: statistics are taken over the whole map).

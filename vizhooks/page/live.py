@@ -202,7 +202,8 @@ def show_live(model: str, bundle: ModelBundle, layers: tuple[str, ...], cmap: st
         servers = []
     settings = _controls(model, bundle, layers, cmap)
     stream = _stream_for(bundle, settings)
-    ctx = webrtc_streamer(
+    # call-overload: `translations` is a plain dict over the keys of streamlit-webrtc's Translations TypedDict
+    ctx = webrtc_streamer(  # type: ignore[call-overload]
         key="live",
         mode=WebRtcMode.SENDRECV,
         # An explicit list, even an empty one: with none, streamlit-webrtc and aiortc would fill in

@@ -1,0 +1,348 @@
+"""Packaging: pyproject.toml declares what the code imports, agrees with the pins in
+requirements*.txt, and builds a wheel that installs and runs on its own.
+
+The wheel is built from a copy of the sources (pyproject.toml, README.md, vizhooks/) with
+``pip wheel --no-build-isolation`` and installed with ``pip install --no-index --no-deps`` into a
+fresh virtual environment whose only view of third-party packages is this environment's
+site-packages, through a ``.pth`` file: nothing is downloaded. That the wheel's own ``Requires-Dist``
+is met is then checked by hand against what the new environment sees (pip installs nothing).
+
+Which extra a third-party import belongs to:
+
+- imported at module level by the library (``vizhooks/`` outside ``vizhooks/page/``): core;
+- imported inside a function of the library: core, or the extra named in ``LAZY_EXTRAS``;
+- imported by the page (``app.py``, ``vizhooks/page/``): core or ``page``.
+"""
+
+from __future__ import annotations
+
+import ast
+import os
+import re
+import shutil
+import site
+import socket
+import subprocess
+import sys
+import sysconfig
+import time
+import tomllib
+import urllib.request
+from importlib import metadata
+from pathlib import Path
+
+import pytest
+from packaging.requirements import Requirement
+
+ROOT = Path(__file__).resolve().parents[1]
+PYPROJECT = tomllib.loads((ROOT / "pyproject.toml").read_text("utf-8"))
+PROJECT = PYPROJECT["project"]
+VERSION = PROJECT["version"]
+
+#: Modules the library imports only inside the function that needs them, and the extra that brings
+#: them. pyarrow and cv2 are also imported lazily in places, but they are core dependencies.
+LAZY_EXTRAS = {
+    "av": "page",  # layer_video's H.264 encoder (falls back to OpenCV without it); the live camera
+    "pandas": "page",  # summary_dataframe
+    "ray": "ray",  # build_atlas(engine="ray")
+    "timm": "timm",  # load_model("timm:NAME")
+    "huggingface_hub": "timm",  # timm's pretrained checkpoints
+    "safetensors": "timm",
+}
+#: torch and torchvision install from local wheel files of exactly these builds.
+EXACT = ("torch", "torchvision")
+
+
+def _norm(name: str) -> str:
+    return re.sub(r"[-_.]+", "-", name).lower()
+
+
+def _declared() -> dict[str, set[str]]:
+    """Normalised distribution names of the core dependencies ("") and of each extra, with
+    ``vizhooks[...]`` self-references expanded."""
+    raw = {"": PROJECT["dependencies"], **PROJECT["optional-dependencies"]}
+    names = {group: {_norm(Requirement(s).name) for s in specs} for group, specs in raw.items()}
+    for group, specs in raw.items():
+        for spec in specs:
+            req = Requirement(spec)
+            if _norm(req.name) == "vizhooks":
+                names[group].discard("vizhooks")
+                for extra in req.extras:
+                    names[group] |= names[extra]
+    return names
+
+
+def _pins(filename: str) -> dict[str, tuple[Requirement, str]]:
+    """``{name: (requirement, filename)}`` of the ``==`` pins in one requirements file."""
+    pins = {}
+    for line in (ROOT / filename).read_text("utf-8").splitlines():
+        line = line.split("#", 1)[0].strip()
+        if line and not line.startswith("-"):
+            req = Requirement(line)
+            pins[_norm(req.name)] = (req, filename)
+    return pins
+
+
+# ----------------------------------------------------------------------------------------------
+# pyproject.toml itself
+
+
+def test_requires_python_agrees_with_ruff_and_mypy():
+    assert PROJECT["requires-python"] == ">=3.11"
+    assert PYPROJECT["tool"]["ruff"]["target-version"] == "py311"
+    assert PYPROJECT["tool"]["mypy"]["python_version"] == "3.11"
+
+
+def test_pyproject_agrees_with_the_requirements_pins():
+    specs = {_norm(Requirement(s).name): Requirement(s) for s in PROJECT["dependencies"]}
+    for name in EXACT:
+        assert str(specs[name].specifier).startswith("=="), f"{name} must be pinned exactly in pyproject.toml"
+
+    declared = {}
+    for group, reqs in {"": PROJECT["dependencies"], **PROJECT["optional-dependencies"]}.items():
+        for spec in reqs:
+            req = Requirement(spec)
+            declared.setdefault(_norm(req.name), []).append((group or "core", req))
+
+    pins = {**_pins("requirements.txt"), **_pins("requirements-scale.txt")}
+    dev_pins = _pins("requirements-dev.txt")
+    for name, (pin, filename) in {**pins, **dev_pins}.items():
+        assert name in declared, f"{pin} ({filename}) is not declared in pyproject.toml"
+        version = next(iter(pin.specifier)).version
+        for group, req in declared[name]:
+            assert req.specifier.contains(version, prereleases=True), \
+                f"{filename} pins {pin}, which {req} (pyproject, {group}) excludes"
+    dev = {_norm(Requirement(s).name): Requirement(s) for s in PROJECT["optional-dependencies"]["dev"]}
+    for name, (pin, _) in dev_pins.items():
+        assert name in dev and dev[name].specifier == pin.specifier, \
+            f"the dev extra should pin {pin} as requirements-dev.txt does"
+
+
+def _imports(path: Path) -> list[tuple[str, bool]]:
+    """``(top-level module, imported inside a function)`` for each absolute import in ``path``."""
+    tree = ast.parse(path.read_text("utf-8"), str(path))
+    found = []
+
+    def visit(node: ast.AST, lazy: bool) -> None:
+        for child in ast.iter_child_nodes(node):
+            if isinstance(child, ast.Import):
+                found.extend((alias.name.split(".")[0], lazy) for alias in child.names)
+            elif isinstance(child, ast.ImportFrom) and child.level == 0 and child.module:
+                found.append((child.module.split(".")[0], lazy))
+            visit(child, lazy or isinstance(child, (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda)))
+
+    visit(tree, False)
+    return found
+
+
+def test_declared_dependencies_cover_the_imports():
+    declared = _declared()
+    modules_to_dists = metadata.packages_distributions()
+    missing = []
+    for path in sorted([*(ROOT / "vizhooks").rglob("*.py"), ROOT / "app.py"]):
+        rel = path.relative_to(ROOT).as_posix()
+        page = rel == "app.py" or rel.startswith("vizhooks/page/")
+        for module, lazy in _imports(path):
+            if module in sys.stdlib_module_names or module == "vizhooks":
+                continue
+            dists = {_norm(d) for d in modules_to_dists.get(module, [])}
+            assert dists, f"{rel} imports {module}, which no installed distribution provides"
+            allowed = set(declared[""])
+            if page:
+                allowed |= declared["page"]
+                where = "core or the page extra"
+            elif lazy and module in LAZY_EXTRAS:
+                allowed |= declared[LAZY_EXTRAS[module]]
+                where = f"core or the {LAZY_EXTRAS[module]} extra"
+            else:
+                where = "core dependencies" + ("" if lazy else " (module-level import)")
+            if not dists & allowed:
+                missing.append(f"{rel} imports {module} ({'/'.join(sorted(dists))}), not in {where}")
+    assert not missing, "pyproject.toml does not declare:\n" + "\n".join(sorted(set(missing)))
+
+
+def test_source_tree_version_comes_from_pyproject():
+    import vizhooks
+
+    assert vizhooks.__version__ == VERSION
+
+
+# ----------------------------------------------------------------------------------------------
+# the wheel, installed offline into a fresh environment
+
+
+def _child_env() -> dict[str, str]:
+    env = {k: v for k, v in os.environ.items() if k not in ("PYTHONPATH", "PYTHONHOME", "VIRTUAL_ENV")}
+    return {**env, "VIZHOOKS_OFFLINE": "1", "PYTHONNOUSERSITE": "1", "PIP_NO_INDEX": "1",
+            "PIP_DISABLE_PIP_VERSION_CHECK": "1", "PIP_NO_INPUT": "1"}
+
+
+def _run(args: list[str], cwd: Path, timeout: float = 120) -> str:
+    done = subprocess.run(args, cwd=cwd, env=_child_env(), capture_output=True, text=True, timeout=timeout)
+    assert done.returncode == 0, f"{' '.join(map(str, args))} failed:\n{done.stdout}\n{done.stderr}"
+    return done.stdout
+
+
+class Installed:
+    def __init__(self, tmp: Path):
+        self.tmp = tmp
+        src = tmp / "src"
+        src.mkdir()
+        shutil.copy2(ROOT / "pyproject.toml", src)
+        shutil.copy2(ROOT / "README.md", src)
+        shutil.copytree(ROOT / "vizhooks", src / "vizhooks", ignore=shutil.ignore_patterns("__pycache__", "*.pyc"))
+        dist = tmp / "dist"
+        _run([sys.executable, "-m", "pip", "wheel", "-q", "--no-deps", "--no-build-isolation", "--no-index",
+              "-w", str(dist), str(src)], cwd=tmp)
+        (self.wheel,) = dist.glob("vizhooks-*.whl")
+
+        venv = tmp / "venv"
+        _run([sys.executable, "-m", "venv", "--without-pip", str(venv)], cwd=tmp)
+        self.python = venv / "bin" / "python"
+        purelib = Path(_run([str(self.python), "-c", "import sysconfig; print(sysconfig.get_path('purelib'))"],
+                            cwd=tmp).strip())
+        # this environment's packages, after the new environment's own: what an online install would add
+        ours = dict.fromkeys([*site.getsitepackages(), sysconfig.get_path("purelib")])
+        (purelib / "_project_env.pth").write_text("\n".join(ours) + "\n", "utf-8")
+        _run([str(self.python), "-m", "pip", "install", "-q", "--no-index", "--no-deps", str(self.wheel)], cwd=tmp)
+        self.venv = venv
+
+
+@pytest.fixture(scope="module")
+def installed(tmp_path_factory) -> Installed:
+    return Installed(tmp_path_factory.mktemp("packaging"))
+
+
+def test_wheel_carries_pyprojects_name_version_and_dependencies(installed):
+    assert installed.wheel.name.startswith(f"vizhooks-{VERSION}-py3-none-any")
+    out = _run([str(installed.python), "-c", (
+        "from importlib import metadata; d = metadata.distribution('vizhooks'); "
+        "print(d.version); print(*(d.requires or []), sep='\\n')")], cwd=installed.tmp)
+    version, *requires = out.splitlines()
+    assert version == VERSION
+    expected = {*PROJECT["dependencies"],
+                *(s for specs in PROJECT["optional-dependencies"].values() for s in specs)}
+    got = {str(Requirement(r)).split(";")[0].strip() for r in requires}
+    assert got == {str(Requirement(s)) for s in expected}
+
+
+_CHECK_REQUIRES = r"""
+import sys
+from importlib import metadata
+from packaging.requirements import Requirement
+
+dist = metadata.distribution("vizhooks")
+extras = set(dist.metadata.get_all("Provides-Extra") or [])
+problems, seen = [], set()
+
+def check(raw, extra, chain):
+    req = Requirement(raw)
+    if req.marker is not None and not req.marker.evaluate({"extra": extra}):
+        return
+    key = (req.name.lower(), tuple(sorted(req.extras)), str(req.specifier))
+    if req.name == "vizhooks":
+        problems.extend(f"{chain}: unknown extra {e}" for e in req.extras - extras)
+        return
+    try:
+        found = metadata.distribution(req.name)
+    except metadata.PackageNotFoundError:
+        problems.append(f"{chain} -> {raw}: not installed")
+        return
+    if not req.specifier.contains(found.version, prereleases=True):
+        problems.append(f"{chain} -> {raw}: {found.version} is installed")
+    if key in seen:
+        return
+    seen.add(key)
+    for sub in req.extras:  # what e.g. ray[data] adds to ray
+        for dep in found.requires or []:
+            if Requirement(dep).marker is not None and "extra" in str(Requirement(dep).marker):
+                check(dep, sub, f"{chain} -> {req.name}[{sub}]")
+
+for raw in dist.requires or []:
+    marker = Requirement(raw).marker
+    for extra in sorted(extras) if marker is not None and "extra" in str(marker) else [""]:
+        check(raw, extra, f"vizhooks[{extra}]" if extra else "vizhooks")
+print("\n".join(sorted(set(problems))))
+"""
+
+
+def test_installed_wheels_requirements_are_all_met(installed):
+    problems = _run([str(installed.python), "-c", _CHECK_REQUIRES], cwd=installed.tmp).strip()
+    assert not problems, "Requires-Dist of the wheel not met by this environment:\n" + problems
+    # pip's own view (core requirements only); lines about other packages are not ours to judge
+    done = subprocess.run([str(installed.python), "-m", "pip", "check"], cwd=installed.tmp, env=_child_env(),
+                          capture_output=True, text=True, timeout=120)
+    ours = [line for line in done.stdout.splitlines() if line.lower().startswith("vizhooks ")]
+    assert not ours, "\n".join(ours)
+
+
+_IMPORT = r"""
+import sys
+from importlib import metadata
+
+import vizhooks
+
+print(vizhooks.__version__)
+print(vizhooks.__file__)
+print(*sorted(m for m in OPTIONAL if m in sys.modules))
+(script,) = metadata.entry_points(group="console_scripts", name="vizhooks")
+try:  # the `vizhooks` command, without another start-up
+    script.load()(["--version"])
+except SystemExit as exc:
+    assert exc.code in (0, None), exc.code
+"""
+
+
+def test_installed_package_imports_lazily_and_knows_its_version(installed):
+    optional = sorted({*LAZY_EXTRAS, "streamlit", "streamlit_webrtc"})
+    out = _run([str(installed.python), "-c", f"OPTIONAL = {optional!r}\n" + _IMPORT], cwd=installed.tmp)
+    version, where, imported, command = out.splitlines()
+    assert version == VERSION
+    assert Path(where).is_relative_to(installed.venv), f"vizhooks came from {where}, not from the wheel"
+    assert not imported, f"import vizhooks imported optional modules: {imported}"
+    assert command == f"vizhooks {VERSION}"
+
+
+def test_installed_cli_lists_layers(installed):
+    out = _run([str(installed.python), "-m", "vizhooks", "--list-layers", "--model", "resnet18"],
+               cwd=installed.tmp, timeout=180)
+    assert "layer4.1.conv2" in out and "20 Conv2d layers and 8 blocks in resnet18." in out
+
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def test_installed_environment_serves_the_page(installed):
+    # app.py alone in its own folder: Streamlit puts the script's folder on sys.path, and the
+    # repository's would hide the installed package
+    page = installed.tmp / "page"
+    page.mkdir(exist_ok=True)
+    shutil.copy2(ROOT / "app.py", page)
+    port = _free_port()
+    server = subprocess.Popen(
+        [str(installed.python), "-m", "streamlit", "run", "app.py", "--server.headless", "true",
+         "--server.port", str(port), "--server.address", "127.0.0.1", "--browser.gatherUsageStats", "false",
+         "--server.fileWatcherType", "none"],
+        cwd=page, env=_child_env(), stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+    try:
+        direct = urllib.request.build_opener(urllib.request.ProxyHandler({}))  # never an HTTP(S)_PROXY
+        deadline, answer = time.monotonic() + 60, None
+        while time.monotonic() < deadline and server.poll() is None:
+            try:
+                with direct.open(f"http://127.0.0.1:{port}/_stcore/health", timeout=2) as r:
+                    answer = r.read().decode()
+                    break
+            except OSError:
+                time.sleep(0.25)
+        assert answer == "ok", f"no health answer from streamlit (exit {server.poll()})"
+    finally:
+        server.terminate()
+        try:
+            output = server.communicate(timeout=15)[0]
+        except subprocess.TimeoutExpired:
+            server.kill()
+            output = server.communicate()[0]
+    assert "Traceback" not in output, output
