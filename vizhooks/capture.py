@@ -7,7 +7,6 @@ session ever sees another session's hooks fire or its activations.
 
 from __future__ import annotations
 
-import math
 from collections.abc import Iterable
 
 import torch
@@ -15,89 +14,12 @@ from torch import nn
 
 from ._hooks import call_key, check_input, first_tensor, hooks_removed_after, keep, model_device, model_lock
 from .layers import resolve_layers
+from .maps import as_map, channels_last_modules, maps_of
+
+_channels_last_modules = channels_last_modules  # the old name, until vizhooks.page imports it from maps
 
 __all__ = ["as_map", "capture", "capture_with_output", "hook_count", "is_out_of_memory", "model_lock",
            "release_memory"]
-
-
-def _token_grid(tokens: int, input_hw: tuple[int, int]) -> tuple[int, int, int] | None:
-    """(prefix tokens, grid height, grid width) for a token sequence made from an image of
-    ``input_hw`` with square patches: the class token (and any register tokens) come first."""
-    height, width = input_hw
-    for prefix in (1, 0, 2, 5):  # class token; none (Swin/pooling); class + distillation; + registers
-        n = tokens - prefix
-        if n <= 0:
-            continue
-        for patch in range(1, 65):
-            gh, gw = height // patch, width // patch
-            if gh * gw == n:
-                return prefix, gh, gw
-        side = math.isqrt(n)
-        if side * side == n:
-            return prefix, side, side
-    return None
-
-
-def _spatial_pair_fits(a: int, b: int, input_hw: tuple[int, int]) -> bool:
-    """True when (a, b) is ``input_hw`` downsampled by one power-of-two stride (floor or ceil)."""
-    height, width = input_hw
-    for stride in (1, 2, 4, 8, 16, 32, 64):
-        if a in (height // stride, -(-height // stride)) and b in (width // stride, -(-width // stride)):
-            return True
-    return False
-
-
-def as_map(t: torch.Tensor, input_hw: tuple[int, int], *, channels_last: bool | None = None) -> torch.Tensor:
-    """Any captured tensor as ``(1, C, H, W)``, so grids, Grad-CAM and the page treat every layer alike.
-
-    - ``(1, C, H, W)`` conv maps are returned unchanged.
-    - ``(1, H, W, C)`` channels-last maps (Swin) are permuted. ``channels_last=None`` decides from
-      the shapes: the middle pair must look like a downsampled ``input_hw`` and the last pair not.
-    - ``(1, T, D)`` token sequences (ViT) become ``(1, D, h, w)`` over the patch grid, without the
-      class token.
-    - ``(1, D)`` vectors (pooled features, logits) become ``(1, D, 1, 1)``.
-
-    Args:
-        input_hw: height and width of the image the model was given.
-    """
-    if t.ndim == 4:
-        if channels_last is None:
-            last_pair = _spatial_pair_fits(t.shape[2], t.shape[3], input_hw)
-            mid_pair = _spatial_pair_fits(t.shape[1], t.shape[2], input_hw)
-            channels_last = mid_pair and not last_pair
-        return t.permute(0, 3, 1, 2) if channels_last else t
-    if t.ndim == 3:
-        grid = _token_grid(t.shape[1], input_hw)
-        if grid is None:
-            return t.transpose(1, 2).unsqueeze(-1)  # (1, D, T, 1): a column of tokens
-        prefix, gh, gw = grid
-        return t[:, prefix:, :].transpose(1, 2).reshape(t.shape[0], t.shape[2], gh, gw)
-    if t.ndim == 2:
-        return t[:, :, None, None]
-    raise ValueError(f"Cannot show a tensor of shape {tuple(t.shape)} as feature maps.")
-
-
-def _channels_last_modules(model: nn.Module) -> set[str]:
-    """Modules known to output (N, H, W, C): torchvision Swin's blocks, stages and patch embedding."""
-    names = set()
-    for name, module in model.named_modules():
-        kind = type(module).__name__
-        if kind.startswith("SwinTransformerBlock") or kind in ("PatchMerging", "PatchMergingV2", "Permute"):
-            names.add(name)
-        elif (type(model).__name__ == "SwinTransformer" and name.startswith("features.")
-              and not isinstance(module, nn.Conv2d)):  # the patch embedding's conv is still NCHW
-            names.add(name)
-    return names
-
-
-def maps_of(model: nn.Module, tensors: dict[str, torch.Tensor], input_hw: tuple[int, int]) -> dict[str, torch.Tensor]:
-    """:func:`as_map` over a capture, using what is known of the model's modules."""
-    known = _channels_last_modules(model)
-    out = {}
-    for key, t in tensors.items():
-        base = key.split("#")[0]
-        out[key] = as_map(t, input_hw, channels_last=True if base in known and t.ndim == 4 else None)
-    return out
 
 
 def capture_with_output(

@@ -30,6 +30,7 @@ from ._hooks import (
     preserved_state,
 )
 from .layers import resolve_layers
+from .maps import maps_of
 
 
 @dataclass(frozen=True)
@@ -118,8 +119,6 @@ def gradient_pass(
         activations = {k: acts[k] for k in ordered}
         gradients = {k: grads.get(k, torch.zeros_like(acts[k])) for k in ordered}
         if as_maps:
-            from .capture import maps_of
-
             hw = (int(x.shape[-2]), int(x.shape[-1]))
             activations, gradients = maps_of(model, activations, hw), maps_of(model, gradients, hw)
         return GradientResult(activations=activations, gradients=gradients, logits=keep(first_tensor(logits)),

@@ -11,13 +11,15 @@ import os
 import struct
 import warnings
 import zipfile
+from dataclasses import dataclass
 from typing import BinaryIO
 
 import numpy as np
 import torch
 from PIL import Image, ImageOps, UnidentifiedImageError
 
-from .models import IMAGENET_MEAN, IMAGENET_STD
+IMAGENET_MEAN: tuple[float, float, float] = (0.485, 0.456, 0.406)
+IMAGENET_STD: tuple[float, float, float] = (0.229, 0.224, 0.225)
 
 #: Larger images are refused before their pixels are decoded (a 40 MP photo is already
 #: 120 MB of RGB; a decompression bomb would be far more).
@@ -31,6 +33,24 @@ class InvalidImageError(ValueError):
 
 
 ImageSource = str | os.PathLike | bytes | bytearray | memoryview | BinaryIO
+
+
+@dataclass(frozen=True)
+class InputSpec:
+    """How a model wants its pictures.
+
+    Attributes:
+        mean, std: normalisation.
+        interpolation: ``"bilinear"`` or ``"bicubic"`` (the resize the model was trained with).
+        fixed_size: side of the square input the model needs (ViT, Swin, MaxViT), else None.
+        min_size: smallest shorter side it accepts (Inception v3: 75).
+    """
+
+    mean: tuple[float, float, float] = IMAGENET_MEAN
+    std: tuple[float, float, float] = IMAGENET_STD
+    interpolation: str = "bilinear"
+    fixed_size: int | None = None
+    min_size: int = 1
 
 
 def _read_bytes(source: ImageSource) -> bytes:
@@ -210,8 +230,8 @@ def resize_for_model(image: Image.Image, size: int = 224, interpolation: str = "
     return image.resize(target, _resampling(interpolation), reducing_gap=3.0)
 
 
-def fit_to_model(image: Image.Image, size: int, spec) -> Image.Image:
-    """The picture a model with input rules ``spec`` (a :class:`vizhooks.models.InputSpec`) sees.
+def fit_to_model(image: Image.Image, size: int, spec: InputSpec) -> Image.Image:
+    """The picture a model with input rules ``spec`` (an :class:`InputSpec`) sees.
 
     Any-size models: :func:`resize_for_model` at ``max(size, spec.min_size)``. Fixed-size models
     (ViT, Swin, MaxViT): shorter side resized to ``spec.fixed_size``, then the centre cropped to a

@@ -9,7 +9,7 @@ show how clipping one layer's gradient changes the gradients of the layers befor
 Channels are dim 1 of ``(N, C, H, W)`` conv maps and ``(N, D)`` vectors, and the last dim of
 ``(N, T, D)`` token sequences (ViT), of every ``nn.Linear``'s output, and of the ``(N, H, W, C)``
 maps of the modules known to be channels-last (torchvision's Swin; see
-``capture._channels_last_modules``). A 4-d output of any other module is taken as channels-first.
+``maps.channels_last_modules``). A 4-d output of any other module is taken as channels-first.
 
 Like every hook user here: under the model's lock, eval mode inside with the training flags,
 ``requires_grad`` and ``.grad`` put back afterwards, every handle removed in ``finally``, and
@@ -38,9 +38,9 @@ from ._hooks import (
     model_lock,
     preserved_state,
 )
-from .capture import _channels_last_modules, maps_of
 from .gradients import GradientResult, gradient_pass
 from .layers import resolve_layers
+from .maps import channels_last_modules, maps_of
 
 __all__ = ["ChannelEdit", "InterventionResult", "clamp_gradients", "intervene"]
 
@@ -248,7 +248,7 @@ def intervene(
         wanted = [capture] if isinstance(capture, str) else list(capture)
         capture_names = resolve_layers(model, wanted) if wanted else []
         modules = dict(model.named_modules())
-        channels_last = _channels_last_modules(model)
+        channels_last = channels_last_modules(model)
         xd = x.to(model_device(model))
 
         def run(edit_hooks: dict[str, object]) -> tuple[torch.Tensor, dict[str, torch.Tensor]]:

@@ -18,6 +18,9 @@ from typing import cast
 import torch
 from torch import nn
 
+from ._hooks import first_tensor, hooks_removed_after, model_device
+from .maps import maps_of
+
 #: Class names of the repeated units of each family; the outermost one wins when they nest
 #: (MaxViT's MaxVitLayer holds an MBConv).
 BLOCK_TYPES: frozenset[str] = frozenset({
@@ -193,9 +196,6 @@ def describe_layers(model: nn.Module, input_hw: tuple[int, int] = (224, 224)) ->
     Runs one forward pass with forward hooks; on a meta-device model (see
     :func:`vizhooks.models.meta_model`) that pass computes shapes only and costs nothing.
     """
-    from ._hooks import first_tensor, hooks_removed_after, model_device
-    from .capture import maps_of
-
     infos = {i.name: i for i in [*conv_layers(model), *block_layers(model)]}
     modules = dict(model.named_modules())
     shapes: dict[str, torch.Tensor] = {}

@@ -31,9 +31,9 @@ import torch
 from torch import nn
 
 from ._hooks import StopForward, first_tensor, hooks_removed_after, model_lock, preserved_state
-from .capture import maps_of
 from .images import MAX_SIZE, MIN_SIZE
 from .layers import resolve_layers
+from .maps import maps_of
 from .models import ModelBundle
 from .render import WHITE_LEVEL, channel_levels, colormap_lut, get_colormap, grid_shape
 

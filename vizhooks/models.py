@@ -26,6 +26,8 @@ from PIL import Image
 from torch import nn
 from torchvision import models as tvm
 
+from .architectures import SEED, TIMM_PREFIX, build, build_kwargs, drop_aux_heads, meta_build, timm_module
+from .images import IMAGENET_MEAN, IMAGENET_STD, InputSpec, fit_to_model, to_tensor
 from .weights import (
     DOWNLOAD_TIMEOUT_S,
     WeightsError,
@@ -44,11 +46,10 @@ from .weights import (
 
 ARCHITECTURES: tuple[str, ...] = ("resnet18", "resnet34", "resnet50", "resnet101", "resnet152")
 
-IMAGENET_MEAN: tuple[float, float, float] = (0.485, 0.456, 0.406)
-IMAGENET_STD: tuple[float, float, float] = (0.229, 0.224, 0.225)
-
-TIMM_PREFIX = "timm:"
-_SEED = 0
+# Old names, kept while vizhooks.page moves to the new homes (architectures.SEED, build_kwargs).
+_SEED = SEED
+_build_kwargs = build_kwargs
+_meta = meta_build
 
 #: Families in the order the page lists them: (label, name prefixes).
 FAMILIES: tuple[tuple[str, tuple[str, ...]], ...] = (
@@ -67,24 +68,6 @@ FAMILIES: tuple[tuple[str, tuple[str, ...]], ...] = (
     ("MaxViT", ("maxvit",)),
 )
 OPERATOR_FAMILY = "This server's models"
-
-
-@dataclass(frozen=True)
-class InputSpec:
-    """How a model wants its pictures.
-
-    Attributes:
-        mean, std: normalisation.
-        interpolation: ``"bilinear"`` or ``"bicubic"`` (the resize the model was trained with).
-        fixed_size: side of the square input the model needs (ViT, Swin, MaxViT), else None.
-        min_size: smallest shorter side it accepts (Inception v3: 75).
-    """
-
-    mean: tuple[float, float, float] = IMAGENET_MEAN
-    std: tuple[float, float, float] = IMAGENET_STD
-    interpolation: str = "bilinear"
-    fixed_size: int | None = None
-    min_size: int = 1
 
 
 @dataclass(frozen=True)
@@ -141,8 +124,6 @@ class ModelBundle:
 
     def resize(self, image: Image.Image, size: int = 224) -> Image.Image:
         """The picture this model sees (see :meth:`preprocess`)."""
-        from .images import fit_to_model
-
         return fit_to_model(image, size, self.input)
 
     def preprocess(self, image: Image.Image, size: int = 224) -> torch.Tensor:
@@ -153,8 +134,6 @@ class ModelBundle:
         get the shorter side resized to that size and the centre cropped square; ``size`` is
         then ignored (see :meth:`input_note`).
         """
-        from .images import to_tensor
-
         return to_tensor(self.resize(image, size), self.input.mean, self.input.std)
 
     def input_note(self, size: int = 224) -> str | None:
@@ -292,7 +271,7 @@ def resolve_entry(name: str) -> ModelEntry:
         return entries[name]
     if name.startswith(TIMM_PREFIX):
         bare = name.removeprefix(TIMM_PREFIX)
-        if not _timm().is_model(bare):
+        if not timm_module().is_model(bare):
             raise ValueError(f"timm has no model named {bare!r}; timm.list_models('*{bare[:6]}*') lists similar ones.")
         return ModelEntry(name=name, arch=name)
     if name in torchvision_models():
@@ -308,85 +287,11 @@ def resolve_entry(name: str) -> ModelEntry:
 # building
 
 
-def _timm():
-    try:
-        import timm
-    except ImportError:
-        raise ValueError("timm models need the timm package: pip install timm.") from None
-    return timm
-
-
-def _build_kwargs(arch: str) -> dict[str, object]:
-    """The keyword arguments torchvision's builder sets when it loads ImageNet weights, so a model
-    built here has exactly the modules (and the input size) of ``builder(weights=DEFAULT)``."""
-    weights = imagenet_weights(arch)
-    kwargs: dict[str, object] = {"num_classes": len(weights.meta["categories"])}
-    if arch in ("googlenet", "inception_v3"):
-        kwargs.update(transform_input=True, aux_logits=True, init_weights=False)
-    elif arch.startswith("vit_"):
-        kwargs["image_size"] = weights.meta["min_size"][0]
-    elif arch.startswith("maxvit"):
-        kwargs["input_size"] = weights.meta["min_size"]
-    return kwargs
-
-
-def _drop_aux_heads(model: nn.Module) -> None:
-    # torchvision's pretrained GoogLeNet / Inception v3 keep no auxiliary classifiers
-    if hasattr(model, "aux1"):
-        model.aux_logits, model.aux1, model.aux2 = False, None, None  # type: ignore[assignment]
-    if hasattr(model, "AuxLogits"):
-        model.aux_logits, model.AuxLogits = False, None  # type: ignore[assignment]
-
-
-@functools.cache
-def _regnet_params_on_cpu() -> None:
-    """RegNet's builders compute their widths with tensors; on the meta device those have no
-    values. Compute them on the CPU whatever the default device (same numbers, no weights)."""
-    from torchvision.models import regnet
-
-    original = regnet.BlockParams.from_init_params.__func__
-
-    def on_cpu(cls, *args, **kwargs):
-        with torch.device("cpu"):
-            return original(cls, *args, **kwargs)
-
-    regnet.BlockParams.from_init_params = classmethod(on_cpu)
-
-
-def build(arch: str, *, num_classes: int | None = None, device: torch.device | str = "cpu",
-          drop_aux: bool = True) -> nn.Module:
-    """The network of ``arch`` with seeded random weights, in eval mode (no download ever).
-
-    Seeded inside a forked RNG: deterministic weights without disturbing the caller's RNG. On the
-    ``"meta"`` device nothing is allocated (shapes only).
-    """
-    if arch.startswith("regnet"):
-        _regnet_params_on_cpu()
-    with torch.random.fork_rng(devices=[]), torch.device(device):
-        torch.manual_seed(_SEED)
-        if arch.startswith(TIMM_PREFIX):
-            kwargs: dict[str, object] = {} if num_classes is None else {"num_classes": num_classes}
-            model = _timm().create_model(arch.removeprefix(TIMM_PREFIX), pretrained=False, **kwargs)
-        else:
-            kwargs = _build_kwargs(arch)
-            if num_classes is not None:
-                kwargs["num_classes"] = num_classes
-            model = tvm.get_model_builder(arch)(weights=None, **kwargs)
-    if drop_aux:
-        _drop_aux_heads(model)
-    return model.eval()
-
-
-@functools.cache
-def _meta(arch: str, num_classes: int | None) -> tuple[nn.Module, threading.Lock]:
-    return build(arch, num_classes=num_classes, device="meta"), threading.Lock()
-
-
 def meta_model(name: str) -> tuple[nn.Module, threading.Lock]:
     """The model of ``name`` on the meta device (no memory, no weights), with a lock for hooking
     it. One builder for the memory budget, the layer lists and the shapes. Cached."""
     entry = resolve_entry(name)
-    return _meta(entry.arch, _checkpoint_classes(entry))
+    return meta_build(entry.arch, _checkpoint_classes(entry))
 
 
 def _checkpoint_classes(entry: ModelEntry) -> int | None:
@@ -411,7 +316,7 @@ def _file_classes(arch: str, path: str, mtime: float, size: int) -> int | None:
 def _head_classes(arch: str, state: Mapping[str, torch.Tensor]) -> int | None:
     """Number of classes of a checkpoint: the rows of its last tensor that the default head
     gives ``num_classes`` rows (the classifier's bias, usually)."""
-    default, _ = _meta(arch, None)
+    default, _ = meta_build(arch, None)
     classes = _default_classes(arch)
     for key, value in reversed(list(default.state_dict().items())):
         if value.ndim >= 1 and value.shape[0] == classes and key in state and state[key].ndim == value.ndim:
@@ -421,7 +326,7 @@ def _head_classes(arch: str, state: Mapping[str, torch.Tensor]) -> int | None:
 
 def _default_classes(arch: str) -> int:
     if arch.startswith(TIMM_PREFIX):
-        return int(getattr(_meta(arch, None)[0], "num_classes", 1000))
+        return int(getattr(meta_build(arch, None)[0], "num_classes", 1000))
     return len(imagenet_weights(arch).meta["categories"])
 
 
@@ -429,8 +334,8 @@ def input_spec(arch: str, model: nn.Module | None = None) -> InputSpec:
     """Mean, std, interpolation and size rule of ``arch``, from torchvision's weights transforms
     (or timm's data config)."""
     if arch.startswith(TIMM_PREFIX):
-        timm = _timm()
-        model = model if model is not None else _meta(arch, None)[0]
+        timm = timm_module()
+        model = model if model is not None else meta_build(arch, None)[0]
         cfg = timm.data.resolve_data_config({}, model=model)
         side = int(cfg["input_size"][-1])
         strict = bool(getattr(getattr(model, "patch_embed", None), "strict_img_size", False))
@@ -525,7 +430,7 @@ def resolve_device(device: str | torch.device = "auto") -> torch.device:
 def _timm_pretrained(arch: str, model: nn.Module) -> tuple[str, str]:
     """timm's weights through the Hugging Face cache: cache only when VIZHOOKS_OFFLINE is set,
     else a download whose first answer is awaited at most DOWNLOAD_TIMEOUT_S seconds."""
-    timm = _timm()
+    timm = timm_module()
     from huggingface_hub import hf_hub_download, try_to_load_from_cache
 
     name = arch.removeprefix(TIMM_PREFIX)
@@ -639,14 +544,14 @@ def load_model(
                 f"Random weights: pretrained weights for {entry.name} could not be loaded. {str(exc).rstrip('.')}. "
                 f"{fix} Until then, feature maps show an untrained network and predictions are meaningless."
             )
-        _drop_aux_heads(model)
+        drop_aux_heads(model)
     else:
         state = read_state_dict(weights)
         num_classes = _head_classes(arch, state)
         has_aux = any(k.startswith(("aux1.", "AuxLogits.")) for k in state)
         model = build(arch, num_classes=num_classes, drop_aux=not has_aux)
         apply_state_dict(model, arch, state, weights)
-        _drop_aux_heads(model)
+        drop_aux_heads(model)
         source, pretrained = "file", True
         status = f"Weights for {entry.name} from {weights}."
 

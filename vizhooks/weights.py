@@ -25,7 +25,8 @@ from typing import Any, TypeVar
 
 import torch
 from torch import nn
-from torchvision import models as tvm
+
+from .architectures import imagenet_weights, meta_build
 
 #: Seconds the automatic download may wait for a connection and for each chunk of data.
 #: The "auto" chain gives up after this and falls back to random weights.
@@ -50,14 +51,6 @@ def offline() -> bool:
 
 # ----------------------------------------------------------------------------------------------
 # torchvision checkpoints: names, URLs, cache paths
-
-
-def imagenet_weights(arch: str) -> tvm.WeightsEnum:
-    """The torchvision weights enum member vizhooks uses for ``arch`` (its DEFAULT)."""
-    try:
-        return tvm.get_model_weights(arch).DEFAULT
-    except (ValueError, KeyError):
-        raise ValueError(f"{arch!r} is not a torchvision classification model.") from None
 
 
 def checkpoint_filename(arch: str) -> str:
@@ -140,9 +133,7 @@ _GUESSES = ("resnet18", "resnet34", "resnet50", "resnet101", "resnet152", "vgg16
 
 @functools.cache
 def _expected_shapes(arch: str) -> dict[str, tuple[int, ...]]:
-    from .models import meta_model  # the one meta-device builder (models imports this module)
-
-    return {k: tuple(v.shape) for k, v in meta_model(arch)[0].state_dict().items()}
+    return {k: tuple(v.shape) for k, v in meta_build(arch, None)[0].state_dict().items()}
 
 
 def _guess_architecture(state: Mapping[str, torch.Tensor]) -> str | None:

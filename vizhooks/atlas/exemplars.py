@@ -45,11 +45,11 @@ import torch
 from torch import nn
 
 from .._hooks import first_tensor, hooks_removed_after, model_device, model_lock, preserved_state
-from ..capture import maps_of
 from ..export import write_atomic
-from ..images import MAX_SIZE, MIN_SIZE, load_image
+from ..images import MAX_SIZE, MIN_SIZE, InputSpec, load_image
 from ..layers import UnknownLayerError, resolve_layers
-from ..models import InputSpec, ModelBundle
+from ..maps import maps_of
+from ..models import ModelBundle
 from .receptive import ReceptiveField, receptive_fields
 
 __all__ = ["ENGINES", "Atlas", "AtlasError", "Exemplar", "PartialAtlas", "TopK", "build_atlas", "check_engine",

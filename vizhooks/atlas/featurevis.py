@@ -29,9 +29,9 @@ from PIL import Image
 from torch import nn
 
 from .._hooks import StopForward, first_tensor, hooks_removed_after, model_device, model_lock, preserved_state
-from ..capture import _channels_last_modules, as_map
+from ..images import IMAGENET_MEAN, IMAGENET_STD
 from ..layers import resolve_layers
-from ..models import IMAGENET_MEAN, IMAGENET_STD
+from ..maps import as_map, channels_last_modules
 
 __all__ = ["visualize_channel", "visualize_channels"]
 
@@ -152,7 +152,7 @@ def visualize_channels(
         if name != layer:  # "all" / "blocks" expand to many layers
             raise ValueError(f"layer must be one module name such as 'layer3.0.conv1', not {layer!r}.")
         module = dict(model.named_modules())[name]
-        channels_last = name in _channels_last_modules(model)
+        channels_last = name in channels_last_modules(model)
         with torch.inference_mode(False), torch.enable_grad(), preserved_state(model):
             pictures = _optimise(model, module, name, channels_last, chans, size=size, steps=steps, lr=lr,
                                  seed=seed, transforms=transforms, progress=progress, mean=mean, std=std)
