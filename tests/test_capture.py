@@ -10,16 +10,8 @@ import torch
 from torch import nn
 from torchvision.models.feature_extraction import create_feature_extractor
 
+from tests.helpers import count_hooks
 from vizhooks import UnknownLayerError, capture, capture_with_output, conv_layers
-
-
-def _count_hooks(model: nn.Module) -> int:
-    # Written out here rather than calling vizhooks.hook_count, so the test checks it too.
-    return sum(
-        len(m._forward_hooks) + len(m._forward_pre_hooks) + len(m._backward_hooks)
-        + len(m._backward_pre_hooks)
-        for m in model.modules()
-    )
 
 
 def _not_inplace(model: nn.Module) -> nn.Module:
@@ -47,7 +39,7 @@ def test_every_conv_matches_feature_extractor(request, fixture, image_tensor):
     for name in names:
         assert got[name].shape == want[name].shape, name
         torch.testing.assert_close(got[name], want[name], rtol=1e-5, atol=1e-5, msg=name)
-    assert _count_hooks(model) == 0
+    assert count_hooks(model) == 0
 
 
 def test_bn_output_is_not_rewritten_by_inplace_relu(resnet18, image_tensor):
@@ -87,7 +79,7 @@ def test_input_capture_uses_pre_hook(resnet18, image_tensor):
     want = _oracle(model, image_tensor, ["layer1.0.relu", "flatten"])
     torch.testing.assert_close(got["layer1.0.conv2"], want["layer1.0.relu"])
     torch.testing.assert_close(got["fc"], want["flatten"])
-    assert _count_hooks(model) == 0
+    assert count_hooks(model) == 0
 
 
 def test_order_as_asked_and_cpu_copies(resnet18, image_tensor):
@@ -111,7 +103,7 @@ def test_unknown_layer_suggests_and_leaves_no_hook(resnet18, image_tensor):
         capture(resnet18.model, image_tensor, ["conv1", "layer1.0.conv3"])
     assert isinstance(info.value, UnknownLayerError)
     assert "layer1.0.conv1" in str(info.value) and "layer1.0.conv3" in str(info.value)
-    assert _count_hooks(resnet18.model) == 0
+    assert count_hooks(resnet18.model) == 0
 
 
 def test_failing_forward_leaves_no_hook(resnet18, image_tensor):
@@ -128,7 +120,7 @@ def test_failing_forward_leaves_no_hook(resnet18, image_tensor):
             capture(model, image_tensor, ["conv1"], what="input")
     finally:
         del model.layer3.forward
-    assert _count_hooks(model) == 0
+    assert count_hooks(model) == 0
     capture(model, image_tensor, ["conv1"])  # still usable
 
 
@@ -171,4 +163,4 @@ def test_threads_each_get_their_own_activations(resnet18):
         t.join(timeout=120)
     assert not any(t.is_alive() for t in threads), "a capture thread hung"
     assert not errors and not mismatches
-    assert _count_hooks(model) == 0
+    assert count_hooks(model) == 0

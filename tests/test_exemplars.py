@@ -18,54 +18,21 @@ import torch.nn.functional as F
 from PIL import Image
 from torch import nn
 
+from tests.helpers import EXEMPLAR_LAYERS, EXEMPLAR_SIZE, EXEMPLAR_TOP, run_cli, write_exemplar_folder
 from vizhooks import capture, hook_count, load_atlas, load_image
 from vizhooks.atlas import AtlasError, PartialAtlas, TopK, build_atlas, receptive_field, receptive_fields, scan_paths
 from vizhooks.atlas.exemplars import list_images, read_progress
 from vizhooks.cli import main
 
 ROOT = Path(__file__).resolve().parents[1]
-LAYERS = ["layer1.0.conv1", "layer2.0.conv2"]
-SIZE, TOP = 64, 3
+LAYERS, SIZE, TOP = EXEMPLAR_LAYERS, EXEMPLAR_SIZE, EXEMPLAR_TOP
 ATOL = 1e-4  # batched and single passes differ by ~1e-6 on the CPU
-SHAPES = [(64, 48), (48, 64), (80, 80), (96, 40), (32, 32)]  # (width, height); 80x80 and 32x32 both give 64x64
 BAD = {"broken.png", "sub/notes.jpg"}
-
-
-def _picture(rng: np.random.Generator, width: int, height: int, kind: int) -> np.ndarray:
-    yy, xx = np.mgrid[0:height, 0:width]
-    if kind == 0:
-        return rng.integers(0, 256, (height, width, 3), dtype=np.uint8)
-    if kind == 1:  # stripes at a random angle and frequency, random colours
-        angle, freq = rng.uniform(0, np.pi), rng.uniform(0.1, 0.8)
-        wave = np.sin(freq * (np.cos(angle) * xx + np.sin(angle) * yy))[..., None]
-        a, b = rng.integers(0, 256, 3), rng.integers(0, 256, 3)
-        return (a + (b - a) * (wave + 1) / 2).astype(np.uint8)
-    canvas = np.broadcast_to(rng.integers(0, 256, 3), (height, width, 3)).astype(np.uint8).copy()
-    for _ in range(int(rng.integers(1, 5))):  # a few random rectangles
-        x0, y0 = int(rng.integers(0, width - 4)), int(rng.integers(0, height - 4))
-        canvas[y0:y0 + int(rng.integers(3, 20)), x0:x0 + int(rng.integers(3, 20))] = rng.integers(0, 256, 3)
-    return canvas
 
 
 @pytest.fixture(scope="module")
 def folder(tmp_path_factory) -> Path:
-    root = tmp_path_factory.mktemp("photos")
-    rng = np.random.default_rng(7)
-    for i in range(40):
-        width, height = SHAPES[i % len(SHAPES)]
-        sub = ("", "sub/", "sub/deeper/")[i % 3]
-        path = root / f"{sub}img{i:02d}.{'png' if i % 2 else 'jpg'}"
-        path.parent.mkdir(parents=True, exist_ok=True)
-        Image.fromarray(_picture(rng, width, height, i % 3)).save(path, quality=92)
-    twin = Image.fromarray(_picture(rng, 80, 80, 2))  # the same pixels under two names: exact ties
-    twin.save(root / "twin_b.png")
-    twin.save(root / "sub" / "twin_a.png")
-    good = (root / "sub" / "img01.png").read_bytes()
-    (root / "broken.png").write_bytes(good[: len(good) // 2])  # truncated
-    (root / "sub" / "notes.jpg").write_text("just some notes, not a photo\n")
-    (root / "readme.txt").write_text("not counted: no image extension\n")
-    (root / ".hidden.png").write_bytes(good)  # hidden files are left out
-    return root
+    return write_exemplar_folder(tmp_path_factory.mktemp("photos"))
 
 
 @pytest.fixture(scope="module")
@@ -444,16 +411,10 @@ def test_load_atlas_round_trip(atlas, tmp_path):
 # the command line
 
 
-def _run(capsys, *argv):
-    code = main([str(a) for a in argv])
-    out, err = capsys.readouterr()
-    return code, out, err
-
-
 def test_cli_writes_parquet_manifest_and_crops(folder, tmp_path, capsys, atlas):
     out = tmp_path / "cli-atlas"
-    code, stdout, err = _run(capsys, "exemplars", folder, "--weights", "none", "--layers", LAYERS[0], "--top", TOP,
-                             "--size", SIZE, "--out", out, "--batch", 16, "--workers", 1)
+    code, stdout, err = run_cli(capsys, "exemplars", folder, "--weights", "none", "--layers", LAYERS[0], "--top", TOP,
+                                "--size", SIZE, "--out", out, "--batch", 16, "--workers", 1)
     assert code == 0, err
     assert stdout.strip() == str(out)
     assert (out / "index.parquet").is_file() and (out / "manifest.json").is_file()
@@ -484,7 +445,7 @@ def test_cli_bad_input_exits_2_with_one_line(folder, tmp_path, capsys, argv, nee
     size = [] if "--size" in argv else ["--size", "64"]
     argv = ["exemplars", *[a.format(**fill) for a in argv], *size, "--weights", "none", "--workers", "0",
             "--out", str(tmp_path / "o")]
-    code, _, err = _run(capsys, *argv)
+    code, _, err = run_cli(capsys, *argv)
     assert code == 2
     lines = err.strip().splitlines()
     assert len(lines) == 1 and lines[0].startswith("vizhooks: error:"), err

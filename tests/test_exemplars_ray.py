@@ -8,8 +8,15 @@ import json
 import pytest
 import ray  # requirements-scale.txt, installed by make test: a missing Ray fails here, never skips
 
-from tests.test_exemplars import LAYERS, SIZE, TOP, folder  # noqa: F401 - folder is a fixture used here
+from tests.helpers import EXEMPLAR_LAYERS, EXEMPLAR_SIZE, EXEMPLAR_TOP, write_exemplar_folder
 from vizhooks.atlas import build_atlas
+
+LAYERS, SIZE, TOP = EXEMPLAR_LAYERS, EXEMPLAR_SIZE, EXEMPLAR_TOP
+
+
+@pytest.fixture(scope="module")
+def folder(tmp_path_factory):
+    return write_exemplar_folder(tmp_path_factory.mktemp("photos"))
 
 
 @pytest.fixture(scope="module")
@@ -32,7 +39,7 @@ def _skipped(atlas) -> list[tuple[str, str]]:
     return [(s["path"], s["reason"]) for s in json.loads((atlas.path / "manifest.json").read_text())["skipped"]]
 
 
-def test_ray_engine_gives_the_local_index(folder, resnet18, local_ray, tmp_path):  # noqa: F811
+def test_ray_engine_gives_the_local_index(folder, resnet18, local_ray, tmp_path):
     local = build_atlas(folder, resnet18, LAYERS, tmp_path / "local", top=TOP, size=SIZE, batch=4, progress=False)
     shards = []
     made = build_atlas(folder, resnet18, LAYERS, tmp_path / "ray", top=TOP, size=SIZE, batch=4, engine="ray",
@@ -51,7 +58,7 @@ def test_ray_engine_gives_the_local_index(folder, resnet18, local_ray, tmp_path)
         c.relative_to(local.path) for c in local.path.rglob("*.jpg")}
 
 
-def test_ray_engine_resumes_and_skips_done_files(folder, resnet18, local_ray, tmp_path):  # noqa: F811
+def test_ray_engine_resumes_and_skips_done_files(folder, resnet18, local_ray, tmp_path):
     """Stopped after the first shard, the same call on ray folds in only the rest and ends as the local run."""
     out = tmp_path / "ray"
 

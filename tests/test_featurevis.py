@@ -15,6 +15,7 @@ from torch import nn
 from torchvision.ops import Permute
 
 import vizhooks as vz
+from tests.helpers import count_hooks
 from vizhooks import UnknownLayerError, visualize_channel, visualize_channels
 from vizhooks.models import IMAGENET_MEAN, IMAGENET_STD, build
 
@@ -49,10 +50,6 @@ def _layer_output(model: nn.Module, layer: str, x: torch.Tensor) -> torch.Tensor
 def _channel_means(model: nn.Module, layer: str, images: list[Image.Image]) -> torch.Tensor:
     """(pictures, channels): each channel's mean over positions."""
     return _layer_output(model, layer, _batch(images)).mean(dim=(2, 3))
-
-
-def _hooks(model: nn.Module) -> int:
-    return sum(len(m._forward_hooks) + len(m._forward_pre_hooks) + len(m._backward_hooks) for m in model.modules())
 
 
 def _low_high(img: Image.Image) -> float:
@@ -145,7 +142,7 @@ def test_zero_hooks_and_state_restored_after_success_and_after_errors():
     flags = [p.requires_grad for p in net.parameters()]
 
     def unchanged():
-        assert _hooks(net) == 0
+        assert count_hooks(net) == 0
         assert [m.training for m in net.modules()] == training
         assert [p.requires_grad for p in net.parameters()] == flags
         assert net.conv1.weight.grad is grad and torch.equal(grad, torch.ones_like(grad))
@@ -214,7 +211,7 @@ def test_bad_arguments_give_one_sentence(model, kwargs, error, words):
     assert "\n" not in message and message.endswith((".", "?"))
     for word in words:
         assert word in message
-    assert _hooks(model) == 0
+    assert count_hooks(model) == 0
 
 
 def test_bad_channel_lists(model):
@@ -224,7 +221,7 @@ def test_bad_channel_lists(model):
         visualize_channels(model, LAYER, [1, 200], size=32, steps=1)
     with pytest.raises(ValueError, match="one module name"):
         visualize_channels(model, "all", [1], size=32, steps=1)
-    assert _hooks(model) == 0
+    assert count_hooks(model) == 0
 
 
 def test_exported_from_the_package():

@@ -17,19 +17,13 @@ import torch
 from torch import nn
 from torchvision.models.feature_extraction import create_feature_extractor
 
+from tests.helpers import count_hooks
 from vizhooks.cam import grad_cam
 from vizhooks.gradients import BackwardRecord, backward_report, capture_gradients, gradient_pass
 from vizhooks.summary import layer_summary
 
 R18_LAYERS = ["conv1", "bn1", "layer1.0.conv2", "layer2.0.downsample.0", "layer3.1.bn2", "layer4.1.conv2"]
 R50_LAYERS = ["conv1", "layer1.0.conv3", "layer3.2.conv2", "layer4.2.conv3"]
-
-
-def _count_hooks(model: nn.Module) -> int:
-    return sum(
-        len(m._forward_hooks) + len(m._forward_pre_hooks) + len(m._backward_hooks) + len(m._backward_pre_hooks)
-        for m in model.modules()
-    )
 
 
 def _oracle(model: nn.Module, x: torch.Tensor, layers: list[str], target: int | None):
@@ -69,7 +63,7 @@ def test_capture_gradients_matches_autograd_grad(request, fixture, layers, targe
         assert got[name].shape == want[name].shape, name
         assert got[name].abs().max() > 0, name  # a missed hook would give zeros
         torch.testing.assert_close(got[name], want[name], rtol=1e-4, atol=1e-4, msg=name)
-    assert _count_hooks(model) == 0
+    assert count_hooks(model) == 0
 
 
 def test_bn1_gradient_is_taken_before_the_inplace_relu(resnet18, image_tensor):
@@ -102,13 +96,13 @@ def test_gradient_pass_target_and_logits(resnet18, image_tensor):
 def test_bad_target_is_value_error(resnet18, image_tensor, target):
     with pytest.raises(ValueError):
         capture_gradients(resnet18.model, image_tensor, ["conv1"], target=target)
-    assert _count_hooks(resnet18.model) == 0
+    assert count_hooks(resnet18.model) == 0
 
 
 def test_unknown_layer_is_key_error(resnet18, image_tensor):
     with pytest.raises(KeyError):
         capture_gradients(resnet18.model, image_tensor, ["layer9.conv"])
-    assert _count_hooks(resnet18.model) == 0
+    assert count_hooks(resnet18.model) == 0
 
 
 # ----------------------------------------------------------------------------------------------
@@ -158,7 +152,7 @@ def test_state_is_restored(resnet18, fn, raises):
     model = resnet18.model
     x = torch.randn(1, 3, 64, 64, generator=torch.Generator().manual_seed(3))
     saved_state = {k: v.clone() for k, v in model.state_dict().items()}
-    hooks_before = _count_hooks(model)
+    hooks_before = count_hooks(model)
     try:
         _disturb(model)
         params = list(model.parameters())
@@ -174,7 +168,7 @@ def test_state_is_restored(resnet18, fn, raises):
             del model.layer3.forward
         else:
             CALLS[fn](model, x)
-        assert _count_hooks(model) == hooks_before
+        assert count_hooks(model) == hooks_before
         assert [p.requires_grad for p in params] == requires
         for p, g, v in zip(params, grads, grad_values, strict=True):
             assert p.grad is g
@@ -262,7 +256,7 @@ def test_backward_report_resnet18_children(resnet18, image_tensor):
     assert by_name["fc"].grad_input == ((1, 512),) and by_name["fc"].grad_output == ((1, 1000),)
     assert by_name["conv1"].grad_input == (tuple(image_tensor.shape),)
     assert by_name["layer4"].grad_output == ((1, 512, 3, 4),)
-    assert _count_hooks(model) == 0
+    assert count_hooks(model) == 0
 
 
 class _Scale(nn.Module):
@@ -302,7 +296,7 @@ def test_backward_report_keeps_none_entries():
     assert by_name["two"].grad_output == ((1, 48), None)
     assert by_name["flat"].grad_input == ((1, 3, 4, 4),)
     assert all(r.supported for r in records)
-    assert _count_hooks(model) == 0
+    assert count_hooks(model) == 0
 
 
 def test_naive_full_backward_hook_on_bn1_really_fails(resnet18, image_tensor):
@@ -315,7 +309,7 @@ def test_naive_full_backward_hook_on_bn1_really_fails(resnet18, image_tensor):
             clone(image_tensor.clone().requires_grad_(True))
     finally:
         handle.remove()
-    assert _count_hooks(clone) == 0
+    assert count_hooks(clone) == 0
     clone.relu.inplace = False  # and without the in-place ReLU the same hook works
     seen = []
     handle = clone.bn1.register_full_backward_hook(lambda module, gi, go: seen.append(go[0].shape))
@@ -350,4 +344,4 @@ def test_threads_get_the_same_results_as_sequential_calls(resnet18):
             torch.testing.assert_close(par[name], seq[name], rtol=1e-5, atol=1e-6)
     # the inputs differ, so would the results: a mix-up between threads could not go unnoticed
     assert not torch.allclose(sequential[0]["layer4.1.conv2"], sequential[1]["layer4.1.conv2"])
-    assert _count_hooks(model) == 0
+    assert count_hooks(model) == 0

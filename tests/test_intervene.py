@@ -19,14 +19,8 @@ from torch import nn
 from torchvision.models.feature_extraction import create_feature_extractor
 from torchvision.ops.misc import Permute
 
+from tests.helpers import count_hooks
 from vizhooks import ChannelEdit, UnknownLayerError, clamp_gradients, intervene
-
-
-def _count_hooks(model: nn.Module) -> int:
-    return sum(
-        len(m._forward_hooks) + len(m._forward_pre_hooks) + len(m._backward_hooks) + len(m._backward_pre_hooks)
-        for m in model.modules()
-    )
 
 
 def _seeded(build, seed: int = 0) -> nn.Module:
@@ -106,7 +100,7 @@ def test_channel_edit_equals_editing_the_filter(layer, channels, scale):
     want = _plain(_with_filters_scaled(model, layer, channels, scale), x)
     assert not torch.allclose(want, result.logits_before)  # the edit really changes the answer
     torch.testing.assert_close(result.logits_after, want, rtol=0, atol=1e-5)
-    assert _count_hooks(model) == 0
+    assert count_hooks(model) == 0
 
 
 def test_channel_off_in_squeezenet_equals_zeroed_filter():
@@ -158,7 +152,7 @@ def test_keep_top_matches_a_hook_written_here(scale):
     if scale == 0.0:
         live = (result.activations["conv2"].abs().sum(dim=(2, 3)) > 0).sum(dim=1)
         assert live.tolist() == [k, k]
-    assert _count_hooks(model) == 0
+    assert count_hooks(model) == 0
 
 
 def test_an_edit_applies_to_every_call_of_a_reused_module():
@@ -258,7 +252,7 @@ def test_resnet18_keeps_its_state(resnet18):
         model.train(was_training)
     torch.testing.assert_close(result.logits_before, _plain(model, x), rtol=0, atol=0)
     assert not torch.allclose(result.logits_after, result.logits_before)
-    assert _count_hooks(model) == 0
+    assert count_hooks(model) == 0
 
 
 # ----------------------------------------------------------------------------------------------
@@ -281,7 +275,7 @@ def _assert_unchanged(model: nn.Module, snapshot) -> None:
     for p, (requires_grad, grad) in zip(model.parameters(), params, strict=True):
         assert p.requires_grad == requires_grad
         assert p.grad is grad
-    assert _count_hooks(model) == 0
+    assert count_hooks(model) == 0
 
 
 @pytest.fixture
@@ -337,7 +331,7 @@ def test_edits_must_be_a_mapping_of_channel_edits():
         intervene(model, _image(), {"conv1": [0]})
     with pytest.raises(ValueError, match="empty"):
         intervene(model, _image(), {})
-    assert _count_hooks(model) == 0
+    assert count_hooks(model) == 0
 
 
 # ----------------------------------------------------------------------------------------------
@@ -394,7 +388,7 @@ def test_clamp_before_an_inplace_relu_in_resnet18(resnet18):
     torch.testing.assert_close(plain.gradients[early], g_early, rtol=1e-4, atol=1e-6)
     torch.testing.assert_close(clamped.gradients[early], want, rtol=1e-4, atol=1e-6)
     assert not torch.allclose(clamped.gradients[early], plain.gradients[early], rtol=1e-3, atol=1e-6)
-    assert _count_hooks(model) == 0
+    assert count_hooks(model) == 0
 
 
 @pytest.mark.parametrize(("kwargs", "error", "words"), [

@@ -11,16 +11,10 @@ import torch
 import torchinfo
 from torch import nn
 
+from tests.helpers import count_hooks
 from vizhooks.summary import SummaryRow, layer_summary, summary_dataframe
 
 X = torch.randn(1, 3, 64, 64, generator=torch.Generator().manual_seed(11))
-
-
-def _count_hooks(model: nn.Module) -> int:
-    return sum(
-        len(m._forward_hooks) + len(m._forward_pre_hooks) + len(m._backward_hooks) + len(m._backward_pre_hooks)
-        for m in model.modules()
-    )
 
 
 def _first_calls(model: nn.Module, x: torch.Tensor) -> tuple[list[str], dict[str, int]]:
@@ -51,9 +45,9 @@ def _first_calls(model: nn.Module, x: torch.Tensor) -> tuple[list[str], dict[str
 def summaries(resnet18, resnet50):
     out = {}
     for key, bundle in (("resnet18", resnet18), ("resnet50", resnet50)):
-        before = _count_hooks(bundle.model)
+        before = count_hooks(bundle.model)
         rows = layer_summary(bundle.model, X)
-        assert _count_hooks(bundle.model) == before == 0
+        assert count_hooks(bundle.model) == before == 0
         out[key] = rows
     return out
 
@@ -90,7 +84,7 @@ def test_matches_torchinfo(request, fixture, summaries):
             checked_containers += 1
     assert checked_containers > 10
     assert rows["fc"].output_shape == (1, 1000) and rows["conv1"].input_shape == (1, 3, 64, 64)
-    assert _count_hooks(model) == 0
+    assert count_hooks(model) == 0
 
 
 @pytest.mark.parametrize(("fixture", "reused_calls"), [("resnet18", 2), ("resnet50", 3)])
@@ -181,6 +175,6 @@ def test_no_hooks_left_on_error(resnet18):
             layer_summary(model, X)
     finally:
         del model.layer3.forward
-    assert _count_hooks(model) == 0
+    assert count_hooks(model) == 0
     assert len(layer_summary(model, X)) == len(list(model.modules())) - 1
-    assert _count_hooks(model) == 0
+    assert count_hooks(model) == 0

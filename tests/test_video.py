@@ -20,8 +20,8 @@ import torch
 from PIL import Image
 
 import vizhooks as vz
+from tests.helpers import run_cli
 from vizhooks import video
-from vizhooks.cli import main
 from vizhooks.render import colormap_lut, grid_layout, retile
 
 W, H, FPS = 64, 48, 10
@@ -489,12 +489,6 @@ def test_frames_npz_round_trip():
 # the command line
 
 
-def _run(capsys, *argv):
-    code = main([str(a) for a in argv])
-    out, err = capsys.readouterr()
-    return code, out, err
-
-
 def _frame_count(path: Path) -> int:
     capture = cv2.VideoCapture(str(path))
     count = 0
@@ -507,8 +501,8 @@ def _frame_count(path: Path) -> int:
 def test_cli_writes_one_video_per_layer_and_the_npz(clips, tmp_path, capsys, resnet18):
     out, npz = tmp_path / "out", tmp_path / "clip.npz"
     layers = ["layer1.0.conv1", "layer3.0.conv1"]
-    code, stdout, err = _run(capsys, clips["long"], "--weights", "none", "--layers", *layers, "--size", "64",
-                             "--frames", "6", "--fps", "4", "--channels", "4", "--out", out, "--npz", npz)
+    code, stdout, err = run_cli(capsys, clips["long"], "--weights", "none", "--layers", *layers, "--size", "64",
+                                "--frames", "6", "--fps", "4", "--channels", "4", "--out", out, "--npz", npz)
     assert code == 0, err
     assert sorted(p.name for p in out.iterdir()) == [f"{n}.mp4" for n in layers]
     assert stdout.split() == [str(out / f"{n}.mp4") for n in layers] + [str(npz)]
@@ -526,12 +520,12 @@ def test_cli_gif_is_a_clip_only_with_several_frames(tmp_path, capsys):
     animated = _write(tmp_path / "moving.gif", 4, "gif")
     still = tmp_path / "still.gif"
     still.write_bytes(_still_gif())
-    code, stdout, err = _run(capsys, animated, "--weights", "none", "--layers", "conv1", "--size", "32",
-                             "--out", tmp_path / "a")
+    code, stdout, err = run_cli(capsys, animated, "--weights", "none", "--layers", "conv1", "--size", "32",
+                                "--out", tmp_path / "a")
     assert code == 0, err
     assert Path(stdout.strip()).name == "conv1.mp4" and _frame_count(Path(stdout.strip())) == 4
-    code, stdout, err = _run(capsys, still, "--weights", "none", "--layers", "conv1", "--size", "32",
-                             "--out", tmp_path / "b")
+    code, stdout, err = run_cli(capsys, still, "--weights", "none", "--layers", "conv1", "--size", "32",
+                                "--out", tmp_path / "b")
     assert code == 0, err
     assert Path(stdout.strip()).name == "conv1.png"
 
@@ -545,7 +539,7 @@ def test_cli_gif_is_a_clip_only_with_several_frames(tmp_path, capsys):
 def test_cli_bad_clip_exits_2_with_one_line(clips, tmp_path, capsys, content, extra, needle):
     clip = tmp_path / "clip.mp4"
     clip.write_bytes(clips["short"].read_bytes() if content is None else content)
-    code, stdout, err = _run(capsys, clip, "--weights", "none", "--out", tmp_path / "o", *extra)
+    code, stdout, err = run_cli(capsys, clip, "--weights", "none", "--out", tmp_path / "o", *extra)
     assert code == 2 and stdout == ""
     lines = err.strip().splitlines()
     assert len(lines) == 1 and lines[0].startswith("vizhooks: error:") and needle in lines[0], err

@@ -27,6 +27,7 @@ from torch import nn
 from torchvision import transforms as T
 
 import vizhooks.models as vm
+from tests.helpers import count_hooks
 from vizhooks.budget import CaptureTooLargeError, capture_bytes, check_capture
 from vizhooks.capture import capture
 from vizhooks.layers import architecture_layers, conv_layers, find_layers, quick_picks, token_model
@@ -72,11 +73,6 @@ def _picture(width: int = 80, height: int = 64, seed: int = 0, cell: int = 8) ->
     rng = np.random.default_rng(seed)
     coarse = rng.integers(0, 256, (height // cell + 2, width // cell + 2, 3), dtype=np.uint8)
     return Image.fromarray(coarse).resize((width, height), Image.Resampling.BICUBIC)
-
-
-def _count_hooks(model: nn.Module) -> int:
-    return sum(len(m._forward_hooks) + len(m._forward_pre_hooks) + len(m._backward_hooks)
-               + len(m._backward_pre_hooks) for m in model.modules())
 
 
 def _fx_outputs(model: nn.Module, x: torch.Tensor, names: list[str]) -> dict[str, torch.Tensor]:
@@ -128,7 +124,7 @@ def test_every_conv_matches_torch_fx(zoo):
         for name in names:
             assert got[name].shape == want[name].shape, (arch, name, as_maps)
             assert torch.equal(got[name], want[name]), (arch, name, as_maps)
-    assert _count_hooks(model) == 0
+    assert count_hooks(model) == 0
 
 
 def test_blocks_are_each_familys_unit(zoo):
@@ -204,7 +200,7 @@ def test_vit_tokens_as_maps(vit):
         assert torch.equal(maps[name], want), name
     assert torch.equal(maps["conv_proj"], raw["conv_proj"]) and maps["conv_proj"].shape == (1, 768, grid, grid)
     assert torch.equal(maps["heads.head"], raw["heads.head"][:, :, None, None])
-    assert _count_hooks(vit.model) == 0
+    assert count_hooks(vit.model) == 0
 
 
 def test_swin_channels_last_as_maps(swin):
@@ -228,10 +224,10 @@ def test_no_hooks_left_after_failing_capture(vit):
     with pytest.raises(AssertionError, match="Wrong image height"):
         capture(vit.model, torch.zeros(1, 3, 64, 64), ["encoder.layers.encoder_layer_0", "conv_proj"],
                 as_maps=True)
-    assert _count_hooks(vit.model) == 0
+    assert count_hooks(vit.model) == 0
     with pytest.raises(KeyError):
         capture(vit.model, _x224(), ["conv_proj", "encoder.layers.encoder_layer_99"])
-    assert _count_hooks(vit.model) == 0
+    assert count_hooks(vit.model) == 0
 
 
 # ----------------------------------------------------------------------------------------------
@@ -479,7 +475,7 @@ def test_timm_model_captures_and_input_spec():
     want = _fx_outputs(bundle.model, x, names)
     for name in names:
         assert torch.equal(got[name], want[name]), name
-    assert _count_hooks(bundle.model) == 0
+    assert count_hooks(bundle.model) == 0
 
     vit_spec = vm.input_spec("timm:vit_tiny_patch16_224")
     vit_cfg = timm.data.resolve_data_config({}, model=vm.meta_model("timm:vit_tiny_patch16_224")[0])
