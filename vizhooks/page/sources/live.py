@@ -22,10 +22,10 @@ from urllib.parse import urlsplit
 
 import streamlit as st
 
-from vizhooks.capture import is_out_of_memory
 from vizhooks.layers import architecture_layers, quick_picks, token_model
 from vizhooks.live import CHANNEL_PICKS, MODES, LiveProcessor, LiveSettings, limit_torch_threads_here
 from vizhooks.models import ModelBundle
+from vizhooks.ops import is_out_of_memory
 from vizhooks.page.texts import t
 
 LOG = logging.getLogger("vizhooks.live")

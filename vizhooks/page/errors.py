@@ -1,0 +1,45 @@
+"""The error frame: a failure becomes one sentence on the page, and the run stops there."""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Iterator
+from contextlib import contextmanager
+
+import streamlit as st
+
+import vizhooks as vz
+from vizhooks.budget import CaptureTooLargeError
+from vizhooks.ops import is_out_of_memory, release_memory
+from vizhooks.page.texts import t
+from vizhooks.video import InvalidVideoError
+
+LOG = logging.getLogger("vizhooks.app")
+
+
+@contextmanager
+def shown_errors() -> Iterator[None]:
+    """Turn a failure into one sentence on the page and stop this run. Nothing else is lost: the
+    sidebar is already drawn, the shared model is unharmed (vizhooks removes its hooks and
+    restores its state in `finally`), and the next change runs normally."""
+    try:
+        yield
+    except vz.InvalidImageError as exc:
+        st.error(t("bad_image", reason=str(exc)))
+    except InvalidVideoError as exc:
+        st.error(t("bad_video", reason=str(exc)))
+    except vz.WeightsError as exc:
+        LOG.warning("model refused: %s", exc)
+        st.error(t("bad_model", reason=str(exc)))
+    except CaptureTooLargeError as exc:
+        st.warning(t("too_large", reason=str(exc)))
+    except (ValueError, KeyError) as exc:
+        LOG.warning("refused: %s", exc)
+        st.error(t("bad_input", reason=str(exc)))
+    except (RuntimeError, MemoryError) as exc:
+        LOG.exception("model run failed")
+        release_memory()
+        st.error(t("out_of_memory" if is_out_of_memory(exc) else "failed"))
+    else:
+        return
+    st.stop()

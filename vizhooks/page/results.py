@@ -1,0 +1,170 @@
+"""The shared results: one model per architecture for the whole process (shared by every session,
+used under vizhooks' per-model lock), activations and gradients keyed by what decides them, PNGs by
+display settings. Every ``get_*`` the views call lives here, so a cache key is written once."""
+
+from __future__ import annotations
+
+import logging
+import os
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import streamlit as st
+import torch
+from PIL import Image
+
+import vizhooks as vz
+from vizhooks.atlas import Atlas, load_atlas, visualize_channels
+from vizhooks.budget import check_capture
+from vizhooks.cam import cams_from
+from vizhooks.gradients import BackwardRecord, backward_report, gradient_pass
+from vizhooks.models import OPERATOR_FAMILY, family, resolve_entry
+from vizhooks.page.analysis import Analysis, analyse
+from vizhooks.page.cache import ByteLRU
+from vizhooks.page.texts import set_language, t
+from vizhooks.render import grid_layout, palette_png
+from vizhooks.summary import summary_dataframe, summary_totals
+
+LOG = logging.getLogger("vizhooks.app")
+FV_SIZE, FV_STEPS, FV_SEED = 128, 128, 0
+
+
+@st.cache_resource(max_entries=2, show_spinner=False)
+def get_bundle(name: str) -> vz.ModelBundle:
+    return vz.load_model(name)
+
+
+@st.cache_data(show_spinner=False)
+def model_option(name: str, lang: str) -> str:
+    """The selector's line for a model, without building it: family, parameters, input size. (The
+    language is part of the cache key.)"""
+    set_language(lang)
+    from vizhooks.models import input_spec
+
+    arch = resolve_entry(name).arch
+    try:
+        from torchvision.models import get_model_weights
+
+        params = get_model_weights(arch).DEFAULT.meta["num_params"]
+        fixed = input_spec(arch).fixed_size
+    except (ValueError, KeyError, AttributeError):  # timm or unusual entries: count on the meta device
+        from vizhooks.models import meta_model
+
+        model = meta_model(name)[0]
+        params, fixed = sum(p.numel() for p in model.parameters()), input_spec(arch, model).fixed_size
+    size = t("model_fixed_size", side=fixed) if fixed else ""
+    group = family(name)
+    group = t("family_operator") if group == OPERATOR_FAMILY else group  # the other families are names
+    return t("model_option", family=group, name=name, params=t("model_params_m", m=params / 1e6), size=size)
+
+
+@st.cache_resource(show_spinner=False)
+def result_cache() -> ByteLRU:
+    """Activations and gradients of recent requests, shared by all sessions, bounded in bytes
+    (VIZHOOKS_CACHE_MB) rather than in entries: one ResNet-152 capture can outweigh a hundred
+    small ones."""
+    return ByteLRU(int(float(os.environ.get("VIZHOOKS_CACHE_MB", "1500")) * 1e6))
+
+
+def tensor_bytes(tensors: Any) -> int:
+    """The bytes of some tensors: what a cache entry of them weighs."""
+    return sum(x.element_size() * x.nelement() for x in tensors)
+
+
+def cached(key: tuple, make: Callable[[], Any], size: Callable[[Any], int]) -> Any:
+    """``make()`` once per ``key`` in the shared, byte-bounded cache."""
+    return result_cache().get_or_create(key, make, size)
+
+
+def get_analysis(model: str, digest: str, data: bytes, size: int, layers: tuple[str, ...], what: str) -> Analysis:
+    key = ("analysis", model, digest, size, layers, what)
+    return result_cache().get_or_create(
+        key, lambda: analyse(get_bundle(model), vz.load_image(data), size, list(layers), what),
+        lambda a: a.nbytes)
+
+
+def get_gradients(model: str, key: tuple, layers: tuple[str, ...], target: int,
+                  analysis: Analysis) -> tuple[vz.GradientResult, dict[str, torch.Tensor]]:
+    """One forward + backward pass for a class: gradients and Grad-CAM maps of the chosen layers.
+    Keyed apart from get_analysis, so a new class re-runs this and nothing else."""
+    height, width = analysis.x.shape[-2:]
+    check_capture(model, list(layers), (height, width), copies=2)
+
+    def make() -> tuple[vz.GradientResult, dict[str, torch.Tensor]]:
+        result = gradient_pass(get_bundle(model).model, analysis.x, list(layers), target=target, as_maps=True)
+        return result, cams_from(result, (height, width))
+
+    def size(made: tuple[vz.GradientResult, dict[str, torch.Tensor]]) -> int:
+        result, cams = made
+        return tensor_bytes([*result.activations.values(), *result.gradients.values(), *cams.values()])
+
+    return cached(("gradients", model, key, layers, target), make, size)
+
+
+@st.cache_resource(max_entries=8, show_spinner=False)
+def get_backward_report(model: str, key: tuple, target: int, _analysis: Analysis) -> list[BackwardRecord]:
+    bundle = get_bundle(model)
+    children = [name for name, _ in bundle.model.named_children()]
+    return backward_report(bundle.model, _analysis.x, children, target=target)
+
+
+@st.cache_resource(max_entries=8, show_spinner=False)
+def get_summary(model: str, key: tuple, _analysis: Analysis) -> tuple[Any, dict[str, float]]:
+    rows = vz.layer_summary(get_bundle(model).model, _analysis.x)
+    return summary_dataframe(rows), summary_totals(rows)
+
+
+@st.cache_data(max_entries=64, show_spinner=False)
+def grid_png(_tensor: torch.Tensor, key: tuple, channels: int | None, order: str, cmap: str, norm: str,
+             columns: int | None, title: str, vcenter: float | None = None,
+             clim: tuple[float, float] | None = None) -> bytes:
+    fig = vz.feature_grid(_tensor, channels=channels, order=order, cmap=cmap, norm=norm, title=title,
+                          columns=columns, vcenter=vcenter, clim=clim)
+    return vz.figure_to_png(fig)
+
+
+@st.cache_data(max_entries=64, show_spinner=False)
+def maps_png(_tensor: torch.Tensor, key: tuple, channels: int | None, order: str, columns: int | None, title: str,
+             cmap: str) -> bytes:
+    """Per-channel grids in two steps: the layout (which channel where, as colour levels) is kept
+    with the activations, so another colormap costs a palette PNG encode, not a redraw."""
+    layout = result_cache().get_or_create(
+        ("layout", key, channels, order, columns, title),
+        lambda: grid_layout(_tensor, channels=channels, order=order, columns=columns, title=title),
+        lambda made: made.nbytes)
+    return palette_png(layout, cmap)
+
+
+def excited_image(model: str, layers: tuple[str, ...], channels: tuple[int, ...], bar: Any) -> list[Image.Image]:
+    """Images optimised to excite ``channels`` of ``layers[0]`` (one pass for all of them),
+    kept with the other results; ``bar`` is a progress bar the optimisation moves."""
+    layer = layers[0]
+    bundle = get_bundle(model)
+
+    def make() -> list[Image.Image]:
+        def progress(step: int, steps: int) -> None:
+            bar.progress(step / steps, text=t("fv_running", layer=layer, step=step, steps=steps))
+
+        return visualize_channels(bundle.model, layer, list(channels), size=FV_SIZE, steps=FV_STEPS, seed=FV_SEED,
+                                  progress=progress, mean=bundle.mean, std=bundle.std)
+
+    return cached(("excite", model, layer, channels, FV_SIZE, FV_STEPS, FV_SEED), make,
+                  lambda images: 3 * FV_SIZE * FV_SIZE * len(images))
+
+
+@st.cache_resource(ttl=300, show_spinner=False)
+def atlases_for(model: str, folder: str) -> list[Atlas]:
+    """Atlases under the operator's folder (itself or one level down) made for ``model``."""
+    found = []
+    root = Path(folder)
+    for candidate in [root, *sorted(p for p in root.iterdir() if p.is_dir())] if root.is_dir() else []:
+        if (candidate / "manifest.json").is_file():
+            try:
+                atlas = load_atlas(candidate)
+            except (ValueError, OSError) as exc:
+                LOG.warning("atlas %s not used: %s", candidate, exc)
+                continue
+            if atlas.model == model:
+                found.append(atlas)
+    return found

@@ -1,0 +1,95 @@
+"""The sidebar: language, model, picture source, layers and display settings, returned as
+:class:`~vizhooks.page.state.Choices`, and the slot where the model's status goes once loaded."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import streamlit as st
+
+import vizhooks as vz
+from vizhooks.layers import architecture_layers, reference_hw
+from vizhooks.models import list_models, operator_models, resolve_entry
+from vizhooks.page.results import model_option
+from vizhooks.page.sources import SOURCES, photo_picker
+from vizhooks.page.sources.sample import default_sample
+from vizhooks.page.sources.video import video_sidebar
+from vizhooks.page.state import Choices, apply_quick_pick, keep_a_language, model_changed, picks_for
+from vizhooks.page.texts import LANGUAGE_NAMES, language, t
+from vizhooks.page.urlstate import CHANNEL_CHOICES, DEFAULTS, LANGS, SIZE_MAX, SIZE_MIN, SIZE_STEP
+from vizhooks.page.widgets import labels_for, layer_label, pick_label
+from vizhooks.render import CMAPS, NORMS, ORDERS
+from vizhooks.weights import fetch_command
+
+
+def sidebar() -> tuple[Choices, Any]:
+    """Draw the sidebar; returns the choices and the (still empty) slot for the model's status."""
+    sb = st.sidebar
+    # switching language only redraws: no cache key holds the language
+    sb.segmented_control(t("language"), LANGS, key="lang", format_func=LANGUAGE_NAMES.__getitem__,
+                         selection_mode="single", on_change=keep_a_language)
+    models = list_models()
+    if st.session_state.get("model") not in models:  # an operator entry removed since
+        st.session_state["model"] = DEFAULTS["model"]
+    lang = language()
+    sb.selectbox(t("model"), models, key="model", help=t("model_help"),
+                 format_func=lambda name: model_option(name, lang),
+                 on_change=model_changed)
+    for warning in operator_models()[1]:
+        sb.warning(t("operator_warning", warning=warning), icon=":material/warning:")
+    description = resolve_entry(st.session_state["model"]).description
+    if description:
+        sb.caption(t("model_description", description=description))
+    model_slot = sb.container()  # device and weights status, filled once the model is loaded
+
+    sb.radio(t("image_source"), SOURCES, key="source", horizontal=True,
+             format_func=labels_for("source_"))
+    source = st.session_state["source"]
+    if source == "sample":
+        st.session_state.setdefault("sample", default_sample())
+    if source == "video":
+        video_sidebar(sb)
+    else:
+        photo_picker(source, sb)
+    sb.slider(t("size"), SIZE_MIN, SIZE_MAX, step=SIZE_STEP, key="size", help=t("size_help"))
+
+    sb.subheader(t("layers_header"))
+    model = st.session_state["model"]
+    infos = architecture_layers(model)
+    labels = {info.name: layer_label(info) for info in infos}
+    # A layer chosen for another model may not exist in this one (resnet50 has conv3s).
+    st.session_state["layers"] = [n for n in st.session_state.get("layers", []) if n in labels]
+    sb.selectbox(t("quick_pick"), list(picks_for(model)), index=None, key="quick", on_change=apply_quick_pick,
+                 placeholder=t("quick_pick_placeholder"),
+                 format_func={p: pick_label(p, model) for p in picks_for(model)}.__getitem__)
+    sb.multiselect(t("layers"), list(labels), key="layers", format_func=labels.__getitem__,
+                   help=t("layers_help", side=reference_hw(model)[0]))
+    sb.radio(t("what"), ("output", "input"), key="what", format_func=labels_for("what_"))
+
+    sb.subheader(t("display_header"))
+    sb.select_slider(t("channels"), CHANNEL_CHOICES, key="channels")
+    sb.selectbox(t("order"), ORDERS, key="order", format_func=labels_for("order_"))
+    sb.selectbox(t("cmap"), CMAPS, key="cmap")
+    sb.radio(t("norm"), NORMS, key="norm", horizontal=True, format_func=labels_for("norm_"))
+    sb.number_input(t("columns"), min_value=0, max_value=64, step=1, key="columns")
+    sb.caption(t("share_hint"))
+
+    s = st.session_state
+    order = {info.name: i for i, info in enumerate(infos)}
+    return Choices(
+        model=s["model"], source=source, sample=s.get("sample", default_sample()), size=int(s["size"]),
+        layers=tuple(sorted(s["layers"], key=order.__getitem__)), what=s["what"],
+        channels=None if s["channels"] == "all" else int(s["channels"]), order=s["order"],
+        cmap=s["cmap"], norm=s["norm"], columns=int(s["columns"]) or None,
+    ), model_slot
+
+
+def show_model_status(slot: Any, bundle: vz.ModelBundle) -> None:
+    """Device and weights in the sidebar's slot, with the library's own account of the weights."""
+    slot.caption(t("device", device=str(bundle.device).upper()))
+    if bundle.pretrained:
+        slot.caption(t(f"weights_from_{bundle.weights_source}"))
+    else:
+        slot.warning(t("weights_random", command=fetch_command(bundle.arch)), icon=":material/warning:")
+    # the library's own account (paths, URLs, each reason on the way), as it printed it
+    slot.expander(t("weights_details")).code(bundle.weights_status, language=None, wrap_lines=True)

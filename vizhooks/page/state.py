@@ -1,0 +1,106 @@
+"""This session's state: the sidebar's choices, the first run's defaults from a shared link, and
+the link kept in step with what is shown (vizhooks.page.urlstate parses and writes the query)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import streamlit as st
+
+import vizhooks as vz
+from vizhooks.layers import architecture_layers, quick_picks, token_model
+from vizhooks.page.analysis import Analysis
+from vizhooks.page.sources.sample import default_sample, samples
+from vizhooks.page.texts import language_from_locale
+from vizhooks.page.urlstate import DEFAULTS, LANGS, parse_query, to_query
+
+
+@dataclass(frozen=True)
+class Choices:
+    """What the sidebar says: model, picture source, layers and display settings."""
+
+    model: str
+    source: str
+    sample: str
+    size: int
+    layers: tuple[str, ...]
+    what: str
+    channels: int | None
+    order: str
+    cmap: str
+    norm: str
+    columns: int | None
+
+
+@dataclass(frozen=True)
+class Context:
+    """What every view is shown with: the choices, the loaded model, this picture's analysis and
+    its digest (the part of every cache key that names the picture)."""
+
+    choices: Choices
+    bundle: vz.ModelBundle
+    analysis: Analysis
+    digest: str
+
+
+def picks_for(model: str) -> dict[str, list[str]]:
+    """The quick picks of layers for ``model`` (``"tour"`` is the starting choice)."""
+    return quick_picks(architecture_layers(model), token_model(model))
+
+
+def init_state() -> None:
+    """First run of a session: defaults, then whatever the shared link says."""
+    if st.session_state.get("_initialised"):
+        return
+    names = samples()
+    params = {k: st.query_params.get_all(k) for k in st.query_params}
+    good, bad = parse_query(params, names)
+    for key, value in DEFAULTS.items():
+        st.session_state[key] = good.get(key, value)
+    st.session_state["source"] = "sample"
+    st.session_state["sample"] = good.get("sample", default_sample())
+    st.session_state["layers"] = good.get("layers") or picks_for(st.session_state["model"])["tour"]
+    if "target" in good:
+        st.session_state["target"] = good["target"]
+    st.session_state["lesson_step"] = good.get("step", 1)
+    # the link decides the language; without one, the browser's (st.context.locale), else English
+    st.session_state["lang"] = good.get("lang") or language_from_locale(st.context.locale)
+    st.session_state["compare"] = good.get("compare", next(s for s in names if s != st.session_state["sample"]))
+    st.session_state["_url_notices"] = bad
+    st.session_state["_initialised"] = True
+
+
+def keep_a_language() -> None:
+    if st.session_state.get("lang") not in LANGS:  # a segmented control can be clicked off
+        st.session_state["lang"] = "en"
+
+
+def apply_quick_pick() -> None:
+    pick = st.session_state.get("quick")
+    if pick:
+        st.session_state["layers"] = picks_for(st.session_state["model"]).get(pick, [])
+        st.session_state["quick"] = None
+
+
+def model_changed() -> None:
+    """A new model keeps the layers it also has; with none left, it starts on its own tour."""
+    model = st.session_state["model"]
+    names = {info.name for info in architecture_layers(model)}
+    kept = [n for n in st.session_state.get("layers", []) if n in names]
+    st.session_state["layers"] = kept or picks_for(model)["tour"]
+
+
+def sync_url(c: Choices, view: str) -> None:
+    """The address bar follows the page, so a copied link opens this exact view."""
+    target = st.session_state.get("target")
+    query = to_query({
+        "lang": st.session_state.get("lang", "en"), "view": view, "target": target, "model": c.model,
+        "sample": c.sample if c.source == "sample" else None, "layers": c.layers,
+        "compare": st.session_state.get("compare") if view == "compare" else None,
+        "step": st.session_state.get("lesson_step", 1) if view == "lesson" else None,
+        "what": c.what, "size": c.size, "channels": c.channels or "all", "order": c.order,
+        "cmap": c.cmap, "norm": c.norm, "columns": c.columns or 0,
+    })
+    if query != st.query_params.to_dict():
+        st.query_params.from_dict(query)
+    st.session_state["_query"] = query

@@ -1,0 +1,33 @@
+"""Backward: the order in which backward hooks fire, with the gradient shapes each one sees."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+import streamlit as st
+
+from vizhooks.page.results import get_backward_report
+from vizhooks.page.state import Context
+from vizhooks.page.texts import t
+from vizhooks.page.widgets import class_picker
+
+
+def shapes_text(shapes: Sequence[Sequence[int] | None] | None) -> str:
+    if shapes is None:
+        return "—"
+    return ", ".join("None" if s is None else "×".join(map(str, s)) for s in shapes)
+
+
+def show(ctx: Context) -> None:
+    analysis, bundle, c, digest = ctx.analysis, ctx.bundle, ctx.choices, ctx.digest
+    target = class_picker(bundle, analysis)
+    with st.spinner(t("running_backward", label=bundle.categories[target])):
+        records = get_backward_report(c.model, (digest, c.size), target, analysis)
+    st.markdown(t("backward_intro", label=bundle.categories[target]))
+    st.dataframe(
+        [{t("col_step"): i + 1, t("col_module"): r.name, t("col_type"): r.type,
+          t("col_grad_output"): shapes_text(r.grad_output), t("col_grad_input"): shapes_text(r.grad_input),
+          t("col_note"): r.note} for i, r in enumerate(records)],
+        hide_index=True, key="backward_table",
+    )
+    st.markdown(t("backward_reading"))

@@ -1,0 +1,124 @@
+"""Intervene: hooks that change values. Edit channels of one layer and see the classes and the
+later layers change; clamp gradients at one layer and see the earlier ones fade."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import streamlit as st
+import torch
+
+import vizhooks as vz
+from vizhooks.budget import check_capture
+from vizhooks.cam import cams_from
+from vizhooks.page.results import cached, get_bundle, grid_png, tensor_bytes
+from vizhooks.page.state import Context
+from vizhooks.page.texts import t
+from vizhooks.page.widgets import class_picker, keep_valid, labels_for, layer_columns, top5_bars
+from vizhooks.render import channel_overlay
+
+EDIT_MODES = ("zero", "half", "double", "top")
+CLAMP_LIMITS = (1e-5, 1e-4, 1e-3, 1e-2, 1e-1, 1.0)
+
+
+def channel_edit(mode: str, channels: tuple[int, ...], k: int) -> vz.ChannelEdit:
+    if mode == "top":
+        return vz.ChannelEdit(keep_top=k)
+    return vz.ChannelEdit(channels=channels, scale={"zero": 0.0, "half": 0.5, "double": 2.0}[mode])
+
+
+def show_top5_pair(bundle: vz.ModelBundle, before: torch.Tensor, after: torch.Tensor, target: int) -> None:
+    left, right = st.columns(2)
+    for col, logits, head in ((left, before, "iv_before"), (right, after, "iv_after")):
+        col.markdown(f"**{t(head)}**")
+        top5_bars(col, logits, bundle.categories)
+    b, a = float(before[0, target]), float(after[0, target])
+    st.metric(t("iv_logit", label=bundle.categories[target]), f"{a:.3f}", delta=f"{a - b:+.3f}")
+
+
+def show(ctx: Context) -> None:
+    analysis, bundle, c, digest = ctx.analysis, ctx.bundle, ctx.choices, ctx.digest
+    st.markdown(t("intervene_intro"))
+    target = class_picker(bundle, analysis)
+    layers = [n for n in c.layers if n in analysis.activations]
+    keep_valid("iv_layer", layers, layers[0])
+    left, mid, right = st.columns([2, 2, 3])
+    layer = left.selectbox(t("iv_layer"), layers, key="iv_layer")
+    mode = mid.selectbox(t("iv_mode"), EDIT_MODES, key="iv_mode", format_func=labels_for("iv_mode_"))
+    count = int(analysis.activations[layer].shape[1])
+    if mode == "top":
+        st.session_state["iv_k"] = min(int(st.session_state.get("iv_k", 8)), count)
+        k = int(right.number_input(t("iv_k"), min_value=1, max_value=count, step=1, key="iv_k"))
+        channels: tuple[int, ...] = ()
+    else:
+        kept = [ch for ch in st.session_state.get("iv_channels", list(range(min(4, count)))) if ch < count]
+        st.session_state["iv_channels"] = kept
+        channels = tuple(sorted(right.multiselect(t("iv_channels"), list(range(count)), key="iv_channels")))
+        k = 0
+        if not channels:
+            st.info(t("iv_no_channels"))
+            return
+    later = [n for n in layers if layers.index(n) > layers.index(layer)]
+    key = ("intervene", c.model, digest, c.size, c.what, layer, mode, channels, k, tuple(later))
+    with st.spinner(t("iv_running")):
+        result = cached(
+            key, lambda: vz.intervene(get_bundle(c.model).model, analysis.x, {layer: channel_edit(mode, channels, k)},
+                                      capture=later, as_maps=True),
+            lambda r: tensor_bytes([*r.activations.values(), *r.activations_before.values()]))
+    show_top5_pair(bundle, result.logits_before, result.logits_after, target)
+    if later:
+        st.caption(t("iv_later"))
+        for _, name in layer_columns(later):
+            after, before = result.activations[name], result.activations_before[name]
+            change = float((after - before).abs().mean() / (before.abs().mean() + 1e-12))
+            png = grid_png(after, ("iv", *key, name), c.channels, c.order, c.cmap, c.norm, c.columns, name)
+            st.caption(t("iv_change", change=change))
+            st.image(png)
+    else:
+        st.info(t("iv_no_later"))
+    show_clamp(ctx, layers, target)
+
+
+def show_clamp(ctx: Context, layers: list[str], target: int) -> None:
+    """Gradients of the earlier layers with and without a clamp at one layer, and their Grad-CAMs."""
+    analysis, bundle, c, digest = ctx.analysis, ctx.bundle, ctx.choices, ctx.digest
+    st.divider()
+    st.subheader(t("clamp_header"))
+    st.markdown(t("clamp_intro"))
+    keep_valid("iv_clamp_at", layers, layers[-1])
+    left, right = st.columns(2)
+    clamp_at = left.selectbox(t("clamp_at"), layers, key="iv_clamp_at")
+    st.session_state.setdefault("iv_limit", 1e-3)
+    limit = right.select_slider(t("clamp_limit"), CLAMP_LIMITS, key="iv_limit", format_func=lambda v: f"{v:g}")
+    earlier = [n for n in layers if layers.index(n) < layers.index(clamp_at)]
+    if not earlier:
+        st.info(t("clamp_no_earlier"))
+        return
+    hw = (int(analysis.x.shape[-2]), int(analysis.x.shape[-1]))
+    check_capture(c.model, earlier, hw, copies=4)
+    key = ("clamp", c.model, digest, c.size, tuple(earlier), clamp_at, limit, target)
+
+    def make() -> tuple[Any, Any, dict[str, torch.Tensor], dict[str, torch.Tensor]]:
+        plain, clamped = vz.clamp_gradients(get_bundle(c.model).model, analysis.x, earlier, clamp_at=clamp_at,
+                                            limit=float(limit), target=target, as_maps=True)
+        return plain, clamped, cams_from(plain, hw), cams_from(clamped, hw)
+
+    def size(made: tuple[Any, ...]) -> int:
+        plain, clamped, _, _ = made
+        return tensor_bytes(x for r in (plain, clamped) for x in [*r.activations.values(), *r.gradients.values()])
+
+    with st.spinner(t("running_backward", label=bundle.categories[target])):
+        plain, clamped, cams, cams_clamped = cached(key, make, size)
+    alpha = 0.5
+    for name in earlier:
+        st.subheader(name)
+        g0, g1 = plain.gradients[name], clamped.gradients[name]
+        reach = float(max(g0.abs().max(), g1.abs().max())) or 1.0
+        cols = st.columns(4)
+        for col, grad, head, which in ((cols[0], g0, "clamp_before", "b"), (cols[1], g1, "clamp_after", "a")):
+            png = grid_png(grad, ("clamp", *key, name, which), min(c.channels or 16, 16), "index", "RdBu_r", "layer",
+                           None, f"∂y[{target}] / ∂ {name}", 0.0, (-reach, reach))
+            col.caption(t(head))
+            col.image(png)
+        cols[2].image(channel_overlay(analysis.picture, cams[name], alpha, "jet"), caption=t("clamp_cam_before"))
+        cols[3].image(channel_overlay(analysis.picture, cams_clamped[name], alpha, "jet"), caption=t("clamp_cam_after"))

@@ -1,0 +1,100 @@
+"""The lesson: a step-by-step tour of hooks, each step with a live part, its code, a question and
+its answer. The live parts are the other views' own functions."""
+
+from __future__ import annotations
+
+from typing import Any
+from urllib.parse import urlencode
+
+import streamlit as st
+
+from vizhooks.page.analysis import hook_calls_demo
+from vizhooks.page.lesson import STEPS, Step, step_index
+from vizhooks.page.results import cached, get_analysis, get_bundle, grid_png
+from vizhooks.page.snippets import lesson_snippet, snippet
+from vizhooks.page.sources import photo_bytes
+from vizhooks.page.state import Context
+from vizhooks.page.texts import language, t
+from vizhooks.page.views import backward, gradcam, gradients, intervene, maps, table
+from vizhooks.page.views.code import chosen_target, image_path
+from vizhooks.page.widgets import class_picker
+
+
+def lesson_code(step: Step, ctx: Context) -> str:
+    bundle, c = ctx.bundle, ctx.choices
+    kind, name = step.code
+    common: dict[str, Any] = dict(model=c.model, image=image_path(c), size=c.size, target=chosen_target(),
+                                  pretrained=bundle.pretrained, num_classes=len(bundle.categories), lang=language())
+    if kind == "view":
+        return snippet(name, layers=list(c.layers), what="output", **common)
+    layers = list(c.layers)
+    clamp_at: str | None = None
+    if name == "clamp":
+        chosen = st.session_state.get("iv_clamp_at")
+        clamp_at = chosen if chosen in layers else layers[-1]
+        layers = [n for n in layers if layers.index(n) < layers.index(clamp_at)] or layers[:1]
+    return lesson_snippet(name, layers=layers, clamp_at=clamp_at, limit=float(st.session_state.get("iv_limit", 1e-3)),
+                          **common)
+
+
+def to_step(n: int) -> None:
+    st.session_state["lesson_step"] = step_index(n)
+
+
+def show_live_part(step: Step, ctx: Context) -> None:
+    """The step's live part, on this photo and these layers."""
+    analysis, c, digest = ctx.analysis, ctx.choices, ctx.digest
+    layers = [name for name in c.layers if name in analysis.activations]
+    if step.live == "hello":
+        st.caption(t("lesson_hello_caption"))
+        modules = dict(ctx.bundle.model.named_modules())
+        st.dataframe([{t("lesson_col_layer"): name, t("lesson_col_module"): type(modules[name.split("#")[0]]).__name__,
+                       t("lesson_col_shape"): "×".join(map(str, analysis.activations[name].shape))}
+                      for name in layers], hide_index=True, key="lesson_hello")
+    elif step.live == "maps":
+        maps.show(ctx)
+    elif step.live == "prepost":
+        layer = layers[0]
+        data = photo_bytes(c.source)
+        assert data is not None  # the analysis was made from it
+        before = get_analysis(c.model, digest, data, c.size, (layer,), "input")
+        left, right = st.columns(2)
+        for col, act, head, what in ((left, before.activations[layer], "lesson_prepost_input", "input"),
+                                     (right, analysis.activations[layer], "lesson_prepost_output", "output")):
+            col.caption(t(head, layer=layer))
+            col.image(grid_png(act, ("lesson", c.model, digest, c.size, what, layer), c.channels, c.order, c.cmap,
+                               c.norm, c.columns, layer))
+    elif step.live == "table":
+        table.show(ctx)
+    elif step.live == "gradients":
+        gradients.show(ctx)
+    elif step.live == "clamp":
+        intervene.show_clamp(ctx, layers, class_picker(ctx.bundle, analysis))
+    elif step.live == "backward":
+        backward.show(ctx)
+    elif step.live == "gradcam":
+        gradcam.show(ctx)
+    elif step.live == "remove":
+        layer = layers[0]
+        counts = cached(("hook-calls", c.model, digest, c.size, layer),
+                        lambda: hook_calls_demo(get_bundle(c.model).model, analysis.x, layer), lambda _: 64)
+        st.markdown(f"- {t('lesson_remove_forgot', calls=counts['forgot'])}\n"
+                    f"- {t('lesson_remove_removed', calls=counts['removed'])}")
+
+
+def show(ctx: Context) -> None:
+    n = step_index(st.session_state.get("lesson_step", 1))
+    step = STEPS[n - 1]
+    st.subheader(t("lesson_step", n=n, total=len(STEPS), title=t(f"lesson_{step.id}_title")))
+    st.markdown(t(f"lesson_{step.id}_text"))
+    show_live_part(step, ctx)
+    st.caption(t("lesson_code"))
+    st.code(lesson_code(step, ctx), language="python")
+    st.markdown(f"**{t('lesson_question')}** {t(f'lesson_{step.id}_q')}")
+    with st.expander(t("lesson_answer"), expanded=False):
+        st.markdown(t(f"lesson_{step.id}_a"))
+    back, link, nxt = st.columns([1, 2, 1])
+    back.button(t("lesson_back"), key="lesson_back", disabled=n == 1, on_click=to_step, args=(n - 1,))
+    nxt.button(t("lesson_next"), key="lesson_next", disabled=n == len(STEPS), on_click=to_step, args=(n + 1,))
+    query = {**st.session_state.get("_query", {}), "view": "lesson", "step": str(n)}
+    link.markdown(f"[{t('lesson_link')}](?{urlencode(query)})")

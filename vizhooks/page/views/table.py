@@ -1,0 +1,25 @@
+"""Table: every module's output shape, parameters and time, with the totals."""
+
+from __future__ import annotations
+
+import streamlit as st
+
+from vizhooks.page.results import get_summary
+from vizhooks.page.state import Context
+from vizhooks.page.texts import t
+
+
+def show(ctx: Context) -> None:
+    c = ctx.choices
+    with st.spinner(t("running_table")):
+        frame, totals = get_summary(c.model, (ctx.digest, c.size), ctx.analysis)
+    left, mid, right = st.columns(3)
+    left.metric(t("total_params"), f"{int(totals['params']):,}")
+    mid.metric(t("total_outputs"), f"{int(totals['output_elements']):,}")
+    right.metric(t("total_time"), f"{totals['time_ms']:.0f} ms")
+    st.caption(t("table_intro"))
+    st.dataframe(frame, hide_index=True, key="layer_table", column_config={
+        "time_ms": st.column_config.NumberColumn(format="%.2f"),
+        "params": st.column_config.NumberColumn(format="localized"),
+        "output_elements": st.column_config.NumberColumn(format="localized"),
+    })

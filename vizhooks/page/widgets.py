@@ -1,0 +1,153 @@
+"""The page's repeated patterns, written once: option labels in the page's language, a selection
+kept valid, a progress bar that goes away, the two-column layer loop, top-5 bars, the class picker,
+the picture with its predictions, and the "What excites this channel?" button."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterator, Sequence
+from contextlib import contextmanager
+from typing import Any
+
+import streamlit as st
+import torch
+
+import vizhooks as vz
+from vizhooks.layers import LayerInfo, token_model
+from vizhooks.page.analysis import Analysis, top_classes
+from vizhooks.page.results import FV_SIZE, FV_STEPS, excited_image
+from vizhooks.page.texts import language, set_language, t
+
+
+def labels_for(prefix: str) -> Callable[[Any], str]:
+    """A format_func for options whose labels are the texts ``prefix + option``, fixed in this
+    run's language: Streamlit may call it later, outside this run."""
+    lang = language()
+
+    def label(option: Any) -> str:
+        set_language(lang)
+        return t(f"{prefix}{option}")
+
+    return label
+
+
+def layer_where(info: LayerInfo) -> str:
+    """Where a layer sits, in the page's language: "conv 6 of 20 · 28×28"."""
+    parts = []
+    if info.index:
+        parts.append(t(f"where_{info.kind}", index=info.index, count=info.count))
+    if info.out_hw:
+        parts.append(f"{info.out_hw[0]}×{info.out_hw[1]}")
+    return " · ".join(parts) or info.type
+
+
+def layer_label(info: LayerInfo) -> str:
+    """The layer menu's line: name, place, resolution, channels, kernel, stride."""
+    if info.out_channels is not None:
+        k = "x".join(map(str, info.kernel_size or ()))
+        s = info.stride[0] if info.stride and info.stride[0] == info.stride[1] else info.stride
+        return t("label_conv", name=info.name, where=layer_where(info), cin=info.in_channels,
+                 cout=info.out_channels, k=k, s=s)
+    channels = t("label_channels", n=info.out_channels_map) if info.out_channels_map else ""
+    return t("label_other", name=info.name, where=layer_where(info), type=info.type, channels=channels)
+
+
+def pick_label(pick: str, model: str) -> str:
+    """A quick pick's line in the menu."""
+    if pick.startswith("res:"):
+        hw = pick.removeprefix("res:").replace("x", "×")
+        return t("pick_res_blocks" if token_model(model) else "pick_res_convs", hw=hw)
+    return t(f"pick_{pick}")
+
+
+def keep_valid(key: str, options: Sequence[Any], default: Any) -> None:
+    """Keep a menu's choice among ``options`` (a layer of another model, say); else ``default``."""
+    if st.session_state.get(key) not in options:
+        st.session_state[key] = default
+
+
+def keep_below(key: str, count: int, default: int = 0) -> None:
+    """Keep a number input's value below ``count`` (a channel of a narrower layer, say)."""
+    st.session_state[key] = min(int(st.session_state.get(key, default)), count - 1)
+
+
+@contextmanager
+def progress_bar(text: str | None = None, slot: Any = None, show: bool = True) -> Iterator[Any]:
+    """A progress bar in ``slot`` (the main area by default) for the time of the block, then gone;
+    with ``show=False``, None (a few grids draw faster than a bar updates)."""
+    if not show:
+        yield None
+        return
+    bar = (slot or st).progress(0.0, text=text)
+    try:
+        yield bar
+    finally:
+        bar.empty()
+
+
+def fraction(done: int, total: int) -> float:
+    """``done / total`` for a progress bar, within 0..1."""
+    return min(done / max(total, 1), 1.0)
+
+
+def layer_columns(names: Sequence[str]) -> Iterator[tuple[int, str]]:
+    """Layers in two columns (one when there is one layer), each under its name as a heading;
+    yields ``(i, name)`` with the layer's column as the current container."""
+    columns = st.columns(2) if len(names) > 1 else [st.container()]
+    for i, name in enumerate(names):
+        with columns[i % len(columns)]:
+            st.subheader(name)
+            yield i, name
+
+
+def top5_bars(slot: Any, logits: torch.Tensor, categories: Sequence[str]) -> None:
+    """The five most likely classes as bars."""
+    for p in top_classes(logits, list(categories), 5):
+        slot.progress(min(max(p.probability, 0.0), 1.0), text=f"{p.label} · {p.probability:.1%}")
+
+
+def class_select(categories: Sequence[str], key: str, placeholder: str, help: str,
+                 persist: bool = False) -> int | None:
+    """A menu of the model's classes (``None``: none picked); a class of another model, or from a
+    link, is dropped first."""
+    value = st.session_state.get(key)
+    if not isinstance(value, int) or not 0 <= value < len(categories):
+        st.session_state[key] = None
+    picked = st.selectbox(t("target"), range(len(categories)), key=key, index=None,
+                          format_func=lambda i: f"{categories[i]} ({i})", help=help, placeholder=placeholder,
+                          persist_state="session" if persist else None)
+    return None if picked is None else int(picked)
+
+
+def class_picker(bundle: vz.ModelBundle, analysis: Analysis) -> int:
+    """The class whose logit is differentiated: the top-1 class unless the person picks one."""
+    top = top_classes(analysis.logits, bundle.categories, 1)[0]
+    picked = class_select(bundle.categories, "target", t("target_top1", label=top.label, index=top.index),
+                          t("target_help"), persist=True)
+    return top.index if picked is None else picked
+
+
+def input_and_predictions(analysis: Analysis, bundle: vz.ModelBundle, size: int) -> None:
+    """The picture as the model saw it, beside its top-5 classes."""
+    left, right = st.columns([3, 2])
+    w, h = analysis.picture.size
+    left.image(analysis.picture, caption=t("model_saw", width=w, height=h))
+    if bundle.input.fixed_size:
+        left.caption(t("input_fixed", name=bundle.name, side=bundle.input.fixed_size))
+    elif size < bundle.input.min_size:
+        left.caption(t("input_min", name=bundle.name, side=bundle.input.min_size))
+    right.subheader(t("top5"))
+    if not bundle.pretrained:
+        right.warning(t("top5_random"))
+    top5_bars(right, analysis.logits, bundle.categories)
+
+
+def show_excitation(model: str, layer: str, channel: int, slot: Any) -> None:
+    """The "What excites this channel?" button and, once asked (or cached), its image."""
+    key = ("fv", model, layer, int(channel))
+    asked = st.session_state.setdefault("_fv_asked", set())
+    if slot.button(t("fv_button"), key="fv_go", icon=":material/auto_awesome:"):
+        asked.add(key)
+    if key in asked:
+        with progress_bar(slot=slot) as bar:
+            image = excited_image(model, (layer,), (int(channel),), bar)[0]
+        slot.image(image, caption=t("fv_caption", layer=layer, channel=int(channel), size=FV_SIZE, steps=FV_STEPS))
