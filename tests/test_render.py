@@ -308,3 +308,174 @@ def test_savefig_explicit_arguments_win(tmp_path):
         bare = io.BytesIO()
         fig.savefig(bare)
     assert bare.getvalue().startswith(b"%PDF")
+
+
+# --- any dpi scales the whole grid (issue 17, item 8) ---------------------------------------------
+
+def _rgb(png: bytes) -> np.ndarray:
+    return np.asarray(Image.open(io.BytesIO(png)).convert("RGB")).astype(np.float32)
+
+
+def _enlarged(png: bytes, size: tuple[int, int], resample=Image.Resampling.NEAREST) -> np.ndarray:
+    """The dpi-100 picture resized by PIL (independent of the renderer): what any dpi must show."""
+    return np.asarray(Image.open(io.BytesIO(png)).convert("RGB").resize(size, resample)).astype(np.float32)
+
+
+def _white_quadrants(rgb: np.ndarray) -> list[float]:
+    """The share of pure-white pixels in each quadrant: the defect left three of them all white."""
+    h, w = rgb.shape[:2]
+    white = (rgb == 255).all(axis=2)
+    return [float(q.mean()) for q in (white[:h // 2, :w // 2], white[:h // 2, w // 2:],
+                                      white[h // 2:, :w // 2], white[h // 2:, w // 2:])]
+
+
+@pytest.mark.parametrize("norm", ["channel", "layer"])
+def test_dpi_200_png_is_the_dpi_100_picture_twice_as_large(tmp_path, norm):
+    # Tolerance: the tiles and the pixel-drawn title are enlarged by exactly 2 (repeated pixels),
+    # so they match PIL's nearest enlargement pixel for pixel; only the colorbar's ticks and labels
+    # (norm="layer"), which matplotlib draws again at 200 dpi with sharper edges, differ. A mean
+    # absolute difference of 3 (of 255) allows that (measured 0.0 and 0.5); the defect's picture (a
+    # quarter of the canvas, the rest white) is off by about 100.
+    fig = feature_grid(_act(16, h=14, w=14, seed=4), channels=16, norm=norm, title="t")
+    base = figure_to_png(fig)
+    w, h = Image.open(io.BytesIO(base)).size
+    fig.savefig(tmp_path / "slide.png", dpi=200)
+    want = _enlarged(base, (2 * w, 2 * h))
+    for got in (_rgb((tmp_path / "slide.png").read_bytes()), _rgb(figure_to_png(fig, dpi=200))):
+        assert got.shape == want.shape
+        assert np.abs(got - want).mean() < 3
+        assert max(_white_quadrants(got)) < 0.5, _white_quadrants(got)
+    if norm == "channel":  # no matplotlib text at all: exactly the enlarged picture
+        np.testing.assert_array_equal(_rgb(figure_to_png(fig, dpi=200)), want)
+    # The default path is untouched: still the figure's own 100 dpi, 1:1.
+    np.testing.assert_array_equal(_rgb(figure_to_png(fig)), _rgb(base))
+
+
+@pytest.mark.parametrize("dpi", [150, 72])
+def test_dpi_that_is_not_a_whole_factor_scales_the_whole_grid(dpi):
+    # Tolerance: 150 dpi enlarges by 1.5 (nearest), 72 dpi reduces (Lanczos); PIL's bilinear
+    # resize of the dpi-100 picture is the reference, so sharp tile edges and label text differ by
+    # a few levels on average (measured 1.4 and 3.0); the defect is off by 94 and 44.
+    fig = feature_grid(_act(9, h=12, w=12, seed=6), channels=9, title="t")
+    base = figure_to_png(fig)
+    got = _rgb(figure_to_png(fig, dpi=dpi))
+    want = _enlarged(base, (got.shape[1], got.shape[0]), Image.Resampling.BILINEAR)
+    w, h = Image.open(io.BytesIO(base)).size
+    assert abs(got.shape[1] - w * dpi / 100) <= 1 and abs(got.shape[0] - h * dpi / 100) <= 1
+    assert np.abs(got - want).mean() < 8
+    assert max(_white_quadrants(got)) < 0.5
+
+
+def test_tight_bbox_keeps_the_grid(tmp_path):
+    # bbox_inches="tight" measures the artists: the pixels must count, not only the title and colorbar.
+    fig = feature_grid(_act(9, h=12, w=12, seed=6), channels=9, norm="layer", title="t")
+    w, h = Image.open(io.BytesIO(figure_to_png(fig))).size
+    fig.savefig(tmp_path / "tight.png", bbox_inches="tight")
+    tw, th = Image.open(tmp_path / "tight.png").size
+    assert tw >= w and th >= h  # the whole picture plus matplotlib's pad of 0.1 inch
+
+
+def _png_from_pdf_image(width: int, height: int, idat: bytes) -> np.ndarray:
+    """A PDF image stored with PNG predictors (``/Predictor 10``+, 8-bit RGB) holds exactly a PNG's
+    IDAT data: wrap it in a PNG and let Pillow undo the row filters."""
+    import struct
+    import zlib
+
+    def chunk(kind: bytes, body: bytes) -> bytes:
+        return struct.pack(">I", len(body)) + kind + body + struct.pack(">I", zlib.crc32(kind + body))
+
+    png = (b"\x89PNG\r\n\x1a\n" + chunk(b"IHDR", struct.pack(">IIBBBBB", width, height, 8, 2, 0, 0, 0))
+           + chunk(b"IDAT", idat) + chunk(b"IEND", b""))
+    return np.asarray(Image.open(io.BytesIO(png)).convert("RGB"))
+
+
+def _pdf_page_and_image(pdf: bytes) -> tuple[list[float], list[float], np.ndarray]:
+    """(MediaBox, the placement matrix of the one image, its RGB pixels top row first, as PDF
+    viewers show them), read from matplotlib's PDF: the content stream's ``cm`` operators before
+    ``Do``, and the image XObject."""
+    import zlib
+
+    media = [float(v) for v in re.search(rb"/MediaBox \[([^\]]*)\]", pdf).group(1).split()]
+    matrix, image = None, None
+    for m in re.finditer(rb"\d+ 0 obj\s*<<((?:(?!endobj).)*?)>>\s*stream\r?\n(.*?)endstream", pdf, re.S):
+        head, raw = m.group(1), m.group(2)
+        if b"/Subtype /Image" in head and b"/DeviceRGB" in head:
+            assert b"/FlateDecode" in head and b"/Predictor 1" in head, head
+            width = int(re.search(rb"/Width (\d+)", head).group(1))
+            height = int(re.search(rb"/Height (\d+)", head).group(1))
+            image = _png_from_pdf_image(width, height, raw.rstrip(b"\r\n"))
+            continue
+        data = zlib.decompressobj().decompress(raw) if b"/FlateDecode" in head else raw
+        if b" Do" in data:
+            matrix = [1.0, 0.0, 0.0, 1.0, 0.0, 0.0]
+            for op in re.findall(rb"((?:[-\d.]+ ){6})cm", data):  # compose in order: new = op x current
+                a, b, c, d, e, f = (float(v) for v in op.split())
+                A, B, C, D, E, F = matrix
+                matrix = [a * A + b * C, a * B + b * D, c * A + d * C, c * B + d * D,
+                          e * A + f * C + E, e * B + f * D + F]
+    assert matrix is not None and image is not None
+    return media, matrix, image
+
+
+@pytest.mark.parametrize("dpi", ["figure", 200, 50])
+def test_pdf_shows_the_whole_grid_at_any_dpi(dpi):
+    # Structure, not a rasterizer (poppler is not a dependency): the image must cover the whole
+    # page, right side up, and be the PNG's picture. Tolerance: none on placement (a 1e-3 point
+    # of rounding in the file); pixels identical, as both come from the same RGBA array.
+    fig = feature_grid(_act(9, h=12, w=12, seed=6), channels=9, title="t")
+    buf = io.BytesIO()
+    fig.savefig(buf, format="pdf", dpi=dpi)
+    media, (a, b, c, d, e, f), image = _pdf_page_and_image(buf.getvalue())
+    assert media[:2] == [0, 0]
+    np.testing.assert_allclose([a, b, c, d, e, f], [media[2], 0, 0, media[3], 0, 0], atol=1e-3)
+    np.testing.assert_array_equal(image, _rgb(figure_to_png(fig)).astype(np.uint8))
+
+
+#: Run in a child process: the browser tests' session-wide Playwright (tests/e2e/conftest.py) may be
+#: running in this one, and a second sync Playwright in the same thread fails.
+_SCREENSHOT = """
+import json, sys
+from playwright.sync_api import sync_playwright
+html, shot, width, height, args = sys.argv[1], sys.argv[2], int(sys.argv[3]), int(sys.argv[4]), json.loads(sys.argv[5])
+with sync_playwright() as p:
+    browser = p.chromium.launch(executable_path="/usr/bin/chromium", args=args)
+    page = browser.new_page(viewport={"width": width, "height": height})
+    page.goto("file://" + html)
+    page.wait_for_function("document.images[0].complete && document.images[0].naturalWidth > 0")
+    page.screenshot(path=shot, clip={"x": 0, "y": 0, "width": width, "height": height})
+    browser.close()
+"""
+
+
+@pytest.mark.browser
+@pytest.mark.parametrize("norm", ["channel", "layer"])
+def test_svg_in_chromium_shows_the_png_grid(tmp_path, norm):
+    # Tolerance: Chromium draws the SVG's embedded picture scaled from points to the PNG's pixel
+    # size (pixelated, 1:1) and the colorbar's vector paths with its own anti-aliasing: a mean
+    # absolute difference under 4 (of 255) per pixel. The defect (the picture in a quarter of the
+    # page at dpi 200) would be off by about 100.
+    import json
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    from tests.e2e.server import CHROMIUM_ARGS
+
+    if not Path("/usr/bin/chromium").exists():
+        pytest.fail("chromium is missing: `make test` installs it with apt-get")
+    fig = feature_grid(_act(9, h=12, w=12, seed=6), channels=9, norm=norm, title="t")
+    want = _rgb(figure_to_png(fig))
+    height, width = want.shape[:2]
+    for dpi in ("figure", 200):
+        fig.savefig(tmp_path / f"grid-{dpi}.svg", dpi=dpi)
+        html = tmp_path / f"grid-{dpi}.html"
+        html.write_text(f'<html><body style="margin:0;background:#f0f"><img src="grid-{dpi}.svg" '
+                        f'style="display:block;width:{width}px;height:{height}px"></body></html>')
+        shot = tmp_path / f"shot-{dpi}.png"
+        subprocess.run([sys.executable, "-c", _SCREENSHOT, str(html), str(shot), str(width), str(height),
+                        json.dumps(CHROMIUM_ARGS)], check=True, timeout=120)
+        got = _rgb(shot.read_bytes())
+        assert got.shape == want.shape
+        diff = np.abs(got - want).mean()
+        assert diff < 2, (dpi, diff)
+        assert max(_white_quadrants(got)) < 0.5

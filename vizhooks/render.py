@@ -23,6 +23,7 @@ from matplotlib.artist import Artist
 from matplotlib.cm import ScalarMappable
 from matplotlib.colors import Normalize
 from matplotlib.figure import Figure
+from matplotlib.transforms import Affine2D, Bbox
 
 ORDERS = ("index", "mean", "max")
 NORMS = ("channel", "layer")
@@ -148,7 +149,7 @@ def feature_grid(
     height_px, width_px = page.shape[:2]
     dpi = 100
     fig = GridFigure(figsize=(width_px / dpi, height_px / dpi), dpi=dpi, layout=None)
-    fig.add_artist(_Pixels(page))
+    fig.add_artist(_Pixels(page, dpi))
     if norm == "layer":
         grid_h, grid_w = layout.levels.shape[0] - layout.title_px, layout.grid_width
         cax = fig.add_axes(((grid_w + 12) / width_px, 0.05 * grid_h / height_px,
@@ -163,23 +164,62 @@ def feature_grid(
 
 
 class _Pixels(Artist):
-    """Finished RGBA pixels blitted to the bottom-left of the figure as they are. ``imshow`` and
-    ``figimage`` would resample, mask and re-colour them on every draw: most of the time of a
-    grid, for an identical result."""
+    """Finished RGBA pixels drawn at the bottom-left of the figure, filling ``width / dpi`` inches.
 
-    def __init__(self, rgba: np.ndarray):
+    At the figure's own dpi (the default path) they are blitted 1:1: ``imshow`` and ``figimage``
+    would resample, mask and re-colour them on every draw, most of the time of a grid, for an
+    identical result. At another dpi the picture keeps its size in inches, as any figure's content
+    does: vector renderers (PDF, SVG, PS) place it with a transform, raster ones get pixels
+    enlarged (whole factors: repeated; others: nearest) or reduced (Lanczos) to the new size.
+    """
+
+    def __init__(self, rgba: np.ndarray, dpi: float):
         super().__init__()
         self._rgba = np.ascontiguousarray(rgba)
+        self._dpi = float(dpi)
+        self._scaled: tuple[tuple[int, int], np.ndarray] | None = None  # the last resize, for re-saves
         self.set_zorder(0)
 
     def draw(self, renderer) -> None:
         if not self.get_visible():
             return
+        # The figure's dpi during a save: the requested one for raster output, 72 (points) for vector.
+        scale = self.figure.dpi / self._dpi if self.figure is not None else 1.0
+        h, w = self._rgba.shape[:2]
         gc = renderer.new_gc()
         try:
-            renderer.draw_image(gc, 0, 0, self._rgba[::-1])
+            if renderer.option_scale_image():
+                # The unit square of the image mapped onto its box in points, whatever the dpi.
+                box = Affine2D().scale(w * scale, h * scale)
+                renderer.draw_image(gc, 0, 0, self._rgba[::-1], box)
+            elif scale == 1.0:
+                renderer.draw_image(gc, 0, 0, self._rgba[::-1])
+            else:
+                renderer.draw_image(gc, 0, 0, self._resized(round(w * scale), round(h * scale))[::-1])
         finally:
             gc.restore()
+
+    def _resized(self, width: int, height: int) -> np.ndarray:
+        if self._scaled is not None and self._scaled[0] == (width, height):
+            return self._scaled[1]
+        h, w = self._rgba.shape[:2]
+        if width % w == 0 and height % h == 0 and width // w == height // h:
+            k = width // w  # a whole factor: crisp tiles, exactly the default picture enlarged
+            out = self._rgba.repeat(k, axis=0).repeat(k, axis=1)
+        else:
+            from PIL import Image
+
+            resample = Image.Resampling.NEAREST if width >= w else Image.Resampling.LANCZOS
+            out = np.asarray(Image.fromarray(self._rgba).resize((max(1, width), max(1, height)), resample))
+        out = np.ascontiguousarray(out)
+        self._scaled = ((width, height), out)
+        return out
+
+    def get_window_extent(self, renderer=None) -> Bbox:
+        # Where the pixels are, so bbox_inches="tight" keeps the grid rather than only the title text.
+        scale = self.figure.dpi / self._dpi if self.figure is not None else 1.0
+        h, w = self._rgba.shape[:2]
+        return Bbox.from_bounds(0, 0, w * scale, h * scale)
 
 
 #: Tiles are enlarged by a whole factor (crisp pixels) until the grid is about this wide.
