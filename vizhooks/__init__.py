@@ -1,134 +1,118 @@
 """vizhooks: look inside a convolutional network with PyTorch hooks.
 
 Example:
-    >>> from vizhooks import load_model, load_image, preprocess, capture, feature_grid
+    >>> from vizhooks import load_model, load_image, capture, feature_grid
     >>> bundle = load_model("resnet18")
-    >>> x = preprocess(load_image("sample_images/chelsea.jpg"))
+    >>> x = bundle.preprocess(load_image("sample_images/chelsea.jpg"))  # the model's own size rule, mean and std
     >>> acts = capture(bundle.model, x, ["conv1", "layer2.0.conv1"])
     >>> feature_grid(acts["conv1"], title="conv1").savefig("conv1.png")
+
+Beyond these names: picture sources and channel meaning are namespaces (``vizhooks.video``,
+``vizhooks.live``, ``vizhooks.atlas``), and what a server needs around a shared model (lock, hook
+count, memory) is in ``vizhooks.ops``. None of them is imported until it is used.
 """
 
-from importlib import metadata as _metadata
+from __future__ import annotations
 
-from ._hooks import model_lock
-from .atlas import Atlas, Exemplar, load_atlas, visualize_channel, visualize_channels
+import importlib
+import warnings
+from types import ModuleType
+
+from ._version import __version__ as __version__
 from .cam import grad_cam
-from .capture import as_map, capture, capture_with_output, hook_count, is_out_of_memory, release_memory
+from .capture import capture, capture_with_output
 from .gradients import BackwardRecord, GradientResult, backward_report, capture_gradients, gradient_pass
-from .images import (
-    MAX_PIXELS,
-    InvalidImageError,
-    load_image,
-    preprocess,
-    resize_for_model,
-    tensor_to_image,
-    to_tensor,
-)
+from .images import InvalidImageError, load_image
 from .intervene import ChannelEdit, InterventionResult, clamp_gradients, intervene
-from .layers import (
-    LayerInfo,
-    UnknownLayerError,
-    block_layers,
-    conv_layers,
-    default_layers,
-    describe_layers,
-    find_layers,
-    resolve_layers,
-)
-from .live import LiveProcessor, LiveSettings, LiveStats
-from .models import (
-    ARCHITECTURES,
-    InputSpec,
-    ModelBundle,
-    list_models,
-    load_model,
-    resolve_device,
-)
+from .layers import LayerInfo, UnknownLayerError, describe_layers, find_layers
+from .models import ModelBundle, list_models, load_model
 from .render import feature_grid, figure_to_png
-from .summary import SummaryRow, layer_summary, summary_dataframe
-from .video import Clip, InvalidVideoError, capture_frames, layer_video, read_clip, read_frames
-from .weights import WeightsError, checkpoint_path, fetch_weights
-
-
-def _version() -> str:
-    """The installed distribution's version; in a source checkout that was never installed, the one
-    in the pyproject.toml beside the package (pyproject is the only place a version is written)."""
-    try:
-        return _metadata.version("vizhooks")
-    except _metadata.PackageNotFoundError:
-        pass
-    import tomllib
-    from pathlib import Path
-
-    pyproject = Path(__file__).resolve().parent.parent / "pyproject.toml"
-    try:
-        project = tomllib.loads(pyproject.read_text("utf-8"))["project"]
-    except (OSError, ValueError, KeyError):  # no pyproject, or not one we can read
-        return "0+unknown"
-    return str(project["version"]) if project.get("name") == "vizhooks" else "0+unknown"
-
-
-__version__ = _version()
+from .summary import SummaryRow, layer_summary
+from .weights import WeightsError
 
 __all__ = [
-    "ARCHITECTURES",
-    "Atlas",
     "BackwardRecord",
     "ChannelEdit",
-    "Clip",
-    "Exemplar",
     "GradientResult",
-    "InputSpec",
     "InterventionResult",
     "InvalidImageError",
-    "InvalidVideoError",
     "LayerInfo",
-    "LiveProcessor",
-    "LiveSettings",
-    "LiveStats",
-    "MAX_PIXELS",
     "ModelBundle",
     "SummaryRow",
     "UnknownLayerError",
     "WeightsError",
-    "as_map",
     "backward_report",
-    "block_layers",
     "capture",
-    "capture_frames",
     "capture_gradients",
     "capture_with_output",
-    "checkpoint_path",
     "clamp_gradients",
-    "conv_layers",
-    "default_layers",
     "describe_layers",
     "feature_grid",
-    "fetch_weights",
     "figure_to_png",
     "find_layers",
     "grad_cam",
     "gradient_pass",
-    "hook_count",
     "intervene",
-    "is_out_of_memory",
     "layer_summary",
-    "layer_video",
     "list_models",
-    "load_atlas",
     "load_image",
     "load_model",
-    "model_lock",
-    "preprocess",
-    "read_clip",
-    "read_frames",
-    "release_memory",
-    "resize_for_model",
-    "resolve_device",
-    "resolve_layers",
-    "summary_dataframe",
-    "tensor_to_image",
-    "to_tensor",
-    "visualize_channel",
-    "visualize_channels",
 ]
+
+#: Namespaces reachable as attributes, imported on first use (OpenCV, Ray, pyarrow stay unloaded).
+_NAMESPACES = ("atlas", "live", "ops", "video")
+
+#: Names that were at the top level before 0.2, and the module each lives in now. They keep working
+#: for one release, with a DeprecationWarning that names the new place.
+_MOVED = {
+    "ARCHITECTURES": "models",
+    "Atlas": "atlas",
+    "Clip": "video",
+    "Exemplar": "atlas",
+    "InputSpec": "images",
+    "InvalidVideoError": "video",
+    "LiveProcessor": "live",
+    "LiveSettings": "live",
+    "LiveStats": "live",
+    "MAX_PIXELS": "images",
+    "as_map": "maps",
+    "block_layers": "layers",
+    "capture_frames": "video",
+    "checkpoint_path": "ops",
+    "conv_layers": "layers",
+    "default_layers": "layers",
+    "fetch_weights": "weights",
+    "hook_count": "ops",
+    "is_out_of_memory": "ops",
+    "layer_video": "video",
+    "load_atlas": "atlas",
+    "model_lock": "ops",
+    "preprocess": "images",
+    "read_clip": "video",
+    "read_frames": "video",
+    "release_memory": "ops",
+    "resize_for_model": "images",
+    "resolve_device": "models",
+    "resolve_layers": "layers",
+    "summary_dataframe": "summary",
+    "tensor_to_image": "images",
+    "to_tensor": "images",
+    "visualize_channel": "atlas",
+    "visualize_channels": "atlas",
+}
+
+
+def __getattr__(name: str) -> ModuleType | object:
+    if name in _NAMESPACES:
+        return importlib.import_module(f"{__name__}.{name}")
+    home = _MOVED.get(name)
+    if home is None:
+        raise AttributeError(f"module 'vizhooks' has no attribute {name!r}")
+    hint = " (bundle.preprocess uses the model's own input spec)" if name in ("preprocess", "resize_for_model") else ""
+    warnings.warn(f"vizhooks.{name} moved to vizhooks.{home}.{name}; import it from there{hint}. "
+                  "The old name goes away in the next release.", DeprecationWarning, stacklevel=2)
+    return getattr(importlib.import_module(f"{__name__}.{home}"), name)
+
+
+def __dir__() -> list[str]:
+    return sorted([*globals(), *_NAMESPACES])

@@ -2,8 +2,9 @@
 
 One home for: the model lock, owned handles removed in ``finally``, the first tensor of a module's
 input or output, keeping a copy, the ``"name#N"`` key of a module that runs several times, and
-state preservation (training flag, ``requires_grad``, ``.grad``). Private: the public functions
-in capture, gradients, summary and cam are built on these.
+state preservation (training flag, ``requires_grad``, ``.grad``), and running the network up to a
+layer, then stopping. Private: the public functions in capture, gradients, summary, cam, live
+and the atlas are built on these.
 """
 
 from __future__ import annotations
@@ -11,7 +12,7 @@ from __future__ import annotations
 import contextlib
 import threading
 import weakref
-from collections.abc import Iterator
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from typing import Any
 
 import torch
@@ -79,13 +80,66 @@ class StopForward(Exception):
 
 
 @contextlib.contextmanager
-def hooks_removed_after(handles: list) -> Iterator[list]:
+def hooks_removed_after(handles: list[Any]) -> Iterator[list[Any]]:
     """Own hook handles: remove every one when the block ends, whatever happens."""
     try:
         yield handles
     finally:
         for handle in handles:
             handle.remove()
+
+
+@contextlib.contextmanager
+def forward_until(
+    model: nn.Module, layers: Sequence[str], reduce: Callable[[str, torch.Tensor], Any] | None = None,
+) -> Iterator[Callable[[Callable[[], object]], dict[str, Any]]]:
+    """Forward hooks on ``layers`` that stop the pass once every one of them has run.
+
+    Yields ``run(forward)``: it calls ``forward()`` (which calls the model, as the caller likes:
+    under ``no_grad``, through ``functional_call``...) and returns ``{layer: value}`` for the layers
+    that ran, where ``value`` is the first tensor of the layer's first output, or
+    ``reduce(layer, tensor)`` when given (reduce at once: in-place ops may rewrite it later). Nothing
+    after the last of the layers is computed. ``run`` may be called many times; every hook is removed
+    when the block ends. Call with the model's lock held.
+
+    Example:
+        >>> with forward_until(model, ["layer2"]) as run:
+        ...     maps = run(lambda: model(x))["layer2"]
+    """
+    names = list(dict.fromkeys(layers))
+    modules = dict(model.named_modules())
+    found: dict[str, Any] = {}
+
+    def hook_for(name: str) -> Callable[[nn.Module, Any, Any], None]:
+        def hook(_module: nn.Module, _args: Any, output: Any) -> None:
+            if name in found:
+                return
+            value = first_tensor(output)
+            found[name] = value if reduce is None else reduce(name, value)
+            if len(found) == len(names):
+                raise StopForward
+
+        return hook
+
+    def run(forward: Callable[[], object]) -> dict[str, Any]:
+        found.clear()
+        try:
+            forward()
+        except StopForward:
+            pass
+        return dict(found)
+
+    with hooks_removed_after([]) as handles:
+        for name in names:
+            handles.append(modules[name].register_forward_hook(hook_for(name)))
+        yield run
+
+
+def missing_layers(names: Iterable[str], found: dict[str, Any]) -> None:
+    """Raise when a layer never ran in the forward pass (a head the model does not use)."""
+    missing = [n for n in names if n not in found]
+    if missing:
+        raise ValueError(f"Layer {missing[0]!r} did not run in the model's forward pass; choose a layer that does.")
 
 
 @contextlib.contextmanager

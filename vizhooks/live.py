@@ -30,7 +30,7 @@ import numpy as np
 import torch
 from torch import nn
 
-from ._hooks import StopForward, first_tensor, hooks_removed_after, model_lock, preserved_state
+from ._hooks import forward_until, missing_layers, model_lock, preserved_state
 from .images import MAX_SIZE, MIN_SIZE
 from .layers import resolve_layers
 from .maps import maps_of
@@ -414,24 +414,13 @@ class LiveProcessor:
         """(1, C, h, w) output of ``layer`` for input ``x``, on the model's device; nothing after
         the layer runs. Call with the model's lock held."""
         model = self.bundle.model
-        module = self._module(layer)
-        seen: list[torch.Tensor] = []
-
-        def keep_and_stop(_module, _args, output):
-            seen.append(first_tensor(output))
-            raise StopForward
-
+        self._module(layer)  # checks the name
         param = next(model.parameters(), None)
         dtype = param.dtype if param is not None and param.dtype.is_floating_point else torch.float32
-        with preserved_state(model), torch.inference_mode():
-            with hooks_removed_after([module.register_forward_hook(keep_and_stop)]):
-                try:
-                    model(x.to(self.bundle.device, dtype, non_blocking=True))
-                except StopForward:
-                    pass
-        if not seen:
-            raise ValueError(f"Layer {layer!r} did not run in the model's forward pass; choose a layer that does.")
-        return maps_of(model, {layer: seen[0]}, (int(x.shape[-2]), int(x.shape[-1])))[layer]
+        with preserved_state(model), torch.inference_mode(), forward_until(model, [layer]) as run:
+            seen = run(lambda: model(x.to(self.bundle.device, dtype, non_blocking=True)))
+        missing_layers([layer], seen)
+        return maps_of(model, {layer: seen[layer]}, (int(x.shape[-2]), int(x.shape[-1])))[layer]
 
     def _pick(self, out: torch.Tensor, settings: LiveSettings) -> tuple[int, ...]:
         count = int(out.shape[1])

@@ -22,10 +22,10 @@ from typing import BinaryIO
 # FFmpeg writes its own complaints ("moov atom not found", ...) straight to stderr while OpenCV
 # probes a bad file; InvalidVideoError says the same for a person. OpenCV reads this variable when
 # it first uses FFmpeg, so it is set here, before cv2 is imported, and only when nobody chose a
-# level (-8 is FFmpeg's AV_LOG_QUIET); export it yourself to see FFmpeg's messages.
+# level (-8 is FFmpeg's AV_LOG_QUIET); export it yourself to see FFmpeg's messages. OpenCV itself is
+# imported inside the functions that read or write a clip: `import vizhooks` must not load it.
 os.environ.setdefault("OPENCV_FFMPEG_LOGLEVEL", "-8")
 
-import cv2  # noqa: E402  (after the environment variable above)
 import numpy as np  # noqa: E402
 import torch  # noqa: E402
 from PIL import Image, ImageSequence  # noqa: E402
@@ -249,6 +249,8 @@ _saved_level: int | None = None
 def _quiet_opencv() -> Iterator[None]:
     """OpenCV's own log lines ("[ERROR:0@0.1] ... Could not open codec") off while probing and
     encoding; the level in force before is restored when the last caller (of any thread) leaves."""
+    import cv2
+
     global _quiet_depth, _saved_level
     with _quiet_lock:
         if _quiet_depth == 0:
@@ -280,6 +282,8 @@ def _sample(count: int, max_frames: int) -> list[int]:
 
 
 def _to_picture(bgr: np.ndarray, size: int | None) -> Image.Image:
+    import cv2
+
     if bgr.ndim == 2:
         rgb = cv2.cvtColor(bgr, cv2.COLOR_GRAY2RGB)
     elif bgr.shape[2] == 4:
@@ -294,6 +298,8 @@ def _decode(path: str, wanted: list[int], size: int | None,
             progress: Progress | None) -> tuple[list[Image.Image], int]:
     """The frames at ``wanted`` (sorted), read in order: ``grab`` every frame, ``retrieve`` (convert)
     only the kept ones; seeking is frame-accurate on few codecs. Returns (frames, frames grabbed)."""
+    import cv2
+
     capture = cv2.VideoCapture(path, cv2.CAP_FFMPEG)
     frames: list[Image.Image] = []
     grabbed = 0
@@ -318,6 +324,8 @@ def _decode(path: str, wanted: list[int], size: int | None,
 def _count_frames(path: str, fps: float) -> int:
     """Frames in a file whose header does not say, by grabbing them all (decoding, no conversion);
     stops as soon as the clip is longer than the limit."""
+    import cv2
+
     limit = math.floor(MAX_VIDEO_SECONDS * fps) + 1
     capture = cv2.VideoCapture(path, cv2.CAP_FFMPEG)
     count = 0
@@ -370,6 +378,8 @@ def _too_many_pixels(width: int, height: int) -> str:
 
 def _read_opened(path: str, kind: str | None, max_frames: int, size: int | None,
                  progress: Progress | None) -> Clip:
+    import cv2
+
     probe = cv2.VideoCapture(path, cv2.CAP_FFMPEG)
     try:
         if not probe.isOpened():
@@ -655,6 +665,8 @@ def _even(rgb: np.ndarray) -> np.ndarray:
 def _encode_opencv(pages: list[np.ndarray], lut: np.ndarray, fps: float, fourcc: str) -> bytes | None:
     """MP4 through ``cv2.VideoWriter`` and a temporary file (removed in ``finally``); None when
     OpenCV's FFmpeg has no encoder for ``fourcc``."""
+    import cv2
+
     height, width = pages[0].shape
     bgr_lut = np.ascontiguousarray(lut[:, ::-1])
     fd, path = tempfile.mkstemp(prefix=_TEMP_PREFIX, suffix=".mp4")

@@ -28,7 +28,7 @@ import torch.nn.functional as F
 from PIL import Image
 from torch import nn
 
-from .._hooks import StopForward, first_tensor, hooks_removed_after, model_device, model_lock, preserved_state
+from .._hooks import forward_until, missing_layers, model_device, model_lock, preserved_state
 from ..images import IMAGENET_MEAN, IMAGENET_STD
 from ..layers import resolve_layers
 from ..maps import as_map, channels_last_modules
@@ -151,10 +151,9 @@ def visualize_channels(
         name = resolve_layers(model, [layer])[0]
         if name != layer:  # "all" / "blocks" expand to many layers
             raise ValueError(f"layer must be one module name such as 'layer3.0.conv1', not {layer!r}.")
-        module = dict(model.named_modules())[name]
         channels_last = name in channels_last_modules(model)
         with torch.inference_mode(False), torch.enable_grad(), preserved_state(model):
-            pictures = _optimise(model, module, name, channels_last, chans, size=size, steps=steps, lr=lr,
+            pictures = _optimise(model, name, channels_last, chans, size=size, steps=steps, lr=lr,
                                  seed=seed, transforms=transforms, progress=progress, mean=mean, std=std)
     return [_to_pil(p) for p in pictures]
 
@@ -256,7 +255,7 @@ def _standard(x: torch.Tensor, gen: torch.Generator, size: int) -> torch.Tensor:
 # the optimisation
 
 
-def _optimise(model: nn.Module, module: nn.Module, name: str, channels_last: bool, channels: list[int], *,
+def _optimise(model: nn.Module, name: str, channels_last: bool, channels: list[int], *,
               size: int, steps: int, lr: float, seed: int, transforms: str,
               progress: Callable[[int, int], object] | None, mean: Sequence[float],
               std: Sequence[float]) -> torch.Tensor:
@@ -273,30 +272,20 @@ def _optimise(model: nn.Module, module: nn.Module, name: str, channels_last: boo
     color = torch.from_numpy(_COLOR_SQRT).to(device)
     mean_t = torch.tensor(mean, dtype=torch.float32, device=device).view(1, 3, 1, 1)
     std_t = torch.tensor(std, dtype=torch.float32, device=device).view(1, 3, 1, 1)
-    seen: list[torch.Tensor] = []
     # A batch runs faster in channels-last memory (oneDNN's convolutions and pooling prefer it:
     # -17 % per step for 16 pictures at 128 px on our CPUs); one picture runs faster as it is.
     layout = torch.channels_last if batch > 1 else torch.contiguous_format
 
-    def keep_and_stop(_module, _args, output):
-        seen.append(first_tensor(output))
-        raise StopForward
-
-    def layer_maps(x: torch.Tensor) -> torch.Tensor:
+    def layer_maps(run: Callable[[Callable[[], object]], dict[str, torch.Tensor]], x: torch.Tensor) -> torch.Tensor:
         """(B, C, H, W) maps of the layer for pictures ``x`` in [0, 1]; the pass ends at the layer."""
-        seen.clear()
-        try:
-            model(((x - mean_t) / std_t).to(dtype).contiguous(memory_format=layout))
-        except StopForward:
-            pass
-        if not seen:
-            raise ValueError(f"Layer {name!r} did not run in the model's forward pass; choose a layer that does.")
-        out = seen.pop()
+        seen = run(lambda: model(((x - mean_t) / std_t).to(dtype).contiguous(memory_format=layout)))
+        missing_layers([name], seen)
+        out = seen[name]
         return as_map(out, (size, size), channels_last=True if channels_last and out.ndim == 4 else None)
 
-    with hooks_removed_after([module.register_forward_hook(keep_and_stop)]):
+    with forward_until(model, [name]) as run:
         with torch.no_grad():  # the channel count, before any work
-            count = layer_maps(torch.full((1, 3, size, size), 0.5, device=device)).shape[1]
+            count = layer_maps(run, torch.full((1, 3, size, size), 0.5, device=device)).shape[1]
         bad = [c for c in channels if not 0 <= c < count]
         if bad:
             raise ValueError(f"Channel {bad[0]} is out of range for layer {name!r}, which has {count} channels "
@@ -309,7 +298,7 @@ def _optimise(model: nn.Module, module: nn.Module, name: str, channels_last: boo
             x = _pictures(spectrum, scale, color, size)
             if transforms == "standard":
                 x = _standard(x, gen, size)
-            maps = layer_maps(x)
+            maps = layer_maps(run, x)
             # Each picture's own channel: the sum keeps the pictures' gradients independent.
             objective = maps.float().mean(dim=(2, 3))[rows, index].sum()
             (-objective).backward()

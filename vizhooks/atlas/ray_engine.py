@@ -2,7 +2,7 @@
 
 Design: Ray Data. A dataset of shard numbers goes through ``map_batches`` with a callable class, one
 actor per worker, that receives the model once (through the object store) and runs
-:func:`~vizhooks.atlas.exemplars.scan_paths` on each shard it is given; each shard's
+:func:`~vizhooks.atlas.scan.scan_paths` on each shard it is given; each shard's
 :class:`PartialAtlas` comes back pickled in one column (it is one top-k object, not rows), and the
 driver streams the results, merging each with :meth:`PartialAtlas.merge` and checkpointing as they
 arrive. Ray is imported only inside :func:`run_ray`.
@@ -16,7 +16,8 @@ import time
 from collections.abc import Callable
 from pathlib import Path
 
-from .exemplars import AtlasError, PartialAtlas, _duration, _Job
+from .scan import scan_paths
+from .state import AtlasError, Job, PartialAtlas, duration
 
 SHARD_BATCHES = 4  # batches of work per shard: fewer round trips, fuller same-shape batches
 
@@ -34,8 +35,6 @@ class _Scanner:
         self.bundle = bundle
 
     def scan(self, root: str, paths: list[str], names: list[str], top: int, size: int, batch: int) -> PartialAtlas:
-        from .exemplars import scan_paths
-
         return scan_paths(self.bundle, root, paths, names, top=top, size=size, batch=batch)
 
 
@@ -48,10 +47,8 @@ def _connect(workers: int):
                          "(or pip install 'vizhooks[ray]').") from None
     if ray.is_initialized():  # the caller's session, with its own runtime environment
         return ray, False
-    import vizhooks
-
     # the package travels with the job, so a cluster without vizhooks installed can run the actors
-    env = {"py_modules": [str(Path(vizhooks.__file__).parent)]}
+    env = {"py_modules": [str(Path(__file__).resolve().parent.parent)]}
     address = os.environ.get("RAY_ADDRESS")
     # ray's hint says int, but it takes level names (its own default is "info")
     if address:
@@ -93,7 +90,7 @@ def _shards(todo: list[str], batch: int, workers: int) -> list[list[str]]:
     return [todo[i:i + size] for i in range(0, len(todo), size)]
 
 
-def run_ray(job: _Job, todo: list[str], state: PartialAtlas, *, workers: int, save: Callable[[], None],
+def run_ray(job: Job, todo: list[str], state: PartialAtlas, *, workers: int, save: Callable[[], None],
             checkpoint_every: int, on_batch: Callable[[int, PartialAtlas], object] | None, progress: bool) -> None:
     """Scan ``todo`` with Ray Data and merge every shard into ``state`` (in place, as the local engine
     does).
@@ -142,7 +139,7 @@ def run_ray(job: _Job, todo: list[str], state: PartialAtlas, *, workers: int, sa
                     shown = now
                     rate = handled / max(now - started, 1e-9)
                     print(f"\r{handled}/{len(todo)} images, {rate:.1f} images/s, "
-                          f"{_duration(max(len(todo) - handled, 0) / rate)} left  ", end="", file=sys.stderr,
+                          f"{duration(max(len(todo) - handled, 0) / rate)} left  ", end="", file=sys.stderr,
                           flush=True)
         if progress:
             rate = len(todo) / max(time.monotonic() - started, 1e-9)

@@ -39,7 +39,7 @@ import torch
 from torch import nn
 from torch.overrides import TorchFunctionMode
 
-from .._hooks import first_tensor, hooks_removed_after, model_lock
+from .._hooks import forward_until, model_lock
 from ..layers import resolve_layers
 
 __all__ = ["ReceptiveField", "receptive_field", "receptive_fields"]
@@ -251,43 +251,28 @@ def _union(axes: list[_Axis]) -> _Axis:
     return _Axis(right - left, axes[0].jump, left)
 
 
-class _Stop(Exception):
-    """Raised by the last hook: the rest of the network is not needed."""
-
-
 def _trace(model: nn.Module, names: list[str], x: torch.Tensor, meta: bool) -> dict[str, ReceptiveField | None]:
-    modules = dict(model.named_modules())
-    found: dict[str, ReceptiveField | None] = {}
     tracer = _Tracer(x)
 
-    def hook_for(name: str):
-        def hook(module, args, output):
-            if name in found:
-                return
-            field = tracer.field_of(first_tensor(output))
-            if field is _UNKNOWN:
-                found[name] = None
-            else:
-                h, w = field.h, field.w
-                found[name] = ReceptiveField((h.size, w.size), (h.jump, w.jump),
-                                             (h.left + (h.size - 1) / 2, w.left + (w.size - 1) / 2))
-            if len(found) == len(names):
-                raise _Stop
-        return hook
+    def field_of(_name: str, output: torch.Tensor) -> ReceptiveField | None:
+        field = tracer.field_of(output)
+        if field is _UNKNOWN:
+            return None
+        h, w = field.h, field.w
+        centre = (h.left + (h.size - 1) / 2, w.left + (w.size - 1) / 2)
+        return ReceptiveField((h.size, w.size), (h.jump, w.jump), centre)
 
-    with hooks_removed_after([]) as handles:
-        for name in names:
-            handles.append(modules[name].register_forward_hook(hook_for(name)))
-        try:
-            with torch.no_grad(), tracer:
-                if meta:
-                    state = {k: torch.empty_like(v, device="meta")
-                             for k, v in itertools.chain(model.named_parameters(), model.named_buffers())}
-                    torch.func.functional_call(model, state, (x,))
-                else:
-                    model(x)
-        except _Stop:
-            pass
+    def forward() -> None:
+        with torch.no_grad(), tracer:
+            if meta:
+                state = {k: torch.empty_like(v, device="meta")
+                         for k, v in itertools.chain(model.named_parameters(), model.named_buffers())}
+                torch.func.functional_call(model, state, (x,))
+            else:
+                model(x)
+
+    with forward_until(model, names, field_of) as run:
+        found = run(forward)
     return {name: found.get(name) for name in names}
 
 

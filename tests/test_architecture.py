@@ -1,0 +1,220 @@
+"""The shape of the package, read from its source with ``ast``: no import cycle among vizhooks modules
+(imports inside functions count; ``if TYPE_CHECKING:`` blocks do not), no private name imported from
+another vizhooks module, and a small, lazy public surface (``import vizhooks`` pulls in neither
+OpenCV nor the page nor any optional engine).
+"""
+
+from __future__ import annotations
+
+import ast
+import subprocess
+import sys
+import warnings
+from pathlib import Path
+
+import pytest
+
+import vizhooks
+
+PACKAGE = Path(vizhooks.__file__).resolve().parent
+
+
+def _module_name(path: Path) -> str:
+    parts = ["vizhooks", *path.relative_to(PACKAGE).with_suffix("").parts]
+    return ".".join(parts[:-1] if parts[-1] == "__init__" else parts)
+
+
+def _modules() -> dict[str, Path]:
+    return {_module_name(p): p for p in sorted(PACKAGE.rglob("*.py"))}
+
+
+def _is_type_checking(node: ast.If) -> bool:
+    test = node.test
+    return (isinstance(test, ast.Name) and test.id == "TYPE_CHECKING") or (
+        isinstance(test, ast.Attribute) and test.attr == "TYPE_CHECKING")
+
+
+def _imports(tree: ast.AST) -> list[ast.Import | ast.ImportFrom]:
+    """Every import statement, at any depth (functions, classes, try blocks), outside TYPE_CHECKING."""
+    found: list[ast.Import | ast.ImportFrom] = []
+
+    def visit(node: ast.AST) -> None:
+        for child in ast.iter_child_nodes(node):
+            if isinstance(child, ast.If) and _is_type_checking(child):
+                for other in child.orelse:
+                    visit(other)
+                continue
+            if isinstance(child, (ast.Import, ast.ImportFrom)):
+                found.append(child)
+            visit(child)
+
+    visit(tree)
+    return found
+
+
+def _base(module: str, path: Path, node: ast.ImportFrom) -> str:
+    """The absolute module a ``from ... import`` statement reads from."""
+    if not node.level:
+        return node.module or ""
+    package = module.split(".") if path.name == "__init__.py" else module.split(".")[:-1]
+    package = package[: len(package) - (node.level - 1)]
+    return ".".join([*package, *([node.module] if node.module else [])])
+
+
+def _edges(modules: dict[str, Path]) -> tuple[dict[str, set[str]], list[str]]:
+    """``{module: vizhooks modules it imports}`` and every private name imported across modules."""
+    graph: dict[str, set[str]] = {m: set() for m in modules}
+    private: list[str] = []
+    for module, path in modules.items():
+        for node in _imports(ast.parse(path.read_text("utf-8"), str(path))):
+            if isinstance(node, ast.Import):
+                graph[module].update(a.name for a in node.names if a.name in modules)
+                continue
+            base = _base(module, path, node)
+            if base not in modules:
+                continue
+            for alias in node.names:
+                if f"{base}.{alias.name}" in modules:  # a submodule: `from . import maps`
+                    graph[module].add(f"{base}.{alias.name}")
+                    continue
+                graph[module].add(base)
+                name = alias.name
+                if name.startswith("_") and not (name.startswith("__") and name.endswith("__")):
+                    private.append(f"{module} imports {name} from {base}")
+    for module in graph:
+        graph[module].discard(module)
+    return graph, private
+
+
+def _cycles(graph: dict[str, set[str]]) -> list[list[str]]:
+    """One cycle per strongly connected component of more than one module (Tarjan)."""
+    index: dict[str, int] = {}
+    low: dict[str, int] = {}
+    stack: list[str] = []
+    on_stack: set[str] = set()
+    components: list[list[str]] = []
+
+    def strong(v: str) -> None:
+        index[v] = low[v] = len(index)
+        stack.append(v)
+        on_stack.add(v)
+        for w in sorted(graph[v]):
+            if w not in index:
+                strong(w)
+                low[v] = min(low[v], low[w])
+            elif w in on_stack:
+                low[v] = min(low[v], index[w])
+        if low[v] == index[v]:
+            component = []
+            while True:
+                w = stack.pop()
+                on_stack.discard(w)
+                component.append(w)
+                if w == v:
+                    break
+            if len(component) > 1:
+                components.append(sorted(component))
+
+    sys.setrecursionlimit(max(sys.getrecursionlimit(), 10_000))
+    for v in sorted(graph):
+        if v not in index:
+            strong(v)
+    return components
+
+
+def test_the_graph_sees_lazy_imports_and_skips_type_checking(tmp_path):
+    """The parser itself, on a tiny package written here: a lazy import makes a cycle, a
+    TYPE_CHECKING import does not, and a private name is reported."""
+    code = {
+        "vizhooks/__init__.py": "",
+        "vizhooks/a.py": "from .b import thing\n",
+        "vizhooks/b.py": "def f():\n    from .a import _hidden\n",
+        "vizhooks/c.py": "from typing import TYPE_CHECKING\nif TYPE_CHECKING:\n    from .d import x\n",
+        "vizhooks/d.py": "from . import c\n",
+    }
+    for name, text in code.items():
+        (tmp_path / name).parent.mkdir(parents=True, exist_ok=True)
+        (tmp_path / name).write_text(text)
+    root = tmp_path / "vizhooks"
+    modules = {".".join(["vizhooks", *p.relative_to(root).with_suffix("").parts]).removesuffix(".__init__"): p
+               for p in root.rglob("*.py")}
+    graph, private = _edges(modules)
+    assert graph["vizhooks.b"] == {"vizhooks.a"} and graph["vizhooks.d"] == {"vizhooks.c"}
+    assert graph["vizhooks.c"] == set()
+    assert _cycles(graph) == [["vizhooks.a", "vizhooks.b"]]
+    assert private == ["vizhooks.b imports _hidden from vizhooks.a"]
+
+
+def test_no_import_cycle_among_vizhooks_modules():
+    graph, _ = _edges(_modules())
+    assert "vizhooks.capture" in graph["vizhooks.ops"], "the graph must see real imports"
+    cycles = _cycles(graph)
+    assert not cycles, f"Import cycles among vizhooks modules: {cycles}"
+
+
+def test_no_private_name_crosses_a_module_boundary():
+    _, private = _edges(_modules())
+    assert not private, "Private names imported from another vizhooks module:\n" + "\n".join(private)
+
+
+def test_public_surface_is_small_and_sorted():
+    names = vizhooks.__all__
+    assert len(names) <= 30
+    assert names == sorted(names)
+    for name in names:
+        assert getattr(vizhooks, name) is not None
+    assert isinstance(vizhooks.__version__, str)
+
+
+# old top-level name -> the module it lives in now
+MOVED = {
+    "ARCHITECTURES": "vizhooks.models", "Atlas": "vizhooks.atlas", "Clip": "vizhooks.video",
+    "Exemplar": "vizhooks.atlas", "InputSpec": "vizhooks.images", "InvalidVideoError": "vizhooks.video",
+    "LiveProcessor": "vizhooks.live", "LiveSettings": "vizhooks.live", "LiveStats": "vizhooks.live",
+    "MAX_PIXELS": "vizhooks.images", "as_map": "vizhooks.maps", "block_layers": "vizhooks.layers",
+    "capture_frames": "vizhooks.video", "checkpoint_path": "vizhooks.ops", "conv_layers": "vizhooks.layers",
+    "default_layers": "vizhooks.layers", "fetch_weights": "vizhooks.weights", "hook_count": "vizhooks.ops",
+    "is_out_of_memory": "vizhooks.ops", "layer_video": "vizhooks.video", "load_atlas": "vizhooks.atlas",
+    "model_lock": "vizhooks.ops", "preprocess": "vizhooks.images", "read_clip": "vizhooks.video",
+    "read_frames": "vizhooks.video", "release_memory": "vizhooks.ops", "resize_for_model": "vizhooks.images",
+    "resolve_device": "vizhooks.models", "resolve_layers": "vizhooks.layers",
+    "summary_dataframe": "vizhooks.summary", "tensor_to_image": "vizhooks.images", "to_tensor": "vizhooks.images",
+    "visualize_channel": "vizhooks.atlas", "visualize_channels": "vizhooks.atlas",
+}
+
+
+@pytest.mark.parametrize("name", sorted(MOVED))
+def test_an_old_top_level_name_warns_and_is_the_same_object(name):
+    import importlib
+
+    home = importlib.import_module(MOVED[name])
+    with pytest.warns(DeprecationWarning, match=rf"vizhooks\.{name} moved to {MOVED[name]}\.{name}"):
+        old = getattr(vizhooks, name)
+    assert old is getattr(home, name)
+    assert name not in vizhooks.__all__
+
+
+def test_namespaces_are_attributes_without_a_warning():
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        for name in ("atlas", "live", "ops", "video"):
+            assert getattr(vizhooks, name).__name__ == f"vizhooks.{name}"
+
+
+def test_an_unknown_name_is_an_attribute_error():
+    with pytest.raises(AttributeError, match="no_such_name"):
+        vizhooks.no_such_name  # noqa: B018
+
+
+def test_import_vizhooks_imports_no_optional_or_page_module():
+    heavy = ["cv2", "streamlit", "ray", "timm", "pandas", "av", "vizhooks.page", "vizhooks.video", "vizhooks.live",
+             "vizhooks.atlas"]
+    code = f"import sys, vizhooks; print([m for m in {heavy!r} if m in sys.modules])"
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
+    assert out.strip() == "[]"
+
+
+def test_reading_a_clip_module_does_not_load_opencv_until_a_clip_is_read():
+    code = "import sys, vizhooks.video; print('cv2' in sys.modules)"
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
+    assert out.strip() == "False"
