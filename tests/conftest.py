@@ -43,3 +43,33 @@ def resnet50():
 def image_tensor():
     g = torch.Generator().manual_seed(1)
     return torch.randn(1, 3, 96, 128, generator=g)
+
+
+# --- the page (AppTest): the helpers are in tests/helpers.py ---------------------------------------
+
+
+@pytest.fixture
+def fresh_results():
+    """The page's results forgotten, its models kept: for a test that must see the page compute."""
+    from tests.helpers import clear_results
+
+    clear_results()
+
+
+@pytest.fixture
+def forward_passes(fresh_results):
+    """Whole-network forward passes during the test, over cold results (see helpers.whole_passes)."""
+    from tests.helpers import whole_passes
+
+    with whole_passes() as seen:
+        yield seen
+
+
+@pytest.fixture
+def fresh_caches():
+    """Nothing the page keeps, before and after the test, models included (operator models)."""
+    from tests.helpers import clear_caches
+
+    clear_caches()
+    yield
+    clear_caches()

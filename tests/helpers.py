@@ -6,11 +6,19 @@ the page's tests)."""
 
 from __future__ import annotations
 
+from collections.abc import Iterator
+from contextlib import contextmanager
+from itertools import zip_longest
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import numpy as np
+import torch
 from PIL import Image
 from torch import nn
+
+if TYPE_CHECKING:
+    from streamlit.testing.v1 import AppTest
 
 # --- hooks and the command line ---------------------------------------------------------------
 
@@ -76,3 +84,94 @@ def write_exemplar_folder(root: Path) -> Path:
     (root / "readme.txt").write_text("not counted: no image extension\n")
     (root / ".hidden.png").write_bytes(good)  # hidden files are left out
     return root
+
+
+# --- the page (AppTest) -------------------------------------------------------------------------
+# Streamlit is imported inside the functions: the library's tests run where the page's extra is absent.
+
+ROOT = Path(__file__).resolve().parents[1]
+APP = str(ROOT / "app.py")
+#: The page's code: app.py and the package vizhooks.page.
+PAGE_FILES = [ROOT / "app.py", *sorted((ROOT / "vizhooks" / "page").rglob("*.py"))]
+
+
+def open_page(**query: str) -> AppTest:
+    """A fresh session of the page (a new AppTest), opened with ``query`` as its link and run once."""
+    from streamlit.testing.v1 import AppTest
+
+    at = AppTest.from_file(APP, default_timeout=300)
+    for k, v in query.items():
+        at.query_params[k] = v
+    return at.run()
+
+
+def ok(at: AppTest) -> None:
+    """The run raised nothing and showed no error."""
+    assert not at.exception, [e.value for e in at.exception]
+    assert not at.error, [e.value for e in at.error]
+
+
+def reading_order(items: list) -> list:
+    """Items of a two-column layout in reading order: the element tree lists the left column
+    (1st, 3rd, ...) first, then the right one."""
+    half = (len(items) + 1) // 2
+    return [item for pair in zip_longest(items[:half], items[half:]) for item in pair if item is not None]
+
+
+def layer_headings(at: AppTest) -> list[str]:
+    """Layer headings in reading order (the grids sit in two columns)."""
+    return reading_order([s.value for s in at.subheader if s.value not in ("Top-5 classes", "Layers", "Display")])
+
+
+def saw(at: AppTest) -> str:
+    """The caption under the picture the model saw."""
+    return next(i.proto.imgs[0].caption for i in at.image if i.proto.imgs[0].caption.startswith("What the model"))
+
+
+def pass_roots() -> tuple[type[nn.Module], ...]:
+    """The root classes of the page's models: a forward of one of these is one whole-network pass."""
+    import torchvision.models as tv
+
+    return (tv.VGG, tv.MobileNetV3, tv.EfficientNet, tv.DenseNet, tv.ConvNeXt, tv.VisionTransformer, tv.ResNet)
+
+
+@contextmanager
+def whole_passes() -> Iterator[list[int]]:
+    """Whole-network forward passes while the block runs, as the batch size of each, seen by a
+    global hook independent of the page's code; meta-device passes (the memory estimate) compute
+    nothing and are not counted."""
+    from torch.nn.modules.module import register_module_forward_hook
+
+    roots = pass_roots()
+    seen: list[int] = []
+
+    def hook(module: nn.Module, args: object, output: torch.Tensor) -> None:
+        if isinstance(module, roots) and output.device.type != "meta":
+            seen.append(int(output.shape[0]))
+
+    handle = register_module_forward_hook(hook)
+    try:
+        yield seen
+    finally:
+        handle.remove()
+
+
+def clear_results() -> None:
+    """Forget the page's results (activations, gradients, PNGs, tables) but keep its models: what
+    a test that counts forward passes needs, without rebuilding a model for every test."""
+    import streamlit as st
+
+    from vizhooks.page import results
+
+    st.cache_data.clear()
+    for cache in (results.result_cache, results.get_backward_report, results.get_summary, results.atlases_for):
+        cache.clear()
+
+
+def clear_caches() -> None:
+    """Forget everything the page keeps for the process, models included (a test that changes
+    the operator's models or their files)."""
+    import streamlit as st
+
+    st.cache_data.clear()
+    st.cache_resource.clear()

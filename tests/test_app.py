@@ -2,71 +2,37 @@
 
 from __future__ import annotations
 
+import ast
+import importlib
 import io
 import os
 import subprocess
 import sys
-from itertools import zip_longest
 from pathlib import Path
 
 import pytest
-import streamlit as st
 import torch
 from PIL import Image
 from streamlit.testing.v1 import AppTest
-from torch.nn.modules.module import register_module_forward_hook
-from torchvision.models import ResNet, ResNet18_Weights
+from torchvision.models import ResNet18_Weights
 
-ROOT = Path(__file__).resolve().parents[1]
-APP = str(ROOT / "app.py")
+from tests.helpers import (
+    APP,
+    PAGE_FILES,
+    ROOT,
+    count_hooks,
+    layer_headings,
+    ok,
+    open_page,
+    saw,
+)
+from vizhooks.page.urlstate import VIEWS
+
+#: The page's own code: app.py and the package's widgets, views and sources (its texts, snippets and
+#: the one computing module, vizhooks.page.analysis, aside).
+UI_FILES = [p for p in PAGE_FILES if p.parent.name in ("views", "sources") or p.name in (
+    "app.py", "state.py", "sidebar.py", "results.py", "widgets.py", "errors.py", "folders.py")]
 TOUR = ["conv1", "layer1.0.conv1", "layer2.0.conv1", "layer3.0.conv1", "layer4.0.conv1"]
-
-
-@pytest.fixture(autouse=True)
-def _fresh_caches():
-    # st.cache_* live for the whole process, like on a server; each test starts from a cold page.
-    st.cache_data.clear()
-    st.cache_resource.clear()
-
-
-@pytest.fixture
-def forward_passes():
-    """Counts whole-network forward passes, by a global hook independent of the page's code."""
-    count = {"n": 0}
-
-    def hook(module, args, output):
-        # meta-device passes (the memory estimate) compute nothing and are not counted
-        if isinstance(module, ResNet) and output.device.type != "meta":
-            count["n"] += 1
-
-    handle = register_module_forward_hook(hook)
-    yield count
-    handle.remove()
-
-
-def _app(**query) -> AppTest:
-    at = AppTest.from_file(APP, default_timeout=300)
-    for k, v in query.items():
-        at.query_params[k] = v
-    return at.run()
-
-
-def _ok(at: AppTest) -> None:
-    assert not at.exception, [e.value for e in at.exception]
-    assert not at.error, [e.value for e in at.error]
-
-
-def _layer_headings(at: AppTest) -> list[str]:
-    """Layer headings in reading order. Grids sit in two columns (left: 1st, 3rd, ...); the
-    element tree lists the left column first, so interleave the two halves again."""
-    heads = [s.value for s in at.subheader if s.value not in ("Top-5 classes", "Layers", "Display")]
-    half = (len(heads) + 1) // 2
-    pairs = zip_longest(heads[:half], heads[half:])
-    return [h for pair in pairs for h in pair if h is not None]
-
-
-def _saw(at: AppTest) -> str:
-    return next(i.proto.imgs[0].caption for i in at.image if i.proto.imgs[0].caption.startswith("What the model"))
 
 
 def _png(mode="RGB", size=(64, 48), color=(200, 30, 30), fmt="PNG", **save) -> bytes:
@@ -83,22 +49,22 @@ def _upload(at: AppTest, name: str, data: bytes, mime: str = "image/png") -> App
 
 
 def test_default_view_shows_input_and_grids(forward_passes):
-    at = _app()
-    _ok(at)
-    assert _layer_headings(at) == TOUR
-    assert _saw(at) == "What the model saw: 337 × 224 pixels"  # chelsea.jpg, 451 x 300
+    at = open_page()
+    ok(at)
+    assert layer_headings(at) == TOUR
+    assert saw(at) == "What the model saw: 337 × 224 pixels"  # chelsea.jpg, 451 x 300
     assert len(at.image) >= 1 + len(TOUR)
     captions = " ".join(c.value for c in at.caption)
     assert "16 of 64 channels" in captions and "16 of 512 channels" in captions
     assert any("meaningless" in w.value for w in at.warning)  # random weights are said plainly
     assert any("--download-weights resnet18" in w.value for w in at.warning)
-    assert forward_passes["n"] == 1
+    assert len(forward_passes) == 1
     assert at.query_params["model"] == "resnet18" and at.query_params["sample"] == "chelsea.jpg"
 
 
 def test_display_changes_do_not_run_the_model(forward_passes):
-    at = _app()
-    assert forward_passes["n"] == 1
+    at = open_page()
+    assert len(forward_passes) == 1
     at.selectbox(key="cmap").set_value("magma").run()
     at.selectbox(key="order").set_value("mean").run()
     at.select_slider(key="channels").set_value(64).run()
@@ -108,54 +74,54 @@ def test_display_changes_do_not_run_the_model(forward_passes):
     at.number_input(key="insp_channel").set_value(5).run()
     at.slider(key="insp_alpha").set_value(0.8).run()
     at.radio(key="view").set_value("maps").run()
-    _ok(at)
-    assert forward_passes["n"] == 1
+    ok(at)
+    assert len(forward_passes) == 1
     captions = " ".join(c.value for c in at.caption)
     assert "all 64 channels" in captions and "64 of 128 channels" in captions
     assert at.query_params["cmap"] == "magma" and at.query_params["channels"] == "64"
 
     at.multiselect(key="layers").select("layer3.1.conv2").run()
-    assert forward_passes["n"] == 2
-    assert _layer_headings(at) == [*TOUR[:4], "layer3.1.conv2", TOUR[4]]  # network order
+    assert len(forward_passes) == 2
+    assert layer_headings(at) == [*TOUR[:4], "layer3.1.conv2", TOUR[4]]  # network order
     at.slider(key="size").set_value(128).run()
-    assert forward_passes["n"] == 3
+    assert len(forward_passes) == 3
     at.selectbox(key="cmap").set_value("gray").run()
-    assert forward_passes["n"] == 3
-    _ok(at)
+    assert len(forward_passes) == 3
+    ok(at)
 
 
 def test_switch_model_layers_and_capture_kind(forward_passes):
-    at = _app()
+    at = open_page()
     at.selectbox(key="model").set_value("resnet50").run()
-    _ok(at)
-    assert _layer_headings(at) == TOUR
+    ok(at)
+    assert layer_headings(at) == TOUR
     options = at.multiselect(key="layers").options
     # labels say where a layer is without ResNet words: the 4th of 53 convs, at 56 x 56
     assert next(o for o in options if o.startswith("layer1.0.conv3 ")) == \
         "layer1.0.conv3 · conv 4 of 53 · 56×56 · 64→256, 1x1, stride 1"
     at.multiselect(key="layers").set_value(["layer1.0.conv3"]).run()
-    _ok(at)
-    assert _layer_headings(at) == ["layer1.0.conv3"]
+    ok(at)
+    assert layer_headings(at) == ["layer1.0.conv3"]
     at.selectbox(key="model").set_value("resnet34").run()  # conv3 does not exist in resnet34
-    _ok(at)
-    assert _layer_headings(at) == TOUR  # nothing left to keep: the new model starts on its tour
+    ok(at)
+    assert layer_headings(at) == TOUR  # nothing left to keep: the new model starts on its tour
     at.multiselect(key="layers").set_value([]).run()
     assert any("Choose at least one layer" in i.value for i in at.info)
     at.selectbox(key="quick").set_value("res:28x28").run()
-    _ok(at)
-    assert _layer_headings(at) == [n for n in at.multiselect(key="layers").value]
+    ok(at)
+    assert layer_headings(at) == [n for n in at.multiselect(key="layers").value]
     assert len(at.multiselect(key="layers").value) == 9  # resnet34 stage 2: 4 blocks x 2 + shortcut
     at.radio(key="what").set_value("input").run()
-    _ok(at)
+    ok(at)
     # layer2.0.conv1's input is layer1's output: 64 channels at 1/4 of 224 x 337
     assert "input 64×56×85" in " ".join(c.value for c in at.caption)
 
 
 def test_sample_gallery_switch(forward_passes):
-    at = _app()
+    at = open_page()
     at.selectbox(key="sample").set_value("astronaut.jpg").run()
-    _ok(at)
-    assert _saw(at) == "What the model saw: 224 × 224 pixels"
+    ok(at)
+    assert saw(at) == "What the model saw: 224 × 224 pixels"
     assert at.query_params["sample"] == "astronaut.jpg"
 
 
@@ -168,17 +134,17 @@ def _exif_rotated_jpeg() -> bytes:
     return buf.getvalue()
 
 
-@pytest.mark.parametrize("name,data,saw", [
+@pytest.mark.parametrize("name,data,expected", [
     ("chelsea.jpg", (ROOT / "sample_images" / "chelsea.jpg").read_bytes(), "337 × 224"),
     ("gray.png", _png("L", (100, 50), 128), "448 × 224"),
     ("rgba.png", _png("RGBA", (50, 100), (255, 0, 0, 0)), "224 × 448"),
     ("rotated.jpg", _exif_rotated_jpeg(), "448 × 224"),  # stored 40 x 80, shown 80 x 40
 ])
-def test_good_uploads(name, data, saw):
-    at = _upload(_app(), name, data)
-    _ok(at)
-    assert _saw(at) == f"What the model saw: {saw} pixels"
-    assert _layer_headings(at) == TOUR
+def test_good_uploads(name, data, expected):
+    at = _upload(open_page(), name, data)
+    ok(at)
+    assert saw(at) == f"What the model saw: {expected} pixels"
+    assert layer_headings(at) == TOUR
     assert "sample" not in at.query_params  # an upload cannot be shared by link
 
 
@@ -188,7 +154,7 @@ def test_good_uploads(name, data, saw):
     ("cut.jpg", (ROOT / "sample_images" / "chelsea.jpg").read_bytes()[:6000], "truncated"),
 ])
 def test_bad_uploads_show_an_error_and_the_page_recovers(name, data, needle):
-    at = _upload(_app(), name, data)
+    at = _upload(open_page(), name, data)
     assert not at.exception
     assert len(at.error) == 1 and needle in at.error[0].value.lower()
     assert "Traceback" not in at.error[0].value
@@ -196,44 +162,87 @@ def test_bad_uploads_show_an_error_and_the_page_recovers(name, data, needle):
     at.selectbox(key="cmap").set_value("magma").run()
     assert not at.exception
     at = _upload(at, "good.png", _png())
-    _ok(at)
-    assert _saw(at) == "What the model saw: 299 × 224 pixels"
+    ok(at)
+    assert saw(at) == "What the model saw: 299 × 224 pixels"
 
 
 def test_camera_photo():
-    at = _app()
+    at = open_page()
     at.radio(key="source").set_value("camera").run()
     assert any("Take a photo" in i.value for i in at.info)
     at.camera_input(key="camera").set_value(("photo.jpg", _png(size=(640, 480), fmt="JPEG"), "image/jpeg"))
     at.run()
-    _ok(at)
-    assert _saw(at) == "What the model saw: 299 × 224 pixels"
+    ok(at)
+    assert saw(at) == "What the model saw: 299 × 224 pixels"
 
 
 def test_shared_link_restores_the_view_and_reports_bad_values(forward_passes):
-    at = _app(model="resnet34", layers="layer2.0.conv1,layer9.conv1", cmap="magma", size="999",
+    at = open_page(model="resnet34", layers="layer2.0.conv1,layer9.conv1", cmap="magma", size="999",
               channels="all", sample="coffee.jpg", bogus="1")
-    _ok(at)
+    ok(at)
     assert at.selectbox(key="model").value == "resnet34"
     assert at.multiselect(key="layers").value == ["layer2.0.conv1"]
     assert at.selectbox(key="cmap").value == "magma" and at.slider(key="size").value == 224
-    assert _layer_headings(at) == ["layer2.0.conv1"]
+    assert layer_headings(at) == ["layer2.0.conv1"]
     notice = " ".join(i.value for i in at.info)
     assert "layers=layer9.conv1" in notice and "size=999" in notice and "bogus=1" in notice
     assert "all 128 channels" in " ".join(c.value for c in at.caption)
-    assert _saw(at) == "What the model saw: 336 × 224 pixels"  # coffee.jpg, 600 x 400
+    assert saw(at) == "What the model saw: 336 × 224 pixels"  # coffee.jpg, 600 x 400
 
 
 def test_downloads_are_offered():
-    at = _app()
+    at = open_page()
     keys = {b.key for b in at.get("download_button")}
     assert {"download_npz", *(f"download_{n}" for n in TOUR)} <= keys
 
 
+def _runtime_imports(tree: ast.Module) -> set[str]:
+    """Modules a file imports when it runs (``if TYPE_CHECKING:`` blocks, for annotations only, aside)."""
+    names: set[str] = set()
+    for node in ast.walk(tree):
+        if isinstance(node, ast.If) and getattr(node.test, "id", None) == "TYPE_CHECKING":
+            node.body = []
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Import):
+            names.update(a.name for a in node.names)
+        elif isinstance(node, ast.ImportFrom) and node.module:
+            names.add(node.module)
+    return names
+
+
 def test_page_code_stays_thin():
+    """The page's own code (app.py and its widgets, views and sources) computes nothing: no torch,
+    no pyplot, no hooks of its own. vizhooks.page.analysis is the page's one computing module."""
+    assert len(UI_FILES) >= 20
+    for path in UI_FILES:
+        source = path.read_text()
+        imported = _runtime_imports(ast.parse(source))
+        assert not {m for m in imported if m == "torch" or m.startswith("torch.")}, path
+        for forbidden in ("pyplot", "register_forward_hook", "register_forward_pre_hook", "register_full_backward"):
+            assert forbidden not in source, (path, forbidden)
+
+
+def _view_table(source: str) -> dict[str, str]:
+    """app.py's ``VIEWS`` table as written: view name -> the function's expression."""
+    for node in ast.parse(source).body:
+        if isinstance(node, ast.AnnAssign | ast.Assign):
+            targets = [node.target] if isinstance(node, ast.AnnAssign) else node.targets
+            if any(getattr(t, "id", None) == "VIEWS" for t in targets) and isinstance(node.value, ast.Dict):
+                return {ast.literal_eval(k): ast.unparse(v) for k, v in zip(node.value.keys, node.value.values,
+                                                                            strict=True) if k is not None}
+    return {}
+
+
+def test_app_is_the_entry_and_its_table_covers_every_view():
+    """app.py stays an entry (<= 150 lines), and every view of the menu (urlstate.VIEWS) has one
+    line in its table: the ``show`` of its own module in vizhooks.page.views."""
     source = Path(APP).read_text()
-    for forbidden in ("import torch", "pyplot", "register_forward_hook", "register_forward_pre_hook"):
-        assert forbidden not in source
+    assert len(source.splitlines()) <= 150
+    table = _view_table(source)
+    assert [n for n in VIEWS if n not in table] == [] and set(table) == set(VIEWS)
+    for name, call in table.items():
+        assert call == f"{name}.show", (name, call)
+        assert callable(importlib.import_module(f"vizhooks.page.views.{name}").show)
 
 
 # --- the hook views ---------------------------------------------------------------------------
@@ -241,11 +250,11 @@ def test_page_code_stays_thin():
 
 @pytest.mark.parametrize("view", ["inspector", "gradients", "gradcam", "backward", "table", "code"])
 def test_every_view_renders(view):
-    at = _app(view=view)
-    _ok(at)
+    at = open_page(view=view)
+    ok(at)
     assert at.radio(key="view").value == view
     if view in ("gradients", "gradcam"):
-        assert _layer_headings(at) == TOUR
+        assert layer_headings(at) == TOUR
         assert len(at.image) == 1 + len(TOUR)  # the input picture + one per layer
     if view == "backward":
         table = at.dataframe[0].value
@@ -263,28 +272,28 @@ def _image_urls(at: AppTest) -> list[str]:
 
 
 def test_another_class_changes_gradcam_and_reruns_only_backward(forward_passes):
-    at = _app(view="gradcam")
-    _ok(at)
-    before, passes = _image_urls(at), forward_passes["n"]
+    at = open_page(view="gradcam")
+    ok(at)
+    before, passes = _image_urls(at), len(forward_passes)
     assert passes == 2  # the feature capture, then the gradient pass
     at.slider(key="cam_alpha").set_value(0.7).run()
-    assert forward_passes["n"] == passes  # opacity is display only
+    assert len(forward_passes) == passes  # opacity is display only
     changed_alpha = _image_urls(at)
     at.selectbox(key="target").set_value(281).run()  # tabby cat
-    _ok(at)
-    assert forward_passes["n"] == passes + 1  # one gradient pass; the feature capture is cached
+    ok(at)
+    assert len(forward_passes) == passes + 1  # one gradient pass; the feature capture is cached
     after = _image_urls(at)
     assert after != changed_alpha and changed_alpha != before
     assert "tabby" in " ".join(i.proto.imgs[0].caption for i in at.image)
     assert at.query_params["target"] == "281"
     at.radio(key="view").set_value("gradients").run()
-    assert forward_passes["n"] == passes + 1  # same class, same layers: cached
+    assert len(forward_passes) == passes + 1  # same class, same layers: cached
     at.selectbox(key="cmap").set_value("magma").run()
-    assert forward_passes["n"] == passes + 1
+    assert len(forward_passes) == passes + 1
 
 
 def test_code_snippet_runs_as_written_and_matches_the_page(tmp_path):
-    at = _app()
+    at = open_page()
     shapes = {}
     for cap in at.caption:
         if " · output " in cap.value:
@@ -293,7 +302,7 @@ def test_code_snippet_runs_as_written_and_matches_the_page(tmp_path):
     heads = [s.value for s in at.subheader if s.value in TOUR]
     page_shapes = dict(zip(heads, shapes.values(), strict=True))
     at.radio(key="view").set_value("code").run()
-    _ok(at)
+    ok(at)
     code = next(c.value for c in at.code if c.language == "python")
     assert "vizhooks" not in code and "register_forward_hook" in code
     script = tmp_path / "snippet.py"
@@ -312,12 +321,7 @@ def test_code_snippet_runs_as_written_and_matches_the_page(tmp_path):
 # --- faults and limits (a class on one server) ----------------------------------------------------
 
 
-def _count_hooks(model) -> int:
-    return sum(len(m._forward_hooks) + len(m._forward_pre_hooks) + len(m._backward_hooks)
-               + len(m._backward_pre_hooks) for m in model.modules())
-
-
-def test_failure_inside_the_forward_pass_is_one_message(monkeypatch):
+def test_failure_inside_the_forward_pass_is_one_message(monkeypatch, fresh_results):
     import vizhooks.page.analysis as va
     from vizhooks.capture import capture_with_output
 
@@ -336,36 +340,37 @@ def test_failure_inside_the_forward_pass_is_one_message(monkeypatch):
             del model.layer3.forward
 
     monkeypatch.setattr(va, "capture_with_output", broken_run)
-    at = _app()
+    at = open_page()
     assert not at.exception
     assert len(at.error) == 1 and "Something went wrong" in at.error[0].value
     assert "Traceback" not in at.error[0].value and "layer3" not in at.error[0].value
-    assert seen and _count_hooks(seen[0]) == 0
+    assert seen and count_hooks(seen[0]) == 0
     monkeypatch.undo()
     at.slider(key="size").set_value(160).run()  # the same session goes on
-    _ok(at)
-    other = _app()  # and so does another session on the shared model
-    _ok(other)
-    assert _layer_headings(other) == TOUR
+    ok(at)
+    other = open_page()  # and so does another session on the shared model
+    ok(other)
+    assert layer_headings(other) == TOUR
 
 
-def test_simulated_cuda_out_of_memory(monkeypatch):
+def test_simulated_cuda_out_of_memory(monkeypatch, fresh_results):
     import vizhooks.page.analysis as va
 
     def oom(*a, **k):
         raise torch.cuda.OutOfMemoryError("CUDA out of memory. Tried to allocate 20.00 GiB")
 
     monkeypatch.setattr(va, "capture_with_output", oom)
-    at = _app()
+    at = open_page()
     assert not at.exception
     assert len(at.error) == 1 and "ran out of memory" in at.error[0].value
     monkeypatch.undo()
     at.slider(key="size").set_value(160).run()
-    _ok(at)
+    ok(at)
 
 
-def test_failure_in_backward_leaves_the_model_clean(monkeypatch):
+def test_failure_in_backward_leaves_the_model_clean(monkeypatch, fresh_results):
     import vizhooks.gradients as vg
+    from vizhooks.page import results
 
     models = []
     real_grad = torch.autograd.grad
@@ -379,28 +384,28 @@ def test_failure_in_backward_leaves_the_model_clean(monkeypatch):
         models.append(model)
         return real_pass(model, *a, **k)
 
-    monkeypatch.setattr(vg, "gradient_pass", spy)
+    monkeypatch.setattr(results, "gradient_pass", spy)  # the page's own reference to it
     monkeypatch.setattr(vg.torch.autograd, "grad", failing_grad)
-    at = _app(view="gradcam")
+    at = open_page(view="gradcam")
     assert not at.exception and "Something went wrong" in at.error[0].value
     model = models[0]
-    assert _count_hooks(model) == 0 and not model.training
+    assert count_hooks(model) == 0 and not model.training
     assert all(p.requires_grad and p.grad is None for p in model.parameters())
     monkeypatch.setattr(vg.torch.autograd, "grad", real_grad)
     at.radio(key="view").set_value("maps").run()
-    _ok(at)
+    ok(at)
     at.radio(key="view").set_value("gradcam").run()
-    _ok(at)
+    ok(at)
 
 
 def test_capture_over_the_memory_budget_is_refused_with_a_sentence(forward_passes):
     from vizhooks.layers import architecture_convs
 
     names = ",".join(c.name for c in architecture_convs("resnet152"))
-    at = _app(model="resnet152", size="512", layers=names, channels="all")
+    at = open_page(model="resnet152", size="512", layers=names, channels="all")
     assert not at.exception and not at.error
     assert any("this server allows 600 MB" in w.value for w in at.warning)
-    assert forward_passes["n"] == 0  # refused before the network ran
+    assert len(forward_passes) == 0  # refused before the network ran
     at.multiselect(key="layers").set_value(["conv1"]).run()
-    _ok(at)
-    assert forward_passes["n"] == 1
+    ok(at)
+    assert len(forward_passes) == 1

@@ -8,10 +8,9 @@ import logging
 import os
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import streamlit as st
-import torch
 from PIL import Image
 
 import vizhooks as vz
@@ -25,6 +24,9 @@ from vizhooks.page.cache import ByteLRU
 from vizhooks.page.texts import set_language, t
 from vizhooks.render import grid_layout, palette_png
 from vizhooks.summary import summary_dataframe, summary_totals
+
+if TYPE_CHECKING:
+    from torch import Tensor
 
 LOG = logging.getLogger("vizhooks.app")
 FV_SIZE, FV_STEPS, FV_SEED = 128, 128, 0
@@ -85,17 +87,17 @@ def get_analysis(model: str, digest: str, data: bytes, size: int, layers: tuple[
 
 
 def get_gradients(model: str, key: tuple, layers: tuple[str, ...], target: int,
-                  analysis: Analysis) -> tuple[vz.GradientResult, dict[str, torch.Tensor]]:
+                  analysis: Analysis) -> tuple[vz.GradientResult, dict[str, Tensor]]:
     """One forward + backward pass for a class: gradients and Grad-CAM maps of the chosen layers.
     Keyed apart from get_analysis, so a new class re-runs this and nothing else."""
     height, width = analysis.x.shape[-2:]
     check_capture(model, list(layers), (height, width), copies=2)
 
-    def make() -> tuple[vz.GradientResult, dict[str, torch.Tensor]]:
+    def make() -> tuple[vz.GradientResult, dict[str, Tensor]]:
         result = gradient_pass(get_bundle(model).model, analysis.x, list(layers), target=target, as_maps=True)
         return result, cams_from(result, (height, width))
 
-    def size(made: tuple[vz.GradientResult, dict[str, torch.Tensor]]) -> int:
+    def size(made: tuple[vz.GradientResult, dict[str, Tensor]]) -> int:
         result, cams = made
         return tensor_bytes([*result.activations.values(), *result.gradients.values(), *cams.values()])
 
@@ -116,7 +118,7 @@ def get_summary(model: str, key: tuple, _analysis: Analysis) -> tuple[Any, dict[
 
 
 @st.cache_data(max_entries=64, show_spinner=False)
-def grid_png(_tensor: torch.Tensor, key: tuple, channels: int | None, order: str, cmap: str, norm: str,
+def grid_png(_tensor: Tensor, key: tuple, channels: int | None, order: str, cmap: str, norm: str,
              columns: int | None, title: str, vcenter: float | None = None,
              clim: tuple[float, float] | None = None) -> bytes:
     fig = vz.feature_grid(_tensor, channels=channels, order=order, cmap=cmap, norm=norm, title=title,
@@ -125,7 +127,7 @@ def grid_png(_tensor: torch.Tensor, key: tuple, channels: int | None, order: str
 
 
 @st.cache_data(max_entries=64, show_spinner=False)
-def maps_png(_tensor: torch.Tensor, key: tuple, channels: int | None, order: str, columns: int | None, title: str,
+def maps_png(_tensor: Tensor, key: tuple, channels: int | None, order: str, columns: int | None, title: str,
              cmap: str) -> bytes:
     """Per-channel grids in two steps: the layout (which channel where, as colour levels) is kept
     with the activations, so another colormap costs a palette PNG encode, not a redraw."""

@@ -6,16 +6,18 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import streamlit as st
-import torch
 
 import vizhooks as vz
 from vizhooks.layers import LayerInfo, token_model
 from vizhooks.page.analysis import Analysis, top_classes
 from vizhooks.page.results import FV_SIZE, FV_STEPS, excited_image
 from vizhooks.page.texts import language, set_language, t
+
+if TYPE_CHECKING:
+    from torch import Tensor
 
 
 def labels_for(prefix: str) -> Callable[[Any], str]:
@@ -99,7 +101,7 @@ def layer_columns(names: Sequence[str]) -> Iterator[tuple[int, str]]:
             yield i, name
 
 
-def top5_bars(slot: Any, logits: torch.Tensor, categories: Sequence[str]) -> None:
+def top5_bars(slot: Any, logits: Tensor, categories: Sequence[str]) -> None:
     """The five most likely classes as bars."""
     for p in top_classes(logits, list(categories), 5):
         slot.progress(min(max(p.probability, 0.0), 1.0), text=f"{p.label} · {p.probability:.1%}")

@@ -3,10 +3,9 @@
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import streamlit as st
-import torch
 
 import vizhooks as vz
 from vizhooks.budget import check_capture
@@ -37,6 +36,9 @@ from vizhooks.video import (
     layer_video,
     read_clip,
 )
+
+if TYPE_CHECKING:
+    from torch import Tensor
 
 VIDEO_VIEWS = ("maps", "inspector", "gradcam")
 PLAY_SECONDS = 0.5  # one frame per half second while playing: the grids of 5 layers redraw in time
@@ -77,10 +79,10 @@ def get_video_analysis(model: str, digest: str, clip: Clip, size: int, layers: t
 
 
 def get_video_cams(model: str, key: tuple, video: VideoAnalysis, layers: tuple[str, ...],
-                   target: int | None) -> dict[str, torch.Tensor]:
+                   target: int | None) -> dict[str, Tensor]:
     """Grad-CAM of every frame for one class (None: each frame's own top class), computed once
     with a progress bar; ``{layer: (T, H, W)}``."""
-    def make() -> dict[str, torch.Tensor]:
+    def make() -> dict[str, Tensor]:
         net = get_bundle(model).model
         hw = (int(video.x.shape[-2]), int(video.x.shape[-1]))
         check_capture(model, list(layers), hw, copies=2)

@@ -3,10 +3,9 @@ later layers change; clamp gradients at one layer and see the earlier ones fade.
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import streamlit as st
-import torch
 
 import vizhooks as vz
 from vizhooks.budget import check_capture
@@ -16,6 +15,9 @@ from vizhooks.page.state import Context
 from vizhooks.page.texts import t
 from vizhooks.page.widgets import class_picker, keep_valid, labels_for, layer_columns, top5_bars
 from vizhooks.render import channel_overlay
+
+if TYPE_CHECKING:
+    from torch import Tensor
 
 EDIT_MODES = ("zero", "half", "double", "top")
 CLAMP_LIMITS = (1e-5, 1e-4, 1e-3, 1e-2, 1e-1, 1.0)
@@ -27,7 +29,7 @@ def channel_edit(mode: str, channels: tuple[int, ...], k: int) -> vz.ChannelEdit
     return vz.ChannelEdit(channels=channels, scale={"zero": 0.0, "half": 0.5, "double": 2.0}[mode])
 
 
-def show_top5_pair(bundle: vz.ModelBundle, before: torch.Tensor, after: torch.Tensor, target: int) -> None:
+def show_top5_pair(bundle: vz.ModelBundle, before: Tensor, after: Tensor, target: int) -> None:
     left, right = st.columns(2)
     for col, logits, head in ((left, before, "iv_before"), (right, after, "iv_after")):
         col.markdown(f"**{t(head)}**")
@@ -98,7 +100,7 @@ def show_clamp(ctx: Context, layers: list[str], target: int) -> None:
     check_capture(c.model, earlier, hw, copies=4)
     key = ("clamp", c.model, digest, c.size, tuple(earlier), clamp_at, limit, target)
 
-    def make() -> tuple[Any, Any, dict[str, torch.Tensor], dict[str, torch.Tensor]]:
+    def make() -> tuple[Any, Any, dict[str, Tensor], dict[str, Tensor]]:
         plain, clamped = vz.clamp_gradients(get_bundle(c.model).model, analysis.x, earlier, clamp_at=clamp_at,
                                             limit=float(limit), target=target, as_maps=True)
         return plain, clamped, cams_from(plain, hw), cams_from(clamped, hw)
