@@ -7,7 +7,7 @@ SUDO   := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 PORT   ?= 8501
 MODELS ?= resnet18 resnet34 resnet50 resnet101 resnet152
 
-.PHONY: run test loadtest bench weights lint chromium clean
+.PHONY: run test test-fast loadtest bench weights lint chromium clean
 
 $(PY):
 	$(PYTHON) -m venv $(VENV)
@@ -29,6 +29,12 @@ run: $(VENV)/.runtime
 # in every Python process it starts; tests/conftest.py installs it too when pytest runs alone.
 test: lint chromium
 	PYTHONPATH=$(CURDIR)/tests/netguard$${PYTHONPATH:+:$$PYTHONPATH} $(PY) -m pytest
+
+## make test-fast: the quick loop (at most 3 min on 2 cores): all but the browser, slow, packaging and bench
+# tests (markers in pyproject.toml, applied in tests/conftest.py); no lint. `make test` stays the full check.
+FAST := not (browser or slow or packaging or bench)
+test-fast: $(VENV)/.dev
+	PYTHONPATH=$(CURDIR)/tests/netguard$${PYTHONPATH:+:$$PYTHONPATH} $(PY) -m pytest -q -m "$(FAST)"
 
 ## make loadtest: 30 simultaneous browser sessions against one server; p50/p95 in tests/artifacts/load.json
 loadtest: $(VENV)/.dev chromium

@@ -21,6 +21,35 @@ import torch  # noqa: E402
 
 from vizhooks import load_model  # noqa: E402
 
+#: Tests left out of `make test-fast` besides those marked by path below (tests/e2e: browser,
+#: test_benchmarks.py: bench, the wheel tests of test_packaging.py: packaging). Node ids or their
+#: prefixes (a module, a test with all its parameters). Each module keeps its quick tests in the fast
+#: loop; what is here took more than ~5 s on our 2 shared cores (`pytest --durations=80`).
+SLOW: tuple[str, ...] = ()
+
+#: Tests outside tests/e2e that drive Chromium.
+BROWSER: tuple[str, ...] = (
+    "tests/test_network_guard.py::test_chromium_resolves_no_names",
+)
+
+
+def _listed(nodeid: str, prefixes: tuple[str, ...]) -> bool:
+    return any(nodeid == p or nodeid.startswith((p + "::", p + "[")) for p in prefixes)
+
+
+def pytest_collection_modifyitems(config, items):
+    """Marks by place, so `-m "not (browser or slow or packaging or bench)"` is the fast loop."""
+    for item in items:
+        path = Path(str(item.fspath)).relative_to(Path(__file__).resolve().parents[1]).as_posix()
+        if path.startswith("tests/e2e/") or _listed(item.nodeid, BROWSER):
+            item.add_marker(pytest.mark.browser)
+        if path == "tests/test_benchmarks.py":
+            item.add_marker(pytest.mark.bench)
+        if path == "tests/test_packaging.py" and "installed" in getattr(item, "fixturenames", ()):
+            item.add_marker(pytest.mark.packaging)
+        if _listed(item.nodeid, SLOW):
+            item.add_marker(pytest.mark.slow)
+
 
 @pytest.fixture(autouse=True)
 def _offline(monkeypatch, tmp_path_factory):
