@@ -19,10 +19,20 @@ from PIL import Image
 from torch import nn
 
 from tests.helpers import EXEMPLAR_LAYERS, EXEMPLAR_SIZE, EXEMPLAR_TOP, run_cli, write_exemplar_folder
-from vizhooks import capture, hook_count, load_atlas, load_image
-from vizhooks.atlas import AtlasError, PartialAtlas, TopK, build_atlas, receptive_field, receptive_fields, scan_paths
+from vizhooks import capture, load_image
+from vizhooks.atlas import (
+    AtlasError,
+    PartialAtlas,
+    TopK,
+    build_atlas,
+    load_atlas,
+    receptive_field,
+    receptive_fields,
+    scan_paths,
+)
 from vizhooks.atlas.exemplars import list_images, read_progress
 from vizhooks.cli import main
+from vizhooks.ops import hook_count
 
 ROOT = Path(__file__).resolve().parents[1]
 LAYERS, SIZE, TOP = EXEMPLAR_LAYERS, EXEMPLAR_SIZE, EXEMPLAR_TOP
@@ -157,7 +167,7 @@ def test_topk_merge_order_and_ties():
 
 
 def test_batches_hold_one_shape_and_bounded_memory():
-    from vizhooks.atlas.exemplars import _Buckets
+    from vizhooks.atlas.scan import Buckets as _Buckets
 
     rng = np.random.default_rng(5)
     buckets, out, most = _Buckets(batch=3), [], 0

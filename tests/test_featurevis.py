@@ -16,7 +16,8 @@ from torchvision.ops import Permute
 
 import vizhooks as vz
 from tests.helpers import count_hooks
-from vizhooks import UnknownLayerError, visualize_channel, visualize_channels
+from vizhooks import UnknownLayerError
+from vizhooks.atlas import visualize_channel, visualize_channels
 from vizhooks.models import IMAGENET_MEAN, IMAGENET_STD, build
 
 LAYER = "layer2.0.conv1"  # 128 channels
@@ -225,7 +226,7 @@ def test_bad_channel_lists(model):
 
 
 def test_exported_from_the_package():
-    assert vz.visualize_channel is visualize_channel and "visualize_channels" in vz.__all__
+    assert vz.atlas.visualize_channel is visualize_channel and "visualize_channels" in vz.atlas.__all__
 
 
 # ----------------------------------------------------------------------------------------------

@@ -5,7 +5,8 @@ import torch
 from torch import nn
 from torchvision.models.feature_extraction import get_graph_node_names
 
-from vizhooks import UnknownLayerError, conv_layers, default_layers, describe_layers, find_layers, resolve_layers
+from vizhooks import UnknownLayerError, describe_layers, find_layers
+from vizhooks.layers import conv_layers, default_layers, resolve_layers
 
 
 def test_conv_layers_follow_the_graph(resnet18):

@@ -1,4 +1,4 @@
-"""The live camera (vizhooks.live, vizhooks.page.live): what a frame turns into, checked against
+"""The live camera (vizhooks.live, vizhooks.page.sources.live): what a frame turns into, checked against
 independent answers (torchvision's create_feature_extractor for the maps, matplotlib's colormap
 for the colours, the model bundle's own preprocess for the input); the pass stops at the layer,
 leaves no hook and no changed state; frames are dropped, never queued, while another session
@@ -14,12 +14,10 @@ import asyncio
 import dataclasses
 import threading
 import time
-from pathlib import Path
 
 import matplotlib
 import numpy as np
 import pytest
-import streamlit as st
 import torch
 import torch.nn.functional as F
 from PIL import Image
@@ -29,11 +27,10 @@ from torch.nn.modules.module import register_module_forward_hook
 from torchvision.models.feature_extraction import create_feature_extractor
 
 import vizhooks as vz
+from tests.helpers import ROOT, allowed_names, english_in, open_page
 from vizhooks.live import MAX_HEIGHT, MAX_WIDTH, LiveProcessor, LiveSettings, grid_geometry
 from vizhooks.models import InputSpec
 
-ROOT = Path(__file__).resolve().parents[1]
-APP = str(ROOT / "app.py")
 LAYER = "layer2.0.conv1"  # 128 channels, 1/8 of the input
 SIZE = 64
 
@@ -185,8 +182,8 @@ def test_no_hook_left_after_success_or_error(bundle, monkeypatch):
     assert _hooks(model) == 0
     # the lock was released every time: another thread gets it at once
     got = []
-    t = threading.Thread(target=lambda: got.append(vz.model_lock(model).acquire(timeout=10)) or
-                         vz.model_lock(model).release())
+    t = threading.Thread(target=lambda: got.append(vz.ops.model_lock(model).acquire(timeout=10)) or
+                         vz.ops.model_lock(model).release())
     t.start()
     t.join(30)
     assert got == [True]
@@ -228,7 +225,7 @@ def test_frames_are_dropped_not_queued_while_another_session_holds_the_model(bun
     held, release = threading.Event(), threading.Event()
 
     def other_session():
-        with vz.model_lock(bundle.model):
+        with vz.ops.model_lock(bundle.model):
             held.set()
             release.wait(60)  # bounded: a failing test never hangs the run
 
@@ -383,7 +380,7 @@ def test_ice_servers_default_to_none_and_contact_nobody():
     from aiortc.rtcicetransport import connection_kwargs
     from streamlit_webrtc.component import _resolve_server_rtc_configuration, enhance_frontend_rtc_configuration
 
-    from vizhooks.page.live import ice_servers
+    from vizhooks.page.sources.live import ice_servers
 
     assert ice_servers(None) == [] and ice_servers("  ") == []
     config = {"iceServers": ice_servers(None)}
@@ -398,7 +395,7 @@ def test_ice_servers_from_the_environment():
     from aiortc.rtcicetransport import connection_kwargs
     from streamlit_webrtc.component import _resolve_server_rtc_configuration
 
-    from vizhooks.page.live import ice_servers
+    from vizhooks.page.sources.live import ice_servers
 
     raw = ('[{"urls": ["stun:stun.example.org:3478"]}, '
            '{"urls": "turn:turn.example.org:3478", "username": "u", "credential": "p"}]')
@@ -420,7 +417,7 @@ def test_ice_servers_from_the_environment():
     ("http://lab-server:8501/vizhooks", ("lab-server", "http://lab-server:8501")),
 ])
 def test_camera_note_only_for_plain_http_away_from_localhost(url, note):
-    from vizhooks.page.live import insecure_origin
+    from vizhooks.page.sources.live import insecure_origin
 
     assert insecure_origin(url) == note
 
@@ -438,7 +435,7 @@ def _in_a_worker(callback, frames):
 def test_frame_callback_counts_skipped_frames_and_turns_errors_into_sentences(bundle):
     import av
 
-    from vizhooks.page.live import _frames_callback, _Stream
+    from vizhooks.page.sources.live import _frames_callback, _Stream
 
     stream = _Stream(LiveProcessor(bundle, LiveSettings(layer=LAYER, size=SIZE)))
     callback = _frames_callback(stream)
@@ -480,23 +477,16 @@ def page(monkeypatch, streamer_calls):
     # without a session it works as in a bare run (no rerun bookkeeping).
     monkeypatch.setattr("streamlit_webrtc.component.get_this_session_info", lambda: None)
     monkeypatch.delenv("VIZHOOKS_ICE_SERVERS", raising=False)
-    st.cache_data.clear()
-    st.cache_resource.clear()
 
-    def open_page(lang: str) -> AppTest:
-        at = AppTest.from_file(APP, default_timeout=300)
-        at.query_params["lang"] = lang
-        at.run()
-        return at.radio(key="source").set_value("live").run()
+    def live_page(lang: str) -> AppTest:
+        return open_page(lang=lang).radio(key="source").set_value("live").run()
 
-    return open_page
+    return live_page
 
 
 @pytest.mark.parametrize("lang", ["en", "zh"])
 def test_live_source_renders(page, streamer_calls, lang):
     from streamlit_webrtc import WebRtcMode
-
-    from tests.test_i18n import _allowed, _english_in
 
     at = page(lang)
     assert not at.exception, [e.value for e in at.exception]
@@ -518,8 +508,8 @@ def test_live_source_renders(page, streamer_calls, lang):
     # the widgets swap the settings of the one processor; the callback is the same stream's
     assert len({id(c["queued_video_frames_callback"].__closure__[0].cell_contents) for c in streamer_calls}) == 1
     if lang == "zh":
-        allowed = _allowed(at) | set(at.selectbox(key="live_layer").options)
-        assert _english_in(at, allowed) == []
+        allowed = allowed_names(at) | set(at.selectbox(key="live_layer").options)
+        assert english_in(at, allowed) == []
 
 
 def test_the_stream_thread_runs_on_one_torch_thread_and_nobody_else(bundle):
@@ -528,7 +518,7 @@ def test_the_stream_thread_runs_on_one_torch_thread_and_nobody_else(bundle):
     setting."""
     import av
 
-    from vizhooks.page.live import _frames_callback, _Stream
+    from vizhooks.page.sources.live import _frames_callback, _Stream
 
     default = torch.get_num_threads()  # 2 on our machines; with 1 the test still holds, weaker
     inside: list[tuple[str, int]] = []

@@ -16,7 +16,8 @@ from torchvision.models import ResNet18_Weights
 
 import vizhooks.models as vm
 import vizhooks.weights as vw
-from vizhooks import WeightsError, load_model, resolve_device
+from vizhooks import WeightsError, load_model
+from vizhooks.models import resolve_device
 
 EXPECTED_FILE = os.path.basename(ResNet18_Weights.IMAGENET1K_V1.url)
 

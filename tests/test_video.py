@@ -94,7 +94,7 @@ def _one_sentence(message: str) -> None:
                                          ("a.mov", "mp4v"), ("a.gif", "gif")])
 def test_short_clip_gives_every_frame_in_order(tmp_path, name, fourcc):
     path = _write(tmp_path / name, 10, fourcc)
-    clip = vz.read_clip(path)  # 10 frames < 48: all of them
+    clip = vz.video.read_clip(path)  # 10 frames < 48: all of them
     assert [_number(f) for f in clip.frames] == list(range(10))
     assert all(f.mode == "RGB" and f.size == (W, H) for f in clip.frames)
     assert clip.times == pytest.approx([i / FPS for i in range(10)])
@@ -104,19 +104,19 @@ def test_short_clip_gives_every_frame_in_order(tmp_path, name, fourcc):
 
 
 def test_long_clip_is_sampled_evenly(clips):
-    clip = vz.read_clip(clips["long"], max_frames=7)
+    clip = vz.video.read_clip(clips["long"], max_frames=7)
     got = [_number(f) for f in clip.frames]
     assert len(got) == 7 and got[0] == 0 and got[-1] == 99
     for k, index in enumerate(got):  # evenly spaced: frame k is the one nearest k * 99 / 6
         assert abs(index - k * 99 / 6) <= 0.5, got
     assert clip.times == pytest.approx([i / FPS for i in got])
     assert clip.frame_count == 100 and clip.duration == pytest.approx(10.0)
-    assert [_number(f) for f in vz.read_frames(clips["long"], max_frames=1)] == [0]
-    assert len(vz.read_frames(clips["long"])) == video.DEFAULT_MAX_FRAMES == 48
+    assert [_number(f) for f in vz.video.read_frames(clips["long"], max_frames=1)] == [0]
+    assert len(vz.video.read_frames(clips["long"])) == video.DEFAULT_MAX_FRAMES == 48
 
 
 def test_size_resizes_like_a_photo(clips):
-    clip = vz.read_clip(clips["short"], size=32)
+    clip = vz.video.read_clip(clips["short"], size=32)
     assert {f.size for f in clip.frames} == {(43, 32)}  # shorter side 32, 64:48 kept (42.7 -> 43)
     assert [_number(f) for f in clip.frames] == list(range(10))
     assert (clip.width, clip.height) == (W, H)  # the file's size, not the resized one
@@ -125,18 +125,18 @@ def test_size_resizes_like_a_photo(clips):
 def test_path_bytes_and_file_objects_agree(clips):
     data = clips["long"].read_bytes()
     with open(clips["long"], "rb") as fh:
-        from_file = vz.read_frames(fh, max_frames=5)
+        from_file = vz.video.read_frames(fh, max_frames=5)
     sources = [str(clips["long"]), clips["long"], data, bytearray(data), memoryview(data), io.BytesIO(data)]
     want = [np.asarray(f) for f in from_file]
     for source in sources:
-        got = vz.read_frames(source, max_frames=5)
+        got = vz.video.read_frames(source, max_frames=5)
         assert len(got) == 5 and all(np.array_equal(np.asarray(a), b) for a, b in zip(got, want, strict=True))
     assert _leftovers() == []
 
 
 def test_progress_is_reported_and_an_error_in_it_leaves_no_temp_file(clips):
     calls = []
-    vz.read_clip(clips["long"].read_bytes(), max_frames=4, progress=lambda d, t: calls.append((d, t)))
+    vz.video.read_clip(clips["long"].read_bytes(), max_frames=4, progress=lambda d, t: calls.append((d, t)))
     assert calls == [(1, 4), (2, 4), (3, 4), (4, 4)]
 
     def boom(done, total):
@@ -144,7 +144,7 @@ def test_progress_is_reported_and_an_error_in_it_leaves_no_temp_file(clips):
         raise RuntimeError("stop")
 
     with pytest.raises(RuntimeError, match="stop"):
-        vz.read_clip(clips["long"].read_bytes(), progress=boom)
+        vz.video.read_clip(clips["long"].read_bytes(), progress=boom)
     assert _leftovers() == []
 
 
@@ -169,8 +169,8 @@ def test_a_wrong_or_missing_frame_count_in_the_header(clips, monkeypatch, claime
         def __getattr__(self, name):
             return getattr(self._capture, name)
 
-    monkeypatch.setattr(video.cv2, "VideoCapture", Header)
-    clip = vz.read_clip(clips["short"], max_frames=max_frames)
+    monkeypatch.setattr(cv2, "VideoCapture", Header)
+    clip = vz.video.read_clip(clips["short"], max_frames=max_frames)
     assert [_number(f) for f in clip.frames] == want
     assert clip.frame_count == 10 and clip.times == pytest.approx([i / FPS for i in want])
 
@@ -188,8 +188,8 @@ def test_gif_through_pillow_when_opencv_cannot_open_it(tmp_path, monkeypatch):
         def release(self):
             pass
 
-    monkeypatch.setattr(video.cv2, "VideoCapture", Closed)
-    clip = vz.read_clip(path.read_bytes(), max_frames=4)
+    monkeypatch.setattr(cv2, "VideoCapture", Closed)
+    clip = vz.video.read_clip(path.read_bytes(), max_frames=4)
     assert [_number(f) for f in clip.frames] == [0, 4, 7, 11]
     assert clip.times == pytest.approx([0.0, 0.4, 0.7, 1.1])  # 100 ms per frame, from the GIF
     assert (clip.frame_count, clip.duration, clip.fps) == (12, pytest.approx(1.2), pytest.approx(10.0))
@@ -231,8 +231,8 @@ def test_bad_input_is_one_sentence_and_leaves_nothing(clips, tmp_path, make, nee
     renamed = tmp_path / "clip.mp4"
     renamed.write_bytes(data)
     for source in (data, renamed, io.BytesIO(data)):
-        with pytest.raises(vz.InvalidVideoError) as info:
-            vz.read_clip(source)
+        with pytest.raises(vz.video.InvalidVideoError) as info:
+            vz.video.read_clip(source)
         assert isinstance(info.value, ValueError)
         _one_sentence(str(info.value))
         assert needle.lower() in str(info.value).lower()
@@ -241,8 +241,8 @@ def test_bad_input_is_one_sentence_and_leaves_nothing(clips, tmp_path, make, nee
 
 def test_missing_file_and_folder(tmp_path):
     for source, needle in ((tmp_path / "nope.mp4", "no file"), (tmp_path, "folder")):
-        with pytest.raises(vz.InvalidVideoError, match=needle) as info:
-            vz.read_clip(source)
+        with pytest.raises(vz.video.InvalidVideoError, match=needle) as info:
+            vz.video.read_clip(source)
         _one_sentence(str(info.value))
 
 
@@ -253,8 +253,8 @@ def test_too_long_is_refused_from_the_header(clips, monkeypatch):
         raise AssertionError("decoded a clip that is too long")
 
     monkeypatch.setattr(video, "_decode", no_decoding)
-    with pytest.raises(vz.InvalidVideoError) as info:
-        vz.read_clip(clips["long"].read_bytes())
+    with pytest.raises(vz.video.InvalidVideoError) as info:
+        vz.video.read_clip(clips["long"].read_bytes())
     message = str(info.value)
     _one_sentence(message)
     assert "10.0 seconds" in message and "2 seconds" in message and "trim" in message
@@ -270,8 +270,8 @@ def test_too_large_is_refused_before_a_temp_file(clips, monkeypatch):
     monkeypatch.setattr(tempfile, "mkstemp", no_temp_file)
     data = clips["short"].read_bytes()
     for source in (data, clips["short"], io.BytesIO(data)):
-        with pytest.raises(vz.InvalidVideoError, match="over the limit of 0.001 MB") as info:
-            vz.read_clip(source)
+        with pytest.raises(vz.video.InvalidVideoError, match="over the limit of 0.001 MB") as info:
+            vz.video.read_clip(source)
         _one_sentence(str(info.value))
 
 
@@ -279,8 +279,8 @@ def test_too_large_is_refused_before_a_temp_file(clips, monkeypatch):
                                     {"size": 5}, {"size": "big"}])
 def test_bad_arguments(clips, kwargs):
     with pytest.raises(ValueError) as info:
-        vz.read_clip(clips["short"], **kwargs)
-    assert not isinstance(info.value, vz.InvalidVideoError)
+        vz.video.read_clip(clips["short"], **kwargs)
+    assert not isinstance(info.value, vz.video.InvalidVideoError)
     _one_sentence(str(info.value))
 
 
@@ -292,7 +292,7 @@ LAYERS = ["conv1", "layer1.0.relu", "layer2.0.conv1"]  # layer1.0.relu runs twic
 
 @pytest.fixture(scope="module")
 def frames(clips) -> list[Image.Image]:
-    return vz.read_frames(clips["long"], max_frames=7)
+    return vz.video.read_frames(clips["long"], max_frames=7)
 
 
 @pytest.mark.parametrize("batch", [1, 3, 8])
@@ -304,7 +304,7 @@ def test_capture_frames_equals_one_capture_per_frame(resnet18, frames, batch):
     finally:
         handle.remove()
     assert len(passes) == math.ceil(len(frames) / batch)  # one forward pass per batch
-    assert vz.hook_count(resnet18.model) == 0
+    assert vz.ops.hook_count(resnet18.model) == 0
     singles = [vz.capture(resnet18.model, resnet18.preprocess(f, 64), LAYERS, as_maps=True) for f in frames]
     assert list(acts) == list(singles[0]) == ["conv1", "layer1.0.relu", "layer1.0.relu#2", "layer2.0.conv1"]
     for key, tensor in acts.items():
@@ -315,7 +315,7 @@ def test_capture_frames_equals_one_capture_per_frame(resnet18, frames, batch):
         want_logits = torch.cat([resnet18.model(resnet18.preprocess(f, 64)) for f in frames])
     assert logits.shape == (len(frames), 1000)
     assert torch.allclose(logits, want_logits, rtol=1e-4, atol=1e-5)
-    only = vz.capture_frames(resnet18, frames, ["conv1"], size=64, batch=batch)
+    only = vz.video.capture_frames(resnet18, frames, ["conv1"], size=64, batch=batch)
     assert torch.equal(only["conv1"], acts["conv1"])
 
 
@@ -324,28 +324,28 @@ def test_plain_module_uses_imagenet_preprocessing_and_progress(frames):
     model = torch.nn.Sequential(torch.nn.Conv2d(3, 4, 3), torch.nn.ReLU(), torch.nn.AdaptiveAvgPool2d(1),
                                 torch.nn.Flatten(), torch.nn.Linear(4, 3)).eval()
     calls = []
-    acts = vz.capture_frames(model, frames, ["0"], size=32, batch=3, progress=lambda d, t: calls.append((d, t)))
-    want = torch.cat([model[0](vz.preprocess(f, 32)) for f in frames]).detach()
+    acts = vz.video.capture_frames(model, frames, ["0"], size=32, batch=3, progress=lambda d, t: calls.append((d, t)))
+    want = torch.cat([model[0](vz.images.preprocess(f, 32)) for f in frames]).detach()
     assert torch.allclose(acts["0"], want, atol=1e-6)
     assert calls == [(3, 7), (6, 7), (7, 7)]
 
 
 def test_mixed_sizes_keep_frame_order_or_say_one_size(resnet18, frames):
     mixed = [f if i % 2 else f.resize((48, 64)) for i, f in enumerate(frames)]  # landscape, portrait, ...
-    acts = vz.capture_frames(resnet18, mixed, ["avgpool"], size=64, batch=8)  # pooled: one size
+    acts = vz.video.capture_frames(resnet18, mixed, ["avgpool"], size=64, batch=8)  # pooled: one size
     want = torch.cat([vz.capture(resnet18.model, resnet18.preprocess(f, 64), ["avgpool"], as_maps=True)["avgpool"]
                       for f in mixed])
     assert torch.allclose(acts["avgpool"], want, rtol=1e-4, atol=1e-5)
     with pytest.raises(ValueError, match="one size") as info:
-        vz.capture_frames(resnet18, mixed, ["conv1"], size=64)
+        vz.video.capture_frames(resnet18, mixed, ["conv1"], size=64)
     _one_sentence(str(info.value))
-    assert vz.hook_count(resnet18.model) == 0
+    assert vz.ops.hook_count(resnet18.model) == 0
 
 
 @pytest.mark.parametrize("frames_arg,kwargs", [([], {}), (None, {"batch": 0}), (None, {"what": "middle"})])
 def test_capture_bad_arguments(resnet18, frames, frames_arg, kwargs):
     with pytest.raises(ValueError) as info:
-        vz.capture_frames(resnet18, frames if frames_arg is None else frames_arg, ["conv1"], size=64, **kwargs)
+        vz.video.capture_frames(resnet18, frames if frames_arg is None else frames_arg, ["conv1"], size=64, **kwargs)
     _one_sentence(str(info.value))
 
 
@@ -378,7 +378,7 @@ def _no_video_encoder(monkeypatch) -> None:
             pass
 
     monkeypatch.setattr(video, "_encode_pyav", lambda *args: None)
-    monkeypatch.setattr(video.cv2, "VideoWriter", Closed)
+    monkeypatch.setattr(cv2, "VideoWriter", Closed)
 
 
 def test_retile_draws_what_grid_layout_draws():
@@ -396,7 +396,7 @@ def test_layer_video_decodes_to_one_frame_per_time_step(tmp_path, monkeypatch, e
     if encoder == "opencv":  # OpenCV's own writer: 'avc1' if it has it, else 'vp09'
         monkeypatch.setattr(video, "_encode_pyav", lambda *args: None)
     acts = _acts(5, 8)
-    data, mime, ext = vz.layer_video(acts, fps=4, channels=6, title="layer")
+    data, mime, ext = vz.video.layer_video(acts, fps=4, channels=6, title="layer")
     assert (mime, ext) == ("video/mp4", "mp4")
     path = tmp_path / f"grid.{ext}"
     path.write_bytes(data)
@@ -430,7 +430,7 @@ def test_gif_fallback_scales_each_channel_over_the_whole_clip(monkeypatch):
     first = _acts(1, 8)[0]
     first[:, 0, 0] = 0.0  # every channel's minimum (0) and maximum are in frame 0
     acts = torch.stack([first, 0.5 * first, 0.25 * first + 0.1 * _acts(1, 8, seed=1)[0]])
-    data, mime, ext = vz.layer_video(acts, fps=5, channels=8, cmap="magma")
+    data, mime, ext = vz.video.layer_video(acts, fps=5, channels=8, cmap="magma")
     assert (mime, ext) == ("image/gif", "gif")
     got = _gif_frames(data)
     assert len(got) == 3
@@ -452,7 +452,7 @@ def test_channels_and_order_are_chosen_from_the_whole_clip(monkeypatch):
     acts = _acts(4, 6) * 0.1
     acts[1:, 4] += 5.0  # channel 4: quiet in frame 0, the loudest over the clip
     assert int(acts[0].mean(dim=(1, 2)).argmax()) != 4
-    data, _, _ = vz.layer_video(acts, channels=1, order="mean")
+    data, _, _ = vz.video.layer_video(acts, channels=1, order="mean")
     layout = grid_layout(acts.numpy().mean(0), channels=1, order="mean")
     assert layout.channels == [4]
     arr = acts.numpy()[:, [4]]
@@ -466,10 +466,10 @@ def test_channels_and_order_are_chosen_from_the_whole_clip(monkeypatch):
                                     {"cmap": "nope"}])
 def test_layer_video_bad_arguments(kwargs):
     with pytest.raises(ValueError) as info:
-        vz.layer_video(_acts(2, 3), **kwargs)
+        vz.video.layer_video(_acts(2, 3), **kwargs)
     assert "\n" not in str(info.value)
     with pytest.raises(ValueError, match="T, C, H, W"):
-        vz.layer_video(_acts(2, 3)[0])
+        vz.video.layer_video(_acts(2, 3)[0])
 
 
 def test_frames_npz_round_trip():
@@ -508,8 +508,8 @@ def test_cli_writes_one_video_per_layer_and_the_npz(clips, tmp_path, capsys, res
     assert stdout.split() == [str(out / f"{n}.mp4") for n in layers] + [str(npz)]
     assert all(_frame_count(out / f"{n}.mp4") == 6 for n in layers)
     assert "decoding: 6/6 frames" in err and "capturing: 6/6 frames" in err
-    frames = vz.read_frames(clips["long"], max_frames=6)
-    want = vz.capture_frames(resnet18, frames, layers, size=64)
+    frames = vz.video.read_frames(clips["long"], max_frames=6)
+    want = vz.video.capture_frames(resnet18, frames, layers, size=64)
     with np.load(npz) as data:
         np.testing.assert_allclose(data["__times__"], [_number(f) / FPS for f in frames])
         for n in layers:
