@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -13,17 +14,14 @@ import torch
 import torchvision
 from PIL import Image
 
-from vizhooks import capture, conv_layers, load_image, load_model, preprocess
+from tests.helpers import run_cli as _run
+from vizhooks import capture, load_image, load_model
 from vizhooks.cli import main
+from vizhooks.images import preprocess
+from vizhooks.layers import conv_layers
 
 ROOT = Path(__file__).resolve().parents[1]
 PHOTO = ROOT / "sample_images" / "chelsea.jpg"
-
-
-def _run(capsys, *argv):
-    code = main([str(a) for a in argv])
-    out, err = capsys.readouterr()
-    return code, out, err
 
 
 def test_all_layers_png_and_npz_match_the_library(tmp_path, capsys, resnet18):
@@ -169,7 +167,7 @@ def test_visualize_writes_the_library_images(tmp_path, capsys):
     import numpy as np
     from PIL import Image
 
-    from vizhooks import visualize_channels
+    from vizhooks.atlas import visualize_channels
 
     code, out, err = _run(capsys, "visualize", "--weights", "none", "--layer", "layer1.0.conv1", "--channels", "0",
                           "3", "--size", "32", "--steps", "3", "--out", tmp_path)
@@ -193,3 +191,89 @@ def test_visualize_bad_input_exits_2_with_one_line(tmp_path, capsys, argv, needl
     code, _, err = _run(capsys, "visualize", "--weights", "none", "--steps", "1", "--out", tmp_path, *argv)
     lines = err.strip().splitlines()
     assert code == 2 and len([x for x in lines if x.startswith("vizhooks: error:")]) == 1 and needle in lines[-1]
+
+
+# --- subcommands (issue 17, item 9) -----------------------------------------------------------------
+
+#: What `--help` must list, written out here rather than read from vizhooks.cli.COMMANDS: one line each.
+COMMAND_LINES = {
+    "maps": "feature-map grids of a photo, or videos of a clip (default)",
+    "exemplars": "the images of a folder that excite each channel most",
+    "visualize": "an image optimised to excite each channel asked",
+}
+
+
+def _help(capsys, *argv: str) -> str:
+    with pytest.raises(SystemExit) as info:
+        main(list(argv))
+    out, err = capsys.readouterr()
+    assert info.value.code == 0 and err == ""
+    return out
+
+
+def test_help_lists_every_command_with_its_one_line(capsys, monkeypatch):
+    monkeypatch.setenv("COLUMNS", "80")  # argparse wraps to the terminal: a narrow one must still fit
+    for flag in ("--help", "-h"):
+        out = _help(capsys, flag)
+        assert out.startswith("usage: python -m vizhooks [-h] [--version] {maps,exemplars,visualize} ...")
+        listed = {m.group(1): m.group(2) for m in re.finditer(r"^    (\w+) +(.+)$", out, re.M)}
+        assert listed == COMMAND_LINES
+        assert "Without a command, the arguments are those of `maps`" in out
+        assert max(map(len, out.splitlines()[9:14])) <= 80
+
+
+@pytest.mark.parametrize("command,has,lacks", [
+    ("maps", ["--layers", "--npz", "--frames", "--list-layers", "image"], ["--top", "--steps"]),
+    ("exemplars", ["--top", "--engine", "--checkpoint-every", "folder"], ["--npz", "--steps"]),
+    ("visualize", ["--layer", "--steps", "--seed"], ["--npz", "--top"]),
+])
+def test_each_command_has_its_own_help(capsys, command, has, lacks):
+    out = _help(capsys, command, "--help")
+    assert out.startswith(f"usage: python -m vizhooks {command} [-h]")
+    assert all(flag in out for flag in has), out
+    assert not any(flag in out for flag in lacks), out
+    assert _help(capsys, command, "-h") == out
+
+
+def test_maps_is_the_default_command(tmp_path, capsys):
+    # A file (or a maps option) first is the maps form: the same grids as `maps ...`, byte for byte.
+    common = ["--weights", "none", "--layers", "conv1", "--size", "64", "--channels", "4"]
+    code, bare, err = _run(capsys, PHOTO, *common, "--out", tmp_path / "bare")
+    assert code == 0, err
+    code, named, err = _run(capsys, "maps", PHOTO, *common, "--out", tmp_path / "named")
+    assert code == 0, err
+    assert bare.split()[0].endswith("bare/conv1.png") and named.split()[0].endswith("named/conv1.png")
+    assert (tmp_path / "bare" / "conv1.png").read_bytes() == (tmp_path / "named" / "conv1.png").read_bytes()
+    code, out, _ = _run(capsys, "--list-layers", "--model", "resnet18", "--size", "64")
+    code2, out2, _ = _run(capsys, "maps", "--list-layers", "--model", "resnet18", "--size", "64")
+    assert code == code2 == 0 and out == out2 and "layer4.1.conv2" in out
+    assert _help(capsys, "--layers", "conv1", "--help") == _help(capsys, "maps", "--help")
+
+
+def test_version_at_the_top_and_in_maps(capsys):
+    from vizhooks import __version__
+
+    assert _help(capsys, "--version") == f"vizhooks {__version__}\n"
+    assert _help(capsys, "maps", "--version") == f"vizhooks {__version__}\n"
+
+
+@pytest.mark.parametrize("argv,needle", [
+    (["maps"], "give an image"),
+    (["maps", "{missing}"], "no file"),
+    (["maps", "{photo}", "--frobnicate"], "--frobnicate (see `python -m vizhooks maps --help`)"),
+    (["--frobnicate"], "unrecognized arguments: --frobnicate"),
+    (["maps", "{photo}", "--layers", "layer1.0.conv9"], "layer1.0.conv1"),
+    (["exemplars"], "the following arguments are required: folder (see `python -m vizhooks exemplars --help`)"),
+    (["exemplars", "{missing}"], "there is no folder"),
+    (["exemplars", "{tmp}", "--frobnicate"], "unrecognized arguments: --frobnicate"),
+    (["visualize"], "the following arguments are required: --layer (see `python -m vizhooks visualize --help`)"),
+    (["visualize", "--layer", "conv1", "--steps", "-1"], "--steps must be from 0 to 10000, not -1"),
+])
+def test_every_command_reports_bad_input_in_one_sentence(tmp_path, capsys, argv, needle):
+    fill = {"missing": tmp_path / "nope.jpg", "photo": PHOTO, "tmp": tmp_path}
+    code, out, err = _run(capsys, *[a.format(**fill) for a in argv], "--weights", "none", "--out", tmp_path / "o")
+    assert code == 2 and out == ""
+    lines = err.strip().splitlines()
+    assert len(lines) == 1 and lines[0].startswith("vizhooks: error: "), err
+    assert needle in lines[0]
+    assert "Traceback" not in err and not (tmp_path / "o").exists()

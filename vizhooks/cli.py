@@ -1,4 +1,10 @@
-"""``python -m vizhooks``: feature-map grids and .npz captures from the command line."""
+"""``python -m vizhooks``: the command line, one subcommand per job.
+
+``COMMANDS`` is the table: each row names a subcommand, the one line ``--help`` lists for it, the
+function that declares its arguments and the function that runs it. A new subcommand is one
+``_x_arguments`` / ``_x`` pair and one row. Without a subcommand the arguments are those of
+``maps`` (``python -m vizhooks photo.jpg --layers conv1``), as before subcommands existed.
+"""
 
 from __future__ import annotations
 
@@ -6,7 +12,8 @@ import argparse
 import io
 import os
 import sys
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
 from typing import NoReturn, cast
 
 from . import __version__
@@ -71,27 +78,23 @@ def _fps(text: str) -> float:
     return value
 
 
-def build_parser() -> argparse.ArgumentParser:
-    p = _Parser(
-        prog=PROG,
-        description="Capture the feature maps of any torchvision (or timm) image model with forward "
-        "hooks and draw one PNG grid per layer.\n"
-        f"A clip ({', '.join(VIDEO_TYPES)}; a GIF of more than one frame) gives one video per layer "
-        "instead: the grid over time,\nfrom --frames frames spread evenly over the clip, each channel "
-        "on one scale for the whole clip.",
-        epilog="Examples:\n"
-        f"  {PROG} sample_images/chelsea.jpg --layers all --out out/\n"
-        f"  {PROG} clip.mp4 --layers layer1.0.conv1 layer3.0.conv1 --frames 32 --fps 8 --out out/\n"
-        f"  {PROG} photo.jpg --model resnet50 --layers layer3.0.conv1 --npz acts.npz\n"
-        f"  {PROG} photo.jpg --model vit_b_16 --layers blocks --out vit/\n"
-        f"  {PROG} photo.jpg --model resnet50 --weights mine.pth --labels labels.txt\n"
-        f"  {PROG} --download-weights vgg16 mobilenet_v3_large\n"
-        f"  {PROG} --list-models\n"
-        f"  {PROG} --list-layers --model vgg16\n"
-        f"  {PROG} exemplars photos/ --layers layer3.0.conv1 --top 9 --out atlas/   (see `exemplars --help`)\n"
-        f"  {PROG} visualize --layer layer3.0.conv1 --channels 0 1 2 --out vis/   (see `visualize --help`)",
-        formatter_class=argparse.RawDescriptionHelpFormatter,
-    )
+def _maps_arguments(p: argparse.ArgumentParser) -> None:
+    p.description = (
+        "Capture the feature maps of any torchvision (or timm) image model with forward hooks and draw one PNG "
+        "grid per layer.\n"
+        f"A clip ({', '.join(VIDEO_TYPES)}; a GIF of more than one frame) gives one video per layer instead: the "
+        "grid over time,\nfrom --frames frames spread evenly over the clip, each channel on one scale for the whole "
+        "clip.\n"
+        f"This is the default command: `{PROG} photo.jpg ...` is `{PROG} maps photo.jpg ...`.")
+    p.epilog = ("Examples:\n"
+                f"  {PROG} sample_images/chelsea.jpg --layers all --out out/\n"
+                f"  {PROG} clip.mp4 --layers layer1.0.conv1 layer3.0.conv1 --frames 32 --fps 8 --out out/\n"
+                f"  {PROG} photo.jpg --model resnet50 --layers layer3.0.conv1 --npz acts.npz\n"
+                f"  {PROG} photo.jpg --model vit_b_16 --layers blocks --out vit/\n"
+                f"  {PROG} photo.jpg --model resnet50 --weights mine.pth --labels labels.txt\n"
+                f"  {PROG} --download-weights vgg16 mobilenet_v3_large\n"
+                f"  {PROG} --list-models\n"
+                f"  {PROG} --list-layers --model vgg16")
     p.add_argument("image", nargs="?", help="photo to look at (png, jpg, webp, bmp, gif, tiff), or a clip "
                    f"({', '.join(VIDEO_TYPES)})")
     p.add_argument("--model", default="resnet18", metavar="NAME",
@@ -130,7 +133,6 @@ def build_parser() -> argparse.ArgumentParser:
                    help="print the convs and blocks of --model with their output shapes and exit")
     p.add_argument("--list-models", action="store_true", help="print every model name by family and exit")
     p.add_argument("--version", action="version", version=f"vizhooks {__version__}")
-    return p
 
 
 def _list_layers(args: argparse.Namespace) -> int:
@@ -267,7 +269,7 @@ def _video(args: argparse.Namespace) -> int:
     return 0
 
 
-def _whole_number(flag: str, low: int, high: int):
+def _whole_number(flag: str, low: int, high: int) -> Callable[[str], int]:
     def parse(text: str) -> int:
         try:
             value = int(text)
@@ -280,23 +282,19 @@ def _whole_number(flag: str, low: int, high: int):
     return parse
 
 
-def build_exemplars_parser() -> argparse.ArgumentParser:
-    """The parser of ``python -m vizhooks exemplars``."""
-    from .atlas.exemplars import ENGINES, IMAGE_EXTENSIONS
+def _exemplars_arguments(p: argparse.ArgumentParser) -> None:
+    from .atlas import ENGINES, IMAGE_EXTENSIONS
 
-    p = _Parser(
-        prog=f"{PROG} exemplars",
-        description="Dataset exemplars: run every image of a folder (recursively) through the model and keep,\n"
+    p.description = (
+        "Dataset exemplars: run every image of a folder (recursively) through the model and keep,\n"
         "for every channel of each layer, the images with the highest maximum, where that maximum is, and a\n"
         "crop of the part of the image its receptive field covers. Writes index.parquet,\n"
         "crops/LAYER/CHANNEL_RANK.jpg and manifest.json into --out; an interrupted run continues when the\n"
         "same command is run again. Files that are not readable images are skipped and listed.\n"
-        f"Image files: {' '.join(IMAGE_EXTENSIONS)}.",
-        epilog="Examples:\n"
-        f"  {PROG} exemplars photos/ --layers layer3.0.conv1 layer4.1.conv2 --top 9 --out atlas/\n"
-        f"  {PROG} exemplars photos/ --model resnet50 --weights mine.pth --size 160 --batch 64 --out atlas50/",
-        formatter_class=argparse.RawDescriptionHelpFormatter,
-    )
+        f"Image files: {' '.join(IMAGE_EXTENSIONS)}.")
+    p.epilog = ("Examples:\n"
+                f"  {PROG} exemplars photos/ --layers layer3.0.conv1 layer4.1.conv2 --top 9 --out atlas/\n"
+                f"  {PROG} exemplars photos/ --model resnet50 --weights mine.pth --size 160 --batch 64 --out atlas50/")
     p.add_argument("folder", help="folder of images, read recursively")
     p.add_argument("--model", default="resnet18", metavar="NAME", help="model name, as for the main command "
                    "(default: resnet18)")
@@ -318,13 +316,12 @@ def build_exemplars_parser() -> argparse.ArgumentParser:
     p.add_argument("--checkpoint-every", type=_whole_number("--checkpoint-every", 1, 1_000_000), default=20,
                    metavar="N", help="save the progress every N batches (default: 20)")
     p.add_argument("--device", default="auto", help="auto, cpu, cuda, cuda:N or mps")
-    return p
 
 
 def _exemplars(args: argparse.Namespace) -> int:
     from pathlib import Path
 
-    from .atlas.exemplars import build_atlas, check_engine, list_images
+    from .atlas import build_atlas, check_engine, list_images
 
     folder = Path(args.folder)
     if not folder.is_dir():
@@ -357,17 +354,13 @@ def _exemplars(args: argparse.Namespace) -> int:
     return 0
 
 
-def build_visualize_parser() -> argparse.ArgumentParser:
-    """The parser of ``python -m vizhooks visualize``."""
-    p = _Parser(
-        prog=f"{PROG} visualize",
-        description="Feature visualization: optimise an image so that one channel of one layer responds as\n"
-        "strongly as possible, for each channel asked (all in one batch), and write one PNG per channel.",
-        epilog="Examples:\n"
-        f"  {PROG} visualize --layer layer3.0.conv1 --channels 0 1 2 3 --out vis/\n"
-        f"  {PROG} visualize --model vgg16 --layer features.28 --channels 7 --size 224 --steps 512",
-        formatter_class=argparse.RawDescriptionHelpFormatter,
-    )
+def _visualize_arguments(p: argparse.ArgumentParser) -> None:
+    p.description = (
+        "Feature visualization: optimise an image so that one channel of one layer responds as\n"
+        "strongly as possible, for each channel asked (all in one batch), and write one PNG per channel.")
+    p.epilog = ("Examples:\n"
+                f"  {PROG} visualize --layer layer3.0.conv1 --channels 0 1 2 3 --out vis/\n"
+                f"  {PROG} visualize --model vgg16 --layer features.28 --channels 7 --size 224 --steps 512")
     p.add_argument("--model", default="resnet18", metavar="NAME", help="model name, as for the main command")
     p.add_argument("--weights", default="auto", help="auto | imagenet | none | PATH (default: auto)")
     p.add_argument("--layer", required=True, metavar="NAME", help="the module whose channels to visualize")
@@ -379,13 +372,12 @@ def build_visualize_parser() -> argparse.ArgumentParser:
     p.add_argument("--seed", type=_whole_number("--seed", 0, 2**31 - 1), default=0, help="random seed (default: 0)")
     p.add_argument("--out", default="vizhooks-out", metavar="DIR", help="folder for the PNGs (default: vizhooks-out)")
     p.add_argument("--device", default="auto", help="auto, cpu, cuda, cuda:N or mps")
-    return p
 
 
 def _visualize(args: argparse.Namespace) -> int:
     from pathlib import Path
 
-    from .atlas.featurevis import visualize_channels
+    from .atlas import visualize_channels
 
     bundle = load_model(args.model, weights=args.weights, device=args.device)
     resolve_layers(bundle.model, [args.layer])
@@ -410,15 +402,89 @@ def _visualize(args: argparse.Namespace) -> int:
     return 0
 
 
+@dataclass(frozen=True)
+class Command:
+    """One subcommand: the one line ``--help`` lists for it, the function that declares its arguments
+    (and sets the parser's description and examples) and the one that runs it (exit status)."""
+
+    name: str
+    summary: str
+    arguments: Callable[[argparse.ArgumentParser], None]
+    run: Callable[[argparse.Namespace], int]
+
+
+#: The subcommands, in the order ``--help`` lists them; the first is the default. Summaries stay under
+#: 60 characters so each is one line of an 80-column ``--help``.
+COMMANDS: tuple[Command, ...] = (
+    Command("maps", "feature-map grids of a photo, or videos of a clip (default)", _maps_arguments, _run),
+    Command("exemplars", "the images of a folder that excite each channel most", _exemplars_arguments, _exemplars),
+    Command("visualize", "an image optimised to excite each channel asked", _visualize_arguments, _visualize),
+)
+_BY_NAME = {c.name: c for c in COMMANDS}
+#: First arguments the top-level parser answers itself; anything else that is not a command is maps.
+_TOP_LEVEL = ("-h", "--help", "--version")
+
+
+def _top_help_format(prog: str) -> argparse.HelpFormatter:
+    # Help text from column 16, so a command name of up to 10 characters shares a line with its summary.
+    return argparse.RawDescriptionHelpFormatter(prog, max_help_position=16)
+
+
+def _new_parser(prog: str) -> _Parser:
+    return _Parser(prog=prog, formatter_class=argparse.RawDescriptionHelpFormatter)
+
+
+def build_parser() -> argparse.ArgumentParser:
+    """The top-level parser: ``--help`` lists every command with its one line, ``--version``."""
+    p = _Parser(prog=PROG, formatter_class=_top_help_format)
+    p.description = ("Look inside image models with PyTorch hooks: feature maps, dataset exemplars and feature "
+                     "visualization.\n"
+                     f"Without a command, the arguments are those of `{COMMANDS[0].name}`.")
+    p.epilog = ("Examples:\n"
+                f"  {PROG} sample_images/chelsea.jpg --layers conv1 --out out/   (maps, the default)\n"
+                f"  {PROG} exemplars photos/ --layers layer3.0.conv1 --top 9 --out atlas/\n"
+                f"  {PROG} visualize --layer layer3.0.conv1 --channels 0 1 2 --out vis/\n"
+                f"  {PROG} --list-models   |   --list-layers --model vgg16   |   --download-weights vgg16\n"
+                f"Each command has its own help: {PROG} COMMAND --help")
+    p.add_argument("--version", action="version", version=f"vizhooks {__version__}")
+    sub = p.add_subparsers(title="commands", dest="command", parser_class=_Parser)
+    for command in COMMANDS:
+        command.arguments(sub.add_parser(command.name, help=command.summary,
+                                         formatter_class=argparse.RawDescriptionHelpFormatter))
+    return p
+
+
+def command_parser(name: str) -> argparse.ArgumentParser:
+    """The parser of ``python -m vizhooks NAME``, built alone (only that command's imports).
+
+    Raises:
+        KeyError: not a command name.
+    """
+    command = _BY_NAME[name]
+    p = _new_parser(f"{PROG} {command.name}")
+    command.arguments(p)
+    return p
+
+
+def build_exemplars_parser() -> argparse.ArgumentParser:
+    """The parser of ``python -m vizhooks exemplars``."""
+    return command_parser("exemplars")
+
+
+def build_visualize_parser() -> argparse.ArgumentParser:
+    """The parser of ``python -m vizhooks visualize``."""
+    return command_parser("visualize")
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     argv = list(sys.argv[1:] if argv is None else argv)
     try:
-        if argv[:1] == ["exemplars"]:  # the subcommands; any other first word is an image, as before
-            return _exemplars(build_exemplars_parser().parse_args(argv[1:]))
-        if argv[:1] == ["visualize"]:
-            return _visualize(build_visualize_parser().parse_args(argv[1:]))
-        args = build_parser().parse_args(argv)
-        return _run(args)
+        if argv[:1] and argv[0] in _TOP_LEVEL:
+            build_parser().parse_args(argv)  # prints the help or the version and exits
+        # A command name first selects it; any other first word (a file, an option) is the maps form.
+        name = argv[0] if argv[:1] and argv[0] in _BY_NAME else COMMANDS[0].name
+        rest = argv[1:] if argv[:1] == [name] else argv
+        return _BY_NAME[name].run(command_parser(name).parse_args(rest))
     except (UsageError, InvalidImageError, InvalidVideoError, WeightsError, UnknownLayerError, ValueError) as exc:
         print(f"vizhooks: error: {exc}", file=sys.stderr)
         return 2
