@@ -2,8 +2,9 @@
 
 One Axes per channel is what makes the usual approach slow (each Axes costs milliseconds to
 build and draw). Here the chosen channels are coloured with the matplotlib colormap, composed
-into one picture with thin separators and channel numbers, and placed on the figure 1:1 with
-``figimage``: matplotlib only draws the title (and the colorbar of a per-layer scale).
+into one picture with thin separators, channel numbers and the title, and drawn on the figure as
+one image, pixel for pixel at the figure's 100 dpi and scaled as a whole at any other dpi or in
+PDF / SVG: matplotlib itself only draws the colorbar of a per-layer scale.
 """
 
 from __future__ import annotations
@@ -14,21 +15,28 @@ import io
 import math
 import os
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import matplotlib
 import numpy as np
 import torch
 from matplotlib.artist import Artist
 from matplotlib.cm import ScalarMappable
-from matplotlib.colors import Normalize
+from matplotlib.colors import Colormap, Normalize
 from matplotlib.figure import Figure
 from matplotlib.transforms import Affine2D, Bbox
+
+if TYPE_CHECKING:  # PIL is imported where pixels are made
+    from matplotlib.backend_bases import RendererBase
+    from PIL import ImageFont
+    from PIL.Image import Image as PILImage
 
 ORDERS = ("index", "mean", "max")
 NORMS = ("channel", "layer")
 
 _GAP = 1  # separator width in pixels of the activation map
+#: A colour for _draw_text: RGBA on an RGBA page, a level (palette index) on a level page.
+_Ink = tuple[int, int, int, int] | int
 
 
 def _as_chw(activation: torch.Tensor | np.ndarray) -> np.ndarray:
@@ -47,7 +55,7 @@ def _as_chw(activation: torch.Tensor | np.ndarray) -> np.ndarray:
     return arr.astype(np.float32, copy=False)
 
 
-def get_colormap(name: str) -> matplotlib.colors.Colormap:
+def get_colormap(name: str) -> Colormap:
     """The named matplotlib colormap, with separators ("bad" pixels) drawn white.
 
     Raises:
@@ -180,7 +188,7 @@ class _Pixels(Artist):
         self._scaled: tuple[tuple[int, int], np.ndarray] | None = None  # the last resize, for re-saves
         self.set_zorder(0)
 
-    def draw(self, renderer) -> None:
+    def draw(self, renderer: RendererBase) -> None:
         if not self.get_visible():
             return
         # The figure's dpi during a save: the requested one for raster output, 72 (points) for vector.
@@ -215,7 +223,7 @@ class _Pixels(Artist):
         self._scaled = ((width, height), out)
         return out
 
-    def get_window_extent(self, renderer=None) -> Bbox:
+    def get_window_extent(self, renderer: RendererBase | None = None) -> Bbox:
         # Where the pixels are, so bbox_inches="tight" keeps the grid rather than only the title text.
         scale = self.figure.dpi / self._dpi if self.figure is not None else 1.0
         h, w = self._rgba.shape[:2]
@@ -228,7 +236,7 @@ _MIN_TILE_PX = 40
 _SEP_PX = 2
 
 
-def _check_grid_args(channels, columns) -> None:
+def _check_grid_args(channels: object, columns: object) -> None:
     if channels is not None and (isinstance(channels, bool) or not isinstance(channels, (int, np.integer))
                                  or channels < 1):
         raise ValueError(f"channels must be a whole number of at least 1, not {channels!r}.")
@@ -237,7 +245,7 @@ def _check_grid_args(channels, columns) -> None:
 
 
 @functools.lru_cache(maxsize=8)
-def _font(size: int, face: str | None = None):
+def _font(size: int, face: str | None = None) -> ImageFont.FreeTypeFont | ImageFont.ImageFont:
     from PIL import ImageFont
 
     if face:  # matplotlib's own DejaVu Sans, so titles look like the rest of matplotlib
@@ -321,7 +329,7 @@ def _layout(arr: np.ndarray, channels: int | None, order: str, norm: str, column
     )
 
 
-def _lut(colormap) -> np.ndarray:
+def _lut(colormap: Colormap) -> np.ndarray:
     """(256, 4) uint8: the colormap sampled at the 252 levels, then white, black and dark grey."""
     lut = np.empty((256, 4), np.uint8)
     lut[:_LEVELS] = colormap(np.linspace(0, 1, _LEVELS), bytes=True)
@@ -329,11 +337,11 @@ def _lut(colormap) -> np.ndarray:
     return lut
 
 
-def _colour(layout: GridLayout, colormap) -> np.ndarray:
+def _colour(layout: GridLayout, colormap: Colormap) -> np.ndarray:
     return _lut(colormap)[layout.levels]
 
 
-def _draw_text(page: np.ndarray, layout: GridLayout, box, text, title) -> None:
+def _draw_text(page: np.ndarray, layout: GridLayout, box: _Ink, text: _Ink, title: _Ink) -> None:
     """Channel numbers (on dark boxes in the top-left corner of each tile) and the heading,
     drawn into the pixels: a matplotlib Text per tile would cost more than the whole grid.
     ``page`` is RGBA (colours given as tuples) or palette indices (colours given as ints)."""
@@ -465,8 +473,9 @@ class GridFigure(Figure):
     affect every figure of the process and race between threads, so the defaults live here.
     Unless the caller passes their own:
 
-    - ``dpi`` is the figure's (100): the grid is blitted 1:1 in pixels, so an ``rcParams``
-      ``savefig.dpi`` meant for other plots must not resize the canvas around it;
+    - ``dpi`` is the figure's (100), where the grid is blitted 1:1 in pixels (the fast path), so
+      an ``rcParams`` ``savefig.dpi`` meant for other plots does not resize it; an explicit
+      ``dpi=200`` gives the same picture twice as large (for a slide);
     - a PNG written by Agg gets ``pil_kwargs`` of zlib level 1 with the run-length strategy.
 
     Any explicit ``dpi``, ``pil_kwargs``, ``format`` or ``backend`` wins; other formats (PDF,
@@ -476,14 +485,14 @@ class GridFigure(Figure):
     #: What was drawn (set by :func:`feature_grid`): channel of each tile, values, colour scale.
     vizhooks: dict[str, Any]
 
-    def savefig(self, fname, **kwargs):
+    def savefig(self, fname: Any, **kwargs: Any) -> None:
         kwargs.setdefault("dpi", "figure")
         if "pil_kwargs" not in kwargs and kwargs.get("backend") is None and self._writes_png(
                 fname, kwargs.get("format")):
             kwargs["pil_kwargs"] = _png_writer()
         return super().savefig(fname, **kwargs)
 
-    def _writes_png(self, fname, fmt: str | None) -> bool:
+    def _writes_png(self, fname: Any, fmt: str | None) -> bool:
         """Whether ``savefig`` will write a PNG, decided as matplotlib's ``print_figure`` does:
         the format argument, else the file name's extension, else ``savefig.format``."""
         if fmt is None and isinstance(fname, (str, os.PathLike)):
@@ -512,7 +521,7 @@ def _unit(channel: np.ndarray) -> np.ndarray:
     return (arr - lo) / (hi - lo) if hi > lo else np.zeros_like(arr)
 
 
-def channel_image(channel: torch.Tensor | np.ndarray, size: tuple[int, int], cmap: str = "viridis"):
+def channel_image(channel: torch.Tensor | np.ndarray, size: tuple[int, int], cmap: str = "viridis") -> PILImage:
     """One channel stretched to its own min..max, coloured and upsampled (bicubic) to ``size``
     (width, height): the inspector's large view. Returns a PIL RGB image."""
     import cv2
@@ -526,7 +535,8 @@ def channel_image(channel: torch.Tensor | np.ndarray, size: tuple[int, int], cma
     return Image.fromarray(rgba[..., :3])
 
 
-def channel_overlay(picture, channel: torch.Tensor | np.ndarray, alpha: float = 0.5, cmap: str = "viridis"):
+def channel_overlay(picture: PILImage, channel: torch.Tensor | np.ndarray, alpha: float = 0.5,
+                    cmap: str = "viridis") -> PILImage:
     """Blend a coloured, upsampled channel over the picture the model saw.
 
     Args:
@@ -543,7 +553,7 @@ def channel_overlay(picture, channel: torch.Tensor | np.ndarray, alpha: float = 
     return Image.fromarray((base * (1 - alpha) + heat * alpha + 0.5).astype(np.uint8))
 
 
-def image_to_png(image) -> bytes:
+def image_to_png(image: PILImage) -> bytes:
     """A PIL image as PNG bytes (for download buttons)."""
     buf = io.BytesIO()
     image.save(buf, format="PNG")
