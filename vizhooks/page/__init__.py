@@ -1,2 +1,13 @@
-"""Page-only code: texts, URL state, the code view's snippets, one-photo analysis and the byte
-cache. ``import vizhooks`` never imports this package, so the library stays free of page code."""
+"""The Streamlit page, as a package; app.py is its entry. ``import vizhooks`` never imports it, so
+the library stays free of page code, and no library module imports it.
+
+- state.py: the sidebar's :class:`~state.Choices`, the first run from a shared link, the URL kept in
+  step (urlstate.py parses and writes the query); sidebar.py draws the sidebar and returns Choices.
+- results.py: the caches and every ``get_*`` (one model per architecture, results bounded in bytes).
+- widgets.py: the repeated page patterns, written once.
+- views/: one module per view, each ``show(ctx)``; a new view is a module there and one line in
+  app.py's VIEWS table. sources/: the picture sources (sample, upload, camera, video, live).
+- errors.py (the error frame), folders.py (where the photos and atlases are), texts*.py (every
+  sentence, English and Chinese), snippets*.py, lesson.py, analysis.py (the page's one computing
+  module), cache.py (the byte-bounded LRU).
+"""
