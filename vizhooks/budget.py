@@ -8,11 +8,14 @@ arithmetic), so a capture that would not fit is refused with a sentence before i
 from __future__ import annotations
 
 import os
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
+from typing import Any
 
 import torch
+from torch import nn
 
-from ._hooks import first_tensor
+from ._hooks import call_key, first_tensor, hooks_removed_after
+from .models import meta_model
 
 #: Largest capture one request may make (feature maps of all chosen layers), in MB.
 MAX_CAPTURE_MB = float(os.environ.get("VIZHOOKS_MAX_CAPTURE_MB", "600"))
@@ -27,34 +30,26 @@ def capture_shapes(name: str, layers: Iterable[str], input_hw: tuple[int, int],
     """Shapes a capture of ``layers`` of model ``name`` (any name :func:`vizhooks.load_model`
     takes) on a (1, 3, H, W) input would return, computed on the meta device: no weights are
     allocated and nothing is computed. Modules that run several times contribute every call."""
-    from .models import meta_model
-
     model, lock = meta_model(name)
     modules = dict(model.named_modules())
     calls: dict[str, list[tuple[int, ...]]] = {}
-    handles = []
 
-    def remember(name):
-        def hook(module, args, output=None):
+    def remember(name: str) -> Callable[..., None]:
+        def hook(module: nn.Module, args: Any, output: Any = None) -> None:
             value = first_tensor(args if output is None else output)
             calls.setdefault(name, []).append(tuple(value.shape))
 
         return hook
 
-    with lock:
-        try:
-            for name in layers:
-                if name in modules:
-                    hook = remember(name)
-                    handles.append(modules[name].register_forward_pre_hook(hook) if what == "input"
-                                   else modules[name].register_forward_hook(hook))
-            with torch.no_grad():
-                model(torch.empty(1, 3, *input_hw, device="meta"))
-        finally:
-            for h in handles:
-                h.remove()
-    return {(name if i == 0 else f"{name}#{i + 1}"): shape
-            for name, shapes in calls.items() for i, shape in enumerate(shapes)}
+    with lock, hooks_removed_after([]) as handles:
+        for name in layers:
+            if name in modules:
+                hook = remember(name)
+                handles.append(modules[name].register_forward_pre_hook(hook) if what == "input"
+                               else modules[name].register_forward_hook(hook))
+        with torch.no_grad():
+            model(torch.empty(1, 3, *input_hw, device="meta"))
+    return {call_key(name, i + 1): shape for name, shapes in calls.items() for i, shape in enumerate(shapes)}
 
 
 def capture_bytes(name: str, layers: Iterable[str], input_hw: tuple[int, int], what: str = "output") -> int:
