@@ -25,7 +25,10 @@ from vizhooks import load_model  # noqa: E402
 #: test_benchmarks.py: bench, the wheel tests of test_packaging.py: packaging). Node ids or their
 #: prefixes (a module, a test with all its parameters). Each module keeps its quick tests in the fast
 #: loop; what is here took more than ~5 s on our 2 shared cores (`pytest --durations=80`).
-SLOW: tuple[str, ...] = ()
+SLOW: tuple[str, ...] = (
+    "tests/test_exemplars_ray.py::test_ray_engine_gives_the_local_index",  # starts Ray: ~25 s each
+    "tests/test_exemplars_ray.py::test_ray_engine_resumes_and_skips_done_files",
+)
 
 #: Tests outside tests/e2e that drive Chromium.
 BROWSER: tuple[str, ...] = (
