@@ -218,3 +218,47 @@ def test_reading_a_clip_module_does_not_load_opencv_until_a_clip_is_read():
     code = "import sys, vizhooks.video; print('cv2' in sys.modules)"
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
     assert out.strip() == "False"
+
+
+# ----------------------------------------------------------------------------------------------
+# blocks of plain sequential networks: the stages between pooling layers
+
+
+def _stages_by_hand(features) -> list[str]:
+    """Oracle: walk ``features`` and cut it at every MaxPool2d; a stage is named by the index of
+    its last layer before the pool."""
+    from torch import nn
+
+    ends, last = [], None
+    for index, layer in enumerate(features):
+        if isinstance(layer, nn.MaxPool2d):
+            ends.append(f"features.{last}")
+        else:
+            last = index
+    return ends
+
+
+@pytest.mark.parametrize(("arch", "count"), [("vgg16", 5), ("vgg11_bn", 5), ("alexnet", 3)])
+def test_blocks_of_vgg_and_alexnet_are_the_stages_between_pools(arch, count):
+    from vizhooks.architectures import build
+    from vizhooks.layers import architecture_layers, describe_layers, quick_picks
+
+    model = build(arch, device="meta")
+    expected = _stages_by_hand(model.features)
+    assert len(expected) == count
+    blocks = vizhooks.find_layers(model, "block")
+    assert [b.name for b in blocks] == expected
+    assert [(b.index, b.count) for b in blocks] == [(i, count) for i in range(1, count + 1)]
+    # each stage halves the resolution: the blocks are the network's distinct map sizes
+    sizes = [b.out_hw for b in describe_layers(model) if b.kind == "block"]
+    assert len(set(sizes)) == count
+    # the page's quick picks offer them
+    assert quick_picks(describe_layers(model))["blocks"] == expected
+    assert quick_picks(architecture_layers(arch))["blocks"] == expected
+
+
+def test_a_network_with_its_own_blocks_keeps_them():
+    from vizhooks.architectures import build
+
+    names = [b.name for b in vizhooks.find_layers(build("resnet18", device="meta"), "block")]
+    assert names == [f"layer{i}.{j}" for i in range(1, 5) for j in range(2)]

@@ -127,7 +127,30 @@ def _blocks(model: nn.Module) -> list[tuple[str, nn.Module]]:
         return known
     containers = {n for n, m in model.named_modules() if n and n.rsplit(".", 1)[-1] == "blocks"
                   and isinstance(m, (nn.Sequential, nn.ModuleList))}
-    return outermost(lambda name, module: "." in name and name.rsplit(".", 1)[0] in containers)
+    listed = outermost(lambda name, module: "." in name and name.rsplit(".", 1)[0] in containers)
+    return listed or _pooled_stages(model)
+
+
+def _pooled_stages(model: nn.Module) -> list[tuple[str, nn.Module]]:
+    """Blocks of plain sequential networks (AlexNet, VGG): the stages between pooling layers, as
+    the textbooks draw them. Each stage with a conv is named by its last module before the pool
+    (VGG16's ``features.3``, ``features.8``, ...: five stages; AlexNet's three), whose output is
+    the stage's maps at the stage's own resolution."""
+    pools = (nn.MaxPool2d, nn.AvgPool2d)
+    chosen: list[tuple[str, nn.Module]] = []
+    for name, sequence in model.named_modules():
+        children = list(sequence.named_children()) if isinstance(sequence, nn.Sequential) else []
+        if not children or any(next(child.children(), None) is not None for _, child in children):
+            continue  # only flat sequences of layers
+        stage: list[tuple[str, nn.Module]] = []
+        for child_name, child in children:
+            if not isinstance(child, pools):
+                stage.append((f"{name}.{child_name}" if name else child_name, child))
+                continue
+            if any(isinstance(m, nn.Conv2d) for _, m in stage):
+                chosen.append(stage[-1])
+            stage = []
+    return chosen
 
 
 def find_layers(
@@ -138,7 +161,9 @@ def find_layers(
     Args:
         kind: a module type or tuple of types, or an alias: "conv", "bn", "relu", "pool",
             "linear", "block" (each family's repeated unit: ResNet blocks, ViT and Swin encoder
-            blocks, ConvNeXt blocks, inverted residuals, DenseNet layers, Inception modules, ...),
+            blocks, ConvNeXt blocks, inverted residuals, DenseNet layers, Inception modules, ...;
+            for plain sequential networks such as VGG and AlexNet, the stages between pooling
+            layers, each named by its last module before the pool),
             "stage" (ResNet's layer1..layer4), "leaf" (modules without children), "all" (every
             named module).
 
