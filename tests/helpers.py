@@ -6,6 +6,7 @@ the page's tests)."""
 
 from __future__ import annotations
 
+import re
 from collections.abc import Iterator
 from contextlib import contextmanager
 from itertools import zip_longest
@@ -175,3 +176,38 @@ def clear_caches() -> None:
 
     st.cache_data.clear()
     st.cache_resource.clear()
+
+
+CODE_SPAN = re.compile(r"`[^`]*`")
+#: Three English words in a row: a sentence or a phrase, not a name.
+ENGLISH_PHRASE = re.compile(r"\b[A-Za-z][a-z]+(?:[\s,]+[A-Za-z][a-z]+){2,}\b")
+
+
+def visible_texts(at: AppTest) -> list[str]:
+    """Every sentence, label and (short) option list the page shows."""
+    texts = [e.value for kind in ("title", "subheader", "markdown", "caption", "info", "warning", "error", "success")
+             for e in at.get(kind)]
+    texts += [w.label for kind in ("selectbox", "multiselect", "radio", "slider", "select_slider", "number_input",
+                                   "button", "expander", "metric", "toggle", "checkbox") for w in at.get(kind)
+              if getattr(w, "label", None)]
+    texts += [str(o) for kind in ("radio", "selectbox", "multiselect") for w in at.get(kind)
+              if len(w.options) < 200 for o in w.options]  # not the 1000 ImageNet classes
+    return texts
+
+
+def english_in(at: AppTest, allowed: set[str]) -> list[str]:
+    """English phrases (three words in a row) on the page, code and the ``allowed`` names aside."""
+    found = []
+    for text in visible_texts(at):
+        bare = CODE_SPAN.sub(" ", text)
+        for name in sorted(allowed, key=len, reverse=True):
+            bare = bare.replace(name, " ")
+        found += [m.group(0) for m in ENGLISH_PHRASE.finditer(bare)]
+    return found
+
+
+def allowed_names(at: AppTest) -> set[str]:
+    """Names that stay English in every language: classes, the chosen layers, a few proper names."""
+    from vizhooks.models import categories
+
+    return set(categories()) | set(at.multiselect(key="layers").value) | {"Grad-CAM", "ImageNet", "PyTorch"}

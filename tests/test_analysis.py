@@ -19,7 +19,7 @@ from PIL import Image
 from torch import nn
 from torchvision.models.feature_extraction import create_feature_extractor
 
-from vizhooks import preprocess
+from vizhooks.images import preprocess
 from vizhooks.layers import LayerInfo, architecture_convs, architecture_layers, quick_pick, quick_picks
 from vizhooks.page.analysis import Analysis, LayerStats, analyse, image_digest, layer_stats, network_order, top_classes
 

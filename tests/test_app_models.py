@@ -4,44 +4,10 @@ display-only changes run no forward pass, own checkpoints and the operator's mod
 from __future__ import annotations
 
 import pytest
-import streamlit as st
 import torch
 import torchvision
-from streamlit.testing.v1 import AppTest
-from torch.nn.modules.module import register_module_forward_hook
 
-from tests.test_app import APP, _layer_headings, _ok, _saw
-
-#: The root classes of the models below: a forward of one of these is one whole-network pass.
-ROOTS = (torchvision.models.VGG, torchvision.models.MobileNetV3, torchvision.models.EfficientNet,
-         torchvision.models.DenseNet, torchvision.models.ConvNeXt, torchvision.models.VisionTransformer,
-         torchvision.models.ResNet)
-
-
-@pytest.fixture(autouse=True)
-def _fresh_caches():
-    st.cache_data.clear()
-    st.cache_resource.clear()
-
-
-@pytest.fixture
-def forward_passes():
-    count = {"n": 0}
-
-    def hook(module, args, output):
-        if isinstance(module, ROOTS) and output.device.type != "meta":
-            count["n"] += 1
-
-    handle = register_module_forward_hook(hook)
-    yield count
-    handle.remove()
-
-
-def _page(**query) -> AppTest:
-    at = AppTest.from_file(APP, default_timeout=300)
-    for k, v in query.items():
-        at.query_params[k] = v
-    return at.run()
+from tests.helpers import ROOT, layer_headings, ok, open_page, saw
 
 
 def _named_modules(model: str) -> dict[str, torch.nn.Module]:
@@ -52,30 +18,30 @@ def _named_modules(model: str) -> dict[str, torch.nn.Module]:
 @pytest.mark.parametrize("model", ["vgg16", "mobilenet_v3_small", "efficientnet_b0", "densenet121",
                                    "convnext_tiny", "vit_b_16"])
 def test_every_view_renders_for(model, forward_passes):
-    at = _page(model=model, size="128")
-    _ok(at)
+    at = open_page(model=model, size="128")
+    ok(at)
     layers = at.multiselect(key="layers").value
     modules = _named_modules(model)
     assert layers and all(name in modules for name in layers)
     if model == "vit_b_16":  # an attention model shows its blocks first
         assert all(type(modules[n]).__name__ == "EncoderBlock" for n in layers)
-        assert _saw(at) == "What the model saw: 224 × 224 pixels"
+        assert saw(at) == "What the model saw: 224 × 224 pixels"
         assert any("needs 224 × 224 pixels" in c.value for c in at.caption)
     else:
         assert isinstance(modules[layers[0]], torch.nn.Conv2d)
-    assert _layer_headings(at) == layers
+    assert layer_headings(at) == layers
     assert len(at.image) >= 1 + len(layers)
-    assert forward_passes["n"] == 1
+    assert len(forward_passes) == 1
     assert at.query_params["model"] == model
 
     at.selectbox(key="cmap").set_value("magma").run()
     at.select_slider(key="channels").set_value(4).run()
     at.radio(key="view").set_value("inspector").run()
-    _ok(at)
-    assert forward_passes["n"] == 1  # display-only changes
+    ok(at)
+    assert len(forward_passes) == 1  # display-only changes
     for view in ("gradients", "gradcam", "backward", "table", "code"):
         at.radio(key="view").set_value(view).run()
-        _ok(at)
+        ok(at)
         if view in ("gradients", "gradcam"):
             assert len(at.image) >= 1 + len(layers), view  # one grid or overlay per layer
         elif view in ("backward", "table"):
@@ -83,13 +49,13 @@ def test_every_view_renders_for(model, forward_passes):
         else:
             assert f"models.{model}(" in next(c.value for c in at.code if c.language == "python")
     at.radio(key="view").set_value("maps").run()
-    _ok(at)
+    ok(at)
 
 
 def test_link_to_vgg16_layers(forward_passes):
-    at = _page(model="vgg16", layers="features.0,features.28", size="128")
-    _ok(at)
-    assert _layer_headings(at) == ["features.0", "features.28"]
+    at = open_page(model="vgg16", layers="features.0,features.28", size="128")
+    ok(at)
+    assert layer_headings(at) == ["features.0", "features.28"]
     captions = " ".join(c.value for c in at.caption)
     assert "16 of 64 channels" in captions and "16 of 512 channels" in captions
 
@@ -104,7 +70,7 @@ def _ten_class_checkpoint(tmp_path):
     return model, path, labels
 
 
-def test_operator_models_on_the_page(tmp_path, monkeypatch, forward_passes):
+def test_operator_models_on_the_page(tmp_path, monkeypatch, forward_passes, fresh_caches):
     model, path, labels = _ten_class_checkpoint(tmp_path)
     config = tmp_path / "models.toml"
     config.write_text(
@@ -113,13 +79,13 @@ def test_operator_models_on_the_page(tmp_path, monkeypatch, forward_passes):
         '[[model]]\nname = "Broken"\narch = "resnet18"\nweights = "missing.pth"\n'
     )
     monkeypatch.setenv("VIZHOOKS_MODELS", str(config))
-    at = _page()
-    _ok(at)
+    at = open_page()
+    ok(at)
     options = at.selectbox(key="model").options
     assert any("Ten kinds" in o for o in options) and not any("Broken" in o for o in options)
     assert any("Broken" in w.value and "missing.pth" in w.value for w in at.warning)
     at.selectbox(key="model").set_value("Ten kinds").run()
-    _ok(at)
+    ok(at)
     assert any("A class exercise" in c.value for c in at.caption)
     texts = [p.proto.text for p in at.get("progress")]
     assert texts and all(t.startswith("kind ") for t in texts)  # the operator's labels in the top-5
@@ -128,14 +94,14 @@ def test_operator_models_on_the_page(tmp_path, monkeypatch, forward_passes):
 
 def test_visitors_cannot_name_a_file(tmp_path, monkeypatch):
     _, path, _ = _ten_class_checkpoint(tmp_path)
-    at = _page(model=str(path))
-    _ok(at)
+    at = open_page(model=str(path))
+    ok(at)
     assert at.query_params["model"] == "resnet18"
     assert any("model=" in i.value for i in at.info)  # reported as ignored from the link
 
 
 @pytest.mark.parametrize("damage", ["truncated", "other_architecture", "pickle_payload"])
-def test_a_broken_operator_checkpoint_is_one_sentence(tmp_path, monkeypatch, damage):
+def test_a_broken_operator_checkpoint_is_one_sentence(tmp_path, monkeypatch, damage, fresh_caches):
     _, path, labels = _ten_class_checkpoint(tmp_path)
     bad = tmp_path / "bad.pth"
     marker = tmp_path / "ran"
@@ -148,14 +114,14 @@ def test_a_broken_operator_checkpoint_is_one_sentence(tmp_path, monkeypatch, dam
     config = tmp_path / "models.toml"
     config.write_text(f'[[model]]\nname = "Damaged"\narch = "resnet18"\nweights = "{bad.name}"\n')
     monkeypatch.setenv("VIZHOOKS_MODELS", str(config))
-    at = _page(model="Damaged")
+    at = open_page(model="Damaged")
     assert not at.exception
     errors = [e.value for e in at.error]
     assert len(errors) == 1 and errors[0].startswith("This model can't be loaded:") and "\n" not in errors[0]
     assert not marker.exists()  # weights_only=True: the payload never ran
     at.selectbox(key="model").set_value("resnet18").run()  # the page keeps working
-    _ok(at)
-    assert _layer_headings(at)
+    ok(at)
+    assert layer_headings(at)
 
 
 class _Payload:
@@ -181,7 +147,6 @@ def test_code_view_snippet_runs_and_matches_the_page(model, layers):
     import sys
 
     import vizhooks as vz
-    from tests.test_app import ROOT
     from vizhooks.page.snippets import snippet
 
     code = snippet("maps", model=model, image="sample_images/chelsea.jpg", size=128, layers=layers)

@@ -6,35 +6,12 @@ from __future__ import annotations
 import cv2
 import numpy as np
 import pytest
-import streamlit as st
 from streamlit.testing.v1 import AppTest
-from torch.nn.modules.module import register_module_forward_hook
-from torchvision.models import ResNet
 
-from tests.test_app import APP
+from tests.helpers import ok, open_page
 
 FRAMES = 6
 LAYERS = ["conv1", "layer2.0.conv1"]
-
-
-@pytest.fixture(autouse=True)
-def _fresh_caches():
-    st.cache_data.clear()
-    st.cache_resource.clear()
-
-
-@pytest.fixture
-def passes():
-    """Whole-network forward passes and the batch size of each, by a global hook."""
-    seen: list[int] = []
-
-    def hook(module, args, output):
-        if isinstance(module, ResNet) and output.device.type != "meta":
-            seen.append(int(output.shape[0]))
-
-    handle = register_module_forward_hook(hook)
-    yield seen
-    handle.remove()
 
 
 @pytest.fixture(scope="module")
@@ -52,11 +29,7 @@ def clip(tmp_path_factory) -> bytes:
 
 
 def _video_app(data: bytes, name: str = "clip.mp4", lang: str = "en", passes: list | None = None) -> AppTest:
-    at = AppTest.from_file(APP, default_timeout=300)
-    at.query_params["lang"] = lang
-    at.query_params["layers"] = LAYERS
-    at.query_params["size"] = "64"
-    at.run()
+    at = open_page(lang=lang, layers=",".join(LAYERS), size="64")
     at.radio(key="source").set_value("video").run()
     if passes is not None:
         passes.clear()  # the sample photo's pass, before the clip
@@ -64,16 +37,11 @@ def _video_app(data: bytes, name: str = "clip.mp4", lang: str = "en", passes: li
     return at.run()
 
 
-def _ok(at: AppTest) -> None:
-    assert not at.exception, [e.value for e in at.exception]
-    assert not at.error, [e.value for e in at.error]
-
-
-def test_clip_is_captured_once_in_batches_and_the_slider_runs_nothing(clip, passes):
-    at = _video_app(clip, passes=passes)
-    _ok(at)
+def test_clip_is_captured_once_in_batches_and_the_slider_runs_nothing(clip, forward_passes):
+    at = _video_app(clip, passes=forward_passes)
+    ok(at)
     # every frame through the model in batches of 8 (one pass here: 6 frames), never one by one
-    assert passes == [FRAMES]
+    assert forward_passes == [FRAMES]
     slider = at.slider(key="video_frame")
     assert (slider.min, slider.max, slider.value) == (0, FRAMES - 1, 0)
     captions = " ".join(c.value for c in at.caption)
@@ -84,26 +52,26 @@ def test_clip_is_captured_once_in_batches_and_the_slider_runs_nothing(clip, pass
     before = [img.url for img in grids]
 
     slider.set_value(4).run()
-    _ok(at)
-    assert passes == [FRAMES]  # no forward pass for another frame
+    ok(at)
+    assert forward_passes == [FRAMES]  # no forward pass for another frame
     assert "Frame 5 of 6, at 1.00 s" in " ".join(c.value for c in at.caption)
     after = [i.proto.imgs[0].url for i in at.image]
     assert after != before  # the grids of frame 5 are not those of frame 1
 
     at.radio(key="video_view").set_value("inspector").run()
-    _ok(at)
+    ok(at)
     at.slider(key="video_frame").set_value(2).run()
-    _ok(at)
-    assert passes == [FRAMES]
+    ok(at)
+    assert forward_passes == [FRAMES]
 
 
-def test_play_steps_through_frames_without_the_model(clip, passes):
-    at = _video_app(clip, passes=passes)
-    _ok(at)
+def test_play_steps_through_frames_without_the_model(clip, forward_passes):
+    at = _video_app(clip, passes=forward_passes)
+    ok(at)
     play = at.button(key="video_play")
     assert play.label == "Play"
     play.click().run()
-    _ok(at)
+    ok(at)
     assert at.button(key="video_play").label == "Pause"
     assert at.session_state["video_playing"] is True
     assert at.slider(key="video_frame").value == 1  # the run that starts playing moves one frame on
@@ -111,16 +79,16 @@ def test_play_steps_through_frames_without_the_model(clip, passes):
     assert at.slider(key="video_frame").value == 2
     at.button(key="video_play").click().run()
     assert at.button(key="video_play").label == "Play"
-    assert passes == [FRAMES]
+    assert forward_passes == [FRAMES]
 
 
-def test_exports_movie_and_npz(clip, passes):
-    at = _video_app(clip, passes=passes)
-    _ok(at)
+def test_exports_movie_and_npz(clip, forward_passes):
+    at = _video_app(clip, passes=forward_passes)
+    ok(at)
     assert not at.get("video")
     at.button(key="video_make_movie").click().run()
-    _ok(at)
-    assert passes == [FRAMES]  # the movie is drawn from the captured maps
+    ok(at)
+    assert forward_passes == [FRAMES]  # the movie is drawn from the captured maps
     labels = [b.proto.label for b in at.get("download_button")]
     assert any(label.startswith("Download the movie") for label in labels)
     assert "Download every frame's activations (.npz)" in labels
@@ -133,20 +101,20 @@ def test_bad_clip_is_one_sentence_and_the_page_recovers(clip):
     assert len(at.error) == 1 and at.error[0].value.startswith("This clip could not be used:")
     at.file_uploader(key="video_upload").set_value(("clip.mp4", clip, "video/mp4"))
     at.run()
-    _ok(at)
+    ok(at)
     assert at.slider(key="video_frame").max == FRAMES - 1
 
 
 def test_chinese_video_page(clip):
     at = _video_app(clip, lang="zh")
-    _ok(at)
+    ok(at)
     captions = " ".join(c.value for c in at.caption)
     assert "第 1/6 帧" in captions
     assert at.button(key="video_play").label == "播放"
 
 
 def test_no_clip_says_what_to_do():
-    at = AppTest.from_file(APP, default_timeout=300).run()
+    at = open_page()
     at.radio(key="source").set_value("video").run()
-    _ok(at)
+    ok(at)
     assert any("Upload a clip" in i.value for i in at.info)

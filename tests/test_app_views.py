@@ -7,12 +7,13 @@ import subprocess
 import sys
 
 import pytest
-import streamlit as st
 import torch
 from streamlit.testing.v1 import AppTest
 
 import vizhooks as vz
-from tests.test_app import APP, ROOT, forward_passes  # noqa: F401  (fixture)
+from tests.helpers import ROOT, ok, open_page
+from vizhooks.atlas import load_atlas
+from vizhooks.ops import hook_count
 from vizhooks.page.lesson import STEPS
 from vizhooks.page.snippets import lesson_snippet
 from vizhooks.page.texts import EN
@@ -21,40 +22,26 @@ from vizhooks.page.texts_zh import ZH
 LAYERS = "conv1,layer2.0.conv1,layer4.0.conv1"
 
 
-@pytest.fixture(autouse=True)
-def _fresh_caches():
-    st.cache_data.clear()
-    st.cache_resource.clear()
-
-
-def _page(**query) -> AppTest:
-    at = AppTest.from_file(APP, default_timeout=300)
-    for k, v in {"size": "128", "layers": LAYERS, **query}.items():
-        at.query_params[k] = v
-    return at.run()
-
-
-def _ok(at: AppTest) -> None:
-    assert not at.exception, [e.value for e in at.exception]
-    assert not at.error, [e.value for e in at.error]
+def _page(**query: str) -> AppTest:  # the page with this file's size and layers
+    return open_page(**{"size": "128", "layers": LAYERS, **query})
 
 
 @pytest.mark.parametrize("lang", ["en", "zh"])
-def test_intervene_view(lang, forward_passes):  # noqa: F811
+def test_intervene_view(lang, forward_passes):
     texts = EN if lang == "en" else ZH
     at = _page(view="intervene", lang=lang)
-    _ok(at)
+    ok(at)
     assert at.metric and at.metric[0].label.startswith(texts["iv_logit"].split("{")[0])
     # zeroing channels 0..3 of conv1 changes the later layers; the page says by how much
     assert [s.value for s in at.subheader][1:3] == ["layer2.0.conv1", "layer4.0.conv1"]
-    before = forward_passes["n"]
+    before = len(forward_passes)
     at.selectbox(key="iv_mode").set_value("top").run()
-    _ok(at)
-    assert forward_passes["n"] == before + 2  # one pass as it is, one with the edit
+    ok(at)
+    assert len(forward_passes) == before + 2  # one pass as it is, one with the edit
     at.selectbox(key="cmap").set_value("magma").run()
-    assert forward_passes["n"] == before + 2  # display only
+    assert len(forward_passes) == before + 2  # display only
     at.selectbox(key="iv_layer").set_value("layer4.0.conv1").run()
-    _ok(at)
+    ok(at)
     assert any(texts["iv_no_later"] == i.value for i in at.info)
 
 
@@ -73,21 +60,21 @@ def test_intervene_metric_is_the_library_answer():
 
 
 @pytest.mark.parametrize("lang", ["en", "zh"])
-def test_compare_view(lang, forward_passes):  # noqa: F811
+def test_compare_view(lang, forward_passes):
     texts = EN if lang == "en" else ZH
     at = _page(view="compare", lang=lang, compare="coffee.jpg")
-    _ok(at)
-    assert forward_passes["n"] == 2  # the photo in the sidebar and photo B
+    ok(at)
+    assert len(forward_passes) == 2  # the photo in the sidebar and photo B
     prefix = texts["compare_caption"].split("{")[0]
     captions = [c.value for c in at.caption if c.value.startswith(prefix)]
     assert len(captions) == 3
     at.selectbox(key="cmap").set_value("magma").run()
     at.select_slider(key="channels").set_value(4).run()
-    _ok(at)
-    assert forward_passes["n"] == 2
+    ok(at)
+    assert len(forward_passes) == 2
     assert at.query_params["compare"] == "coffee.jpg"
     at.selectbox(key="compare").set_value("rocket.jpg").run()
-    assert forward_passes["n"] == 3
+    assert len(forward_passes) == 3
 
 
 def test_compare_similarity_is_cosine():
@@ -100,7 +87,7 @@ def test_compare_similarity_is_cosine():
 def test_lesson_next_back_and_link(lang):
     texts = EN if lang == "en" else ZH
     at = _page(view="lesson", lang=lang, step="3")
-    _ok(at)
+    ok(at)
     title = texts["lesson_step"].format(n=3, total=len(STEPS), title=texts["lesson_prehook_title"])
     assert title in [s.value for s in at.subheader]
     at.button(key="lesson_next").click().run()
@@ -112,7 +99,7 @@ def test_lesson_next_back_and_link(lang):
     assert "step=2" in link and f"lang={lang}" in link and "view=lesson" in link
     assert len([c for c in at.code if c.language == "python"]) == 1 and at.expander  # code, closed answer
     for n in range(2, len(STEPS) + 1):
-        _ok(at)
+        ok(at)
         if n < len(STEPS):
             at.button(key="lesson_next").click().run()
     assert at.button(key="lesson_next").disabled
@@ -159,34 +146,34 @@ def test_hook_calls_demo_leaves_no_hook():
     bundle = vz.load_model("resnet18", weights="none", device="cpu")
     x = torch.zeros(1, 3, 64, 64)
     assert hook_calls_demo(bundle.model, x, "layer1.0.conv1") == {"forgot": [1, 2, 3], "removed": [1, 1, 1]}
-    assert vz.hook_count(bundle.model) == 0
+    assert hook_count(bundle.model) == 0
 
 
 @pytest.mark.parametrize("lang", ["en", "zh"])
-def test_channel_atlas_view_with_the_shipped_atlas(lang, forward_passes, monkeypatch, tmp_path):  # noqa: F811
+def test_channel_atlas_view_with_the_shipped_atlas(lang, forward_passes, monkeypatch, tmp_path):
     monkeypatch.setenv("VIZHOOKS_ATLAS_DIR", str(tmp_path / "none-here"))  # the operator has none: shipped one
     texts = EN if lang == "en" else ZH
-    shipped = vz.load_atlas(ROOT / "sample_images" / "atlas" / "resnet18")
+    shipped = load_atlas(ROOT / "sample_images" / "atlas" / "resnet18")
     at = _page(view="atlas", lang=lang)
-    _ok(at)
+    ok(at)
     assert at.selectbox(key="atlas_layer").value == shipped.layers[0]
     at.number_input(key="atlas_channel").set_value(3).run()
-    _ok(at)
+    ok(at)
     tops = shipped.top(shipped.layers[0], 3)
     captions = [i.proto.imgs[0].caption for i in at.image]
     expected = [texts["atlas_exemplar"].format(score=e.score, name=e.path.split("/")[-1]) for e in tops]
     assert [c for c in captions if c in expected] == expected  # best first, with their scores
-    passes = forward_passes["n"]
+    passes = len(forward_passes)
     at.button(key="fv_go").click().run()  # "What excites this channel?"
-    _ok(at)
+    ok(at)
     caption = texts["fv_caption"].format(layer=shipped.layers[0], channel=3, size=128, steps=128)
     assert caption in [i.proto.imgs[0].caption for i in at.image]
     at.selectbox(key="cmap").set_value("magma").run()  # cached: no new optimisation, no forward pass
-    assert caption in [i.proto.imgs[0].caption for i in at.image] and forward_passes["n"] == passes
+    assert caption in [i.proto.imgs[0].caption for i in at.image] and len(forward_passes) == passes
 
 
 def test_channel_atlas_view_says_how_to_make_one(monkeypatch, tmp_path):
     monkeypatch.setenv("VIZHOOKS_ATLAS_DIR", str(tmp_path))
     at = _page(view="atlas", model="vgg11", layers="features.0")
-    _ok(at)
+    ok(at)
     assert any("python -m vizhooks exemplars" in i.value and "--model vgg11" in i.value for i in at.info)

@@ -3,14 +3,11 @@ English sentence outside code, layer, model and ImageNet class names."""
 
 from __future__ import annotations
 
-import re
 import string
 
 import pytest
-import streamlit as st
-from streamlit.testing.v1 import AppTest
 
-from tests.test_app import APP
+from tests.helpers import CODE_SPAN, ENGLISH_PHRASE, allowed_names, english_in, open_page
 from vizhooks.page.lesson import STEPS
 from vizhooks.page.texts import EN, language_from_locale
 from vizhooks.page.texts_zh import ZH
@@ -34,91 +31,33 @@ def test_locale_decides_without_a_link():
         ["zh", "zh", "zh", "zh", "en", "en", "en", "en"]
 
 
-@pytest.fixture(autouse=True)
-def _fresh_caches():
-    st.cache_data.clear()
-    st.cache_resource.clear()
-
-
-_CODE = re.compile(r"`[^`]*`")
-#: Three English words in a row: a sentence or a phrase, not a name.
-_ENGLISH = re.compile(r"\b[A-Za-z][a-z]+(?:[\s,]+[A-Za-z][a-z]+){2,}\b")
-
-
-def _visible_texts(at: AppTest) -> list[str]:
-    texts = [e.value for kind in ("title", "subheader", "markdown", "caption", "info", "warning", "error", "success")
-             for e in at.get(kind)]
-    texts += [w.label for kind in ("selectbox", "multiselect", "radio", "slider", "select_slider", "number_input",
-                                   "button", "expander", "metric", "toggle", "checkbox") for w in at.get(kind)
-              if getattr(w, "label", None)]
-    texts += [str(o) for kind in ("radio", "selectbox", "multiselect") for w in at.get(kind)
-              if len(w.options) < 200 for o in w.options]  # not the 1000 ImageNet classes
-    return texts
-
-
-def _english_in(at: AppTest, allowed: set[str]) -> list[str]:
-    found = []
-    for text in _visible_texts(at):
-        bare = _CODE.sub(" ", text)
-        for name in sorted(allowed, key=len, reverse=True):
-            bare = bare.replace(name, " ")
-        found += [m.group(0) for m in _ENGLISH.finditer(bare)]
-    return found
-
-
-def _allowed(at: AppTest) -> set[str]:
-    from vizhooks.models import categories
-
-    names = set(categories()) | set(at.multiselect(key="layers").value) | {"Grad-CAM", "ImageNet", "PyTorch"}
-    return names
-
-
 VIEWS = ("maps", "inspector", "atlas", "gradients", "gradcam", "backward", "table", "intervene", "compare", "code")
 
 
 def test_chinese_page_has_no_english_sentences():
-    at = AppTest.from_file(APP, default_timeout=300)
-    at.query_params["lang"] = "zh"
-    at.query_params["size"] = "128"
-    at.query_params["layers"] = "conv1,layer2.0.conv1,layer4.0.conv1"
-    at.run()
-    allowed = _allowed(at)
+    at = open_page(lang="zh", size="128", layers="conv1,layer2.0.conv1,layer4.0.conv1")
+    allowed = allowed_names(at)
     problems = {}
     for view in VIEWS:
         at.radio(key="view").set_value(view).run()
         assert not at.exception, (view, [e.value for e in at.exception])
-        problems[view] = _english_in(at, allowed)
+        problems[view] = english_in(at, allowed)
     at.radio(key="view").set_value("lesson").run()
     for n in range(1, len(STEPS) + 1):
         assert not at.exception, (n, [e.value for e in at.exception])
-        problems[f"lesson {n}"] = _english_in(at, allowed)
+        problems[f"lesson {n}"] = english_in(at, allowed)
         if n < len(STEPS):
             at.button(key="lesson_next").click().run()
     assert {k: v for k, v in problems.items() if v} == {}
     assert at.query_params["lang"] == "zh"
 
 
-def test_switching_language_reruns_no_model():
-    from torch.nn.modules.module import register_module_forward_hook
-    from torchvision.models import ResNet
-
-    count = {"n": 0}
-
-    def hook(module, args, output):
-        if isinstance(module, ResNet) and output.device.type != "meta":
-            count["n"] += 1
-
-    handle = register_module_forward_hook(hook)
-    try:
-        at = AppTest.from_file(APP, default_timeout=300)
-        at.query_params["size"] = "128"
-        at.run()
-        assert at.title[0].value == EN["title"] and count["n"] == 1
-        at.segmented_control(key="lang").set_value("zh").run()
-        assert at.title[0].value == ZH["title"] and at.query_params["lang"] == "zh"
-        assert count["n"] == 1
-    finally:
-        handle.remove()
+def test_switching_language_reruns_no_model(forward_passes):
+    at = open_page(size="128")
+    assert at.title[0].value == EN["title"] and len(forward_passes) == 1
+    at.segmented_control(key="lang").set_value("zh").run()
+    assert at.title[0].value == ZH["title"] and at.query_params["lang"] == "zh"
+    assert len(forward_passes) == 1
 
 
 def _all_snippets(lang: str) -> list[str]:
@@ -142,4 +81,4 @@ def test_code_comments_follow_the_language_and_the_code_does_not():
             pa, pb = _comment_split(a), _comment_split(b)
             assert (pa[0] if pa else a) == (pb[0] if pb else b)  # the code is the same
             if pb:
-                assert not _ENGLISH.search(_CODE.sub(" ", pb[1])), pb[1]  # the comment is not English
+                assert not ENGLISH_PHRASE.search(CODE_SPAN.sub(" ", pb[1])), pb[1]  # the comment is not English

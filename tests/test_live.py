@@ -28,8 +28,9 @@ from torchvision.models.feature_extraction import create_feature_extractor
 
 import vizhooks as vz
 from tests.helpers import ROOT, allowed_names, english_in, open_page
-from vizhooks.live import MAX_HEIGHT, MAX_WIDTH, LiveProcessor, LiveSettings, grid_geometry
-from vizhooks.models import InputSpec
+from vizhooks.architectures import build
+from vizhooks.images import InputSpec
+from vizhooks.live import MAX_HEIGHT, MAX_WIDTH, LiveProcessor, LiveSettings, grid_geometry, limit_torch_threads_here
 
 LAYER = "layer2.0.conv1"  # 128 channels, 1/8 of the input
 SIZE = 64
@@ -357,7 +358,7 @@ def test_fixed_size_models_see_the_centre_square(bundle):
 def test_the_input_goes_to_the_bundles_device(bundle):
     """The CUDA path, without CUDA: a copy of the model on the meta device (shapes only) must
     get its input there and give its output there."""
-    meta_model = vz.models.build("resnet18").to("meta")
+    meta_model = build("resnet18").to("meta")
     meta = dataclasses.replace(bundle, model=meta_model.eval(), device=torch.device("meta"))
     live = LiveProcessor(meta, LiveSettings(layer=LAYER, size=SIZE))
     x, _ = live.preprocess(_frame())
@@ -542,7 +543,7 @@ def test_the_stream_thread_runs_on_one_torch_thread_and_nobody_else(bundle):
     t.join(30)
     assert later == [default]
     with pytest.raises(ValueError, match="threads"):
-        vz.live.limit_torch_threads_here(0)
+        limit_torch_threads_here(0)
 
 
 def test_ice_servers_from_the_environment_reach_the_stream_or_a_sentence(page, streamer_calls, monkeypatch):

@@ -20,12 +20,14 @@ from PIL import Image
 
 import vizhooks as vz
 import vizhooks.page.analysis as va
+from tests.helpers import PAGE_FILES, ROOT
 from vizhooks.budget import CaptureTooLargeError, capture_bytes, check_capture
-from vizhooks.layers import architecture_convs
+from vizhooks.images import MAX_PIXELS
+from vizhooks.layers import architecture_convs, conv_layers
+from vizhooks.ops import is_out_of_memory, release_memory
 from vizhooks.page.analysis import analyse
 from vizhooks.page.cache import ByteLRU
 
-ROOT = Path(__file__).resolve().parents[1]
 SAMPLES = sorted(p for p in (ROOT / "sample_images").iterdir() if p.suffix in (".jpg", ".png"))
 
 
@@ -39,7 +41,7 @@ def _hooks(model) -> int:
 
 def test_estimate_equals_a_real_capture(resnet18, resnet50):
     for bundle in (resnet18, resnet50):
-        names = [c.name for c in vz.conv_layers(bundle.model)]
+        names = [c.name for c in conv_layers(bundle.model)]
         x = torch.randn(1, 3, 72, 104)
         real = sum(t.numel() * 4 for t in vz.capture(bundle.model, x, names).values())
         assert capture_bytes(bundle.name, names, (72, 104)) == real
@@ -131,7 +133,7 @@ def test_300_requests_keep_memory_hooks_figures_and_temp_files_bounded(tmp_path,
     rss = []
     for i in range(300):
         bundle = bundles[i % 2]
-        names = [c.name for c in vz.conv_layers(bundle.model)]
+        names = [c.name for c in conv_layers(bundle.model)]
         layers = rng.sample(names, 3)
         size = rng.choice([96, 128, 160])
         image = images[rng.randrange(len(images))]
@@ -180,11 +182,11 @@ def test_failure_mid_backward_restores_everything(resnet18):
 
 
 def test_out_of_memory_is_recognised():
-    assert vz.is_out_of_memory(torch.cuda.OutOfMemoryError("CUDA out of memory. Tried to allocate 2 GiB"))
-    assert vz.is_out_of_memory(RuntimeError("MPS backend out of memory"))
-    assert vz.is_out_of_memory(MemoryError())
-    assert not vz.is_out_of_memory(RuntimeError("shape mismatch"))
-    vz.release_memory()  # callable without a GPU
+    assert is_out_of_memory(torch.cuda.OutOfMemoryError("CUDA out of memory. Tried to allocate 2 GiB"))
+    assert is_out_of_memory(RuntimeError("MPS backend out of memory"))
+    assert is_out_of_memory(MemoryError())
+    assert not is_out_of_memory(RuntimeError("shape mismatch"))
+    release_memory()  # callable without a GPU
 
 
 # --- fuzzed images ------------------------------------------------------------------------------
@@ -209,7 +211,7 @@ def _check(data: bytes) -> None:
     except vz.InvalidImageError as exc:
         assert str(exc) and "\n" not in str(exc)
         return
-    assert im.mode == "RGB" and im.width * im.height <= vz.MAX_PIXELS
+    assert im.mode == "RGB" and im.width * im.height <= MAX_PIXELS
 
 
 @settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
@@ -239,15 +241,17 @@ def test_streamlit_config_is_safe():
     from vizhooks.video import MAX_VIDEO_MB
 
     assert cfg["server"]["maxUploadSize"] == MAX_VIDEO_MB <= 100
-    app = (ROOT / "app.py").read_text()
-    assert re.search(r"^PHOTO_MB = 20\b", app, re.M)
-    assert app.count("file_uploader(") == 3 and app.count("max_upload_size=PHOTO_MB") == 2  # + the video's
+    upload = (ROOT / "vizhooks" / "page" / "sources" / "upload.py").read_text()
+    assert re.search(r"^PHOTO_MB = 20\b", upload, re.M) and upload.count("max_upload_size=PHOTO_MB") == 1
+    # one photo uploader (the sidebar's and the Compare view's) and the video's; no other
+    uploaders = {p.relative_to(ROOT).as_posix(): n for p in PAGE_FILES if (n := p.read_text().count("file_uploader("))}
+    assert uploaders == {"vizhooks/page/sources/upload.py": 1, "vizhooks/page/sources/video.py": 1}
     assert cfg["client"]["showErrorDetails"] == "none"
     assert cfg["browser"]["gatherUsageStats"] is False
 
 
 def _sources() -> dict[Path, str]:
-    files = [ROOT / "app.py", *sorted((ROOT / "vizhooks").glob("*.py"))]
+    files = [*PAGE_FILES, *sorted((ROOT / "vizhooks").glob("*.py"))]
     return {p: p.read_text() for p in files}
 
 
@@ -261,10 +265,10 @@ def test_weights_are_only_loaded_safely_and_only_from_operator_paths():
     for path, text in _sources().items():
         for call in re.findall(r"torch\.load\([^)]*\)", text):
             assert "weights_only=True" in call, (path.name, call)
-    app = (ROOT / "app.py").read_text()
-    loads = re.findall(r"load_model\(([^)]*)\)", app)
+    page = "\n".join(p.read_text() for p in PAGE_FILES)
+    loads = re.findall(r"load_model\(([^)]*)\)", page)
     assert loads == ["name"]  # the page never passes a weights path; only env / CLI can
-    assert "write_bytes" not in app and not re.search(r"open\([^)]*['\"]w", app)  # uploads stay in memory
+    assert "write_bytes" not in page and not re.search(r"open\([^)]*['\"]w", page)  # uploads stay in memory
 
 
 def test_env_weights_problems_are_one_sentence(tmp_path, monkeypatch, capsys):

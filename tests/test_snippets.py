@@ -8,10 +8,10 @@ own, because importing torch is most of what a snippet costs. While it runs, the
 opened for the same choices with AppTest, and the two are compared:
 
 - the code the page shows under "How this was made" is the code that ran (the lesson's code is
-  made here with the arguments app.py's lesson_code passes);
+  made here with the arguments the lesson view's lesson_code passes);
 - shapes, the class, statistics and table rows the snippets print equal the page's captions,
   tables and metrics (three significant digits there), and equal, to 0.1 % of a layer's largest
-  value, the vizhooks.page functions app.py calls, for the numbers the page only draws (Grad-CAM
+  value, the vizhooks.page functions the page calls, for the numbers the page only draws (Grad-CAM
   maps) or rounds (captions). Both sides use the same seeded random weights.
 
 The maps snippets print shapes only (tests/test_app.py and test_app_models.py read those lines
@@ -28,23 +28,19 @@ import re
 import subprocess
 import sys
 from dataclasses import dataclass, field
-from itertools import zip_longest
 from pathlib import Path
 
 import pytest
-import streamlit as st
 import torch
-from streamlit.testing.v1 import AppTest
 
 import vizhooks as vz
+from tests.helpers import ROOT, ok, open_page, reading_order
 from vizhooks.cam import cams_from
 from vizhooks.gradients import gradient_pass
 from vizhooks.page.analysis import analyse, hook_calls_demo, layer_stats
 from vizhooks.page.snippets import LESSON_BODIES, VIEWS, lesson_snippet, snippet
 from vizhooks.page.texts import EN
 
-ROOT = Path(__file__).resolve().parents[1]
-APP = str(ROOT / "app.py")
 IMAGE = "sample_images/chelsea.jpg"  # the page's default sample
 TOUR = ("conv1", "layer1.0.conv1", "layer2.0.conv1", "layer3.0.conv1", "layer4.0.conv1")
 CLAMP_LIMIT = 1e-5  # the lesson's smallest clip: it changes the gradients of both cases' random weights
@@ -102,7 +98,7 @@ print(json.dumps(sorted(m for m in sys.modules if m == "vizhooks" or m.startswit
 
 
 def _codes(case: Case) -> dict[str, str]:
-    """Every snippet for ``case``, made with the arguments app.py passes (show_code, lesson_code)."""
+    """Every snippet for ``case``, made with the arguments the page passes (views.code, views.lesson)."""
     common = dict(model=case.model, image=IMAGE, size=case.size, target=case.target, pretrained=False,
                   num_classes=1000)
     codes = {view: snippet(view, layers=list(case.layers), what=case.what, **common) for view in VIEWS}
@@ -143,34 +139,19 @@ def _sections(stdout: str) -> dict[str, list[str]]:
 # --- the page ------------------------------------------------------------------------------------
 
 
-def _ok(at: AppTest) -> None:
-    assert not at.exception, [e.value for e in at.exception]
-    assert not at.error, [e.value for e in at.error]
-
-
-def _reading_order(items: list) -> list:
-    """Items of a two-column layout in reading order: the element tree lists the left column
-    (1st, 3rd, ...) first, then the right one."""
-    half = (len(items) + 1) // 2
-    return [item for pair in zip_longest(items[:half], items[half:]) for item in pair if item is not None]
-
-
 def _class_index(text: str) -> int:
     return int(re.search(r"\*\*.+\*\* \((\d+)\)", text).group(1))
 
 
 def _read_page(case: Case) -> dict:
     """What the page shows for ``case``, view by view, as plain values."""
-    at = AppTest.from_file(APP, default_timeout=300)
     query = {"model": case.model, "size": str(case.size), "what": case.what, "view": "maps"}
     if case.layers_in_link:
         query["layers"] = ",".join(case.layers)
     if case.target is not None:
         query["target"] = str(case.target)
-    for k, v in query.items():
-        at.query_params[k] = v
-    at.run()
-    _ok(at)
+    at = open_page(**query)
+    ok(at)
     page: dict = {"layers": tuple(at.multiselect(key="layers").value)}
     page["top5"] = [p.proto.text.split(" · ")[0] for p in at.get("progress")]
     caption = re.compile(rf" · {case.what} (\d+(?:×\d+)*) · min (\S+) · mean (\S+) · max (\S+) · ")
@@ -179,37 +160,37 @@ def _read_page(case: Case) -> dict:
     page["maps"] = {h: (m.group(1), *map(float, m.groups()[1:])) for h, m in zip(heads, found, strict=True)}
 
     at.radio(key="view").set_value("gradients").run()
-    _ok(at)
+    ok(at)
     page["gradients_target"] = _class_index(next(c.value for c in at.caption if "**" in c.value))
     caption = re.compile(r"^gradient (\d+(?:×\d+)*) · min (\S+) · max (\S+) · ")
     heads = [s.value for s in at.subheader if s.value in page["layers"]]
     found = [m for c in at.caption if (m := caption.search(c.value))]
     page["gradients"] = {h: (m.group(1), float(m.group(2)), float(m.group(3)))
                          for h, m in zip(heads, found, strict=True)}
-    page["gradients_order"] = _reading_order(heads)
+    page["gradients_order"] = reading_order(heads)
 
     at.radio(key="view").set_value("gradcam").run()
-    _ok(at)
+    ok(at)
     page["gradcam_target"] = _class_index(next(c.value for c in at.caption if "**" in c.value))
-    page["gradcam_layers"] = _reading_order([i.proto.imgs[0].caption.split(" → ")[0] for i in at.image
+    page["gradcam_layers"] = reading_order([i.proto.imgs[0].caption.split(" → ")[0] for i in at.image
                                              if " → " in i.proto.imgs[0].caption])
 
     at.radio(key="view").set_value("backward").run()
-    _ok(at)
+    ok(at)
     page["backward_label"] = re.search(r"\*\*(.+)\*\*", next(m.value for m in at.markdown if "**" in m.value)).group(1)
     page["backward"] = at.dataframe[0].value.to_dict("records")
 
     at.radio(key="view").set_value("table").run()
-    _ok(at)
+    ok(at)
     page["table"] = at.dataframe[0].value.to_dict("records")
     page["total_params"] = at.metric[0].value
 
     at.radio(key="view").set_value("code").run()
-    _ok(at)
+    ok(at)
     page["code"] = {}
     for view in VIEWS:
         at.radio(key="code_view").set_value(view).run()
-        _ok(at)
+        ok(at)
         page["code"][view] = next(c.value for c in at.code if c.language == "python")
     return page
 
@@ -233,8 +214,6 @@ def seen(request, tmp_path_factory) -> Seen:
         mp.setenv("VIZHOOKS_OFFLINE", "1")
         mp.setenv("TORCH_HOME", str(tmp_path_factory.mktemp("torch_home")))
         mp.delenv("VIZHOOKS_WEIGHTS", raising=False)
-        st.cache_data.clear()
-        st.cache_resource.clear()
         codes = _codes(case)
         run = _start(codes, folder, tmp_path_factory.mktemp("snippet_torch_home"))
         try:  # the snippets and the page run side by side

@@ -27,6 +27,7 @@ from vizhooks.live import CHANNEL_PICKS, MODES, LiveProcessor, LiveSettings, lim
 from vizhooks.models import ModelBundle
 from vizhooks.ops import is_out_of_memory
 from vizhooks.page.texts import t
+from vizhooks.page.widgets import keep_below, keep_valid
 
 LOG = logging.getLogger("vizhooks.live")
 ICE_ENV = "VIZHOOKS_ICE_SERVERS"
@@ -134,8 +135,7 @@ def _channel_count(model: str, layer: str) -> int | None:
 def _controls(model: str, bundle: ModelBundle, layers: tuple[str, ...], cmap: str) -> LiveSettings:
     """The live view's widgets; returns what they say as one settings object."""
     options = _layer_options(model, layers)
-    if st.session_state.get("live_layer") not in options:
-        st.session_state["live_layer"] = options[len(options) // 2]  # the middle of the network
+    keep_valid("live_layer", options, options[len(options) // 2])  # the middle of the network
     left, middle, right = st.columns(3)
     layer = left.selectbox(t("live_layer"), options, key="live_layer", help=t("live_layer_help"))
     lang_labels = {m: t(f"live_mode_{m}") for m in MODES}
@@ -147,7 +147,7 @@ def _controls(model: str, bundle: ModelBundle, layers: tuple[str, ...], cmap: st
     else:
         count = _channel_count(model, layer)
         if count is not None:
-            st.session_state["live_channel"] = min(int(st.session_state.get("live_channel", 0)), count - 1)
+            keep_below("live_channel", count)
         channel = int(right.number_input(t("live_channel"), min_value=0,
                                          max_value=None if count is None else count - 1, step=1, key="live_channel"))
         opacity = float(right.slider(t("live_opacity"), 0.0, 1.0, value=0.5, step=0.05, key="live_opacity"))
