@@ -17,22 +17,23 @@ Which extra a third-party import belongs to:
 from __future__ import annotations
 
 import ast
+import json
 import os
 import re
 import shutil
 import site
-import socket
 import subprocess
 import sys
 import sysconfig
-import time
 import tomllib
-import urllib.request
+import zipfile
 from importlib import metadata
 from pathlib import Path
 
 import pytest
 from packaging.requirements import Requirement
+
+from tests.e2e.server import free_port, stop, wait_healthy
 
 ROOT = Path(__file__).resolve().parents[1]
 PYPROJECT = tomllib.loads((ROOT / "pyproject.toml").read_text("utf-8"))
@@ -203,6 +204,7 @@ class Installed:
                             cwd=tmp).strip())
         # this environment's packages, after the new environment's own: what an online install would add
         ours = dict.fromkeys([*site.getsitepackages(), sysconfig.get_path("purelib")])
+        self.purelib = purelib
         (purelib / "_project_env.pth").write_text("\n".join(ours) + "\n", "utf-8")
         _run([str(self.python), "-m", "pip", "install", "-q", "--no-index", "--no-deps", str(self.wheel)], cwd=tmp)
         self.venv = venv
@@ -309,40 +311,98 @@ def test_installed_cli_lists_layers(installed):
     assert "layer4.1.conv2" in out and "20 Conv2d layers and 8 blocks in resnet18." in out
 
 
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
+def test_wheel_holds_every_file_of_the_package(installed):
+    """Every file under vizhooks/ (the page's views and sources included, and any data beside the code)
+    is in the wheel, and the wheel holds nothing else of ours."""
+    with zipfile.ZipFile(installed.wheel) as wheel:
+        got = {n for n in wheel.namelist() if n.startswith("vizhooks/")}
+    want = {p.relative_to(ROOT).as_posix() for p in (ROOT / "vizhooks").rglob("*")
+            if p.is_file() and "__pycache__" not in p.parts and p.suffix != ".pyc"}
+    assert any(n.startswith("vizhooks/page/") for n in want)  # the page is part of the package
+    assert not want - got, f"the wheel leaves out {sorted(want - got)}: include them in pyproject's package data"
+    assert not got - want, f"the wheel holds files the source tree does not: {sorted(got - want)}"
 
 
-def test_installed_environment_serves_the_page(installed):
-    # app.py alone in its own folder: Streamlit puts the script's folder on sys.path, and the
-    # repository's would hide the installed package
-    page = installed.tmp / "page"
+#: Drives Debian's Chromium through Playwright in a process of its own (a test process can run only
+#: one sync Playwright, and the browser tests' session may hold it). argv: the page's URL and a
+#: screenshot's path. Prints one JSON line: the pictures loaded, the errors shown, what failed.
+_OPEN_THE_PAGE = """
+import json, sys
+from playwright.sync_api import sync_playwright
+from tests.e2e.server import CHROMIUM_ARGS
+
+url, shot = sys.argv[1], sys.argv[2]
+ERRORS = '[data-testid="stAlertContentError"], [data-testid="stException"]'
+# an uncaptioned picture in the main area that has arrived: a grid (the input picture has a caption);
+# an error shown ends the wait too
+FIRST_GRID = '''() => [...document.querySelectorAll('[data-testid="stMain"] [data-testid="stImage"]')]
+    .some(box => !box.querySelector('[data-testid="stImageCaption"]')
+                 && [...box.querySelectorAll("img")].some(img => img.complete && img.naturalWidth > 0))'''
+LOADED = '''() => [...document.querySelectorAll('[data-testid="stMain"] [data-testid="stImage"] img')]
+    .filter(img => img.complete && img.naturalWidth > 0).length'''
+with sync_playwright() as p:
+    browser = p.chromium.launch(executable_path="/usr/bin/chromium", args=CHROMIUM_ARGS)
+    page = browser.new_page(viewport={"width": 1400, "height": 1000})
+    result = {}
+    try:
+        page.goto(url, timeout=120_000)
+        page.wait_for_function(f"() => ({FIRST_GRID})() || !!document.querySelector('{ERRORS}')", timeout=240_000)
+        page.wait_for_selector('[data-testid="stApp"][data-test-script-state="notRunning"]', timeout=120_000)
+    except Exception as exc:  # reported by the test, with what the page showed
+        result["failed"] = str(exc).splitlines()[0]
+        result["text"] = page.inner_text("body")[-2000:]
+    result["grid"], result["loaded"] = page.evaluate(FIRST_GRID), page.evaluate(LOADED)
+    result["errors"] = page.locator(ERRORS).all_inner_texts()
+    page.screenshot(path=shot, full_page=True)
+    browser.close()
+print(json.dumps(result))
+"""
+
+
+def _installed_page(tmp: Path) -> Path:
+    """What an operator deploys beside the installed package: app.py, .streamlit/ and sample_images/
+    in a folder of their own (Streamlit puts the script's folder on sys.path: the repository's would
+    hide the installed package)."""
+    page = tmp / "page"
     page.mkdir(exist_ok=True)
     shutil.copy2(ROOT / "app.py", page)
-    port = _free_port()
-    server = subprocess.Popen(
-        [str(installed.python), "-m", "streamlit", "run", "app.py", "--server.headless", "true",
-         "--server.port", str(port), "--server.address", "127.0.0.1", "--browser.gatherUsageStats", "false",
-         "--server.fileWatcherType", "none"],
-        cwd=page, env=_child_env(), stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
-    try:
-        direct = urllib.request.build_opener(urllib.request.ProxyHandler({}))  # never an HTTP(S)_PROXY
-        deadline, answer = time.monotonic() + 60, None
-        while time.monotonic() < deadline and server.poll() is None:
-            try:
-                with direct.open(f"http://127.0.0.1:{port}/_stcore/health", timeout=2) as r:
-                    answer = r.read().decode()
-                    break
-            except OSError:
-                time.sleep(0.25)
-        assert answer == "ok", f"no health answer from streamlit (exit {server.poll()})"
-    finally:
-        server.terminate()
+    for folder in (".streamlit", "sample_images"):
+        shutil.copytree(ROOT / folder, page / folder, ignore=shutil.ignore_patterns("__pycache__"),
+                        dirs_exist_ok=True)
+    return page
+
+
+def test_installed_page_shows_the_first_grid_in_chromium(installed, tmp_path):
+    """``streamlit run app.py`` from an installed copy, with the new environment's python, opened in
+    Chromium until the first feature-map grid has loaded, and no error on the page. (Asking
+    ``/_stcore/health`` alone proves nothing: Streamlit answers it without running app.py.)"""
+    page = _installed_page(installed.tmp)
+    # the network guard stays on (its folder holds nothing of vizhooks); no other PYTHONPATH
+    env = {**_child_env(), "PYTHONPATH": str(ROOT / "tests" / "netguard"), "TORCH_HOME": str(tmp_path / "th")}
+    where = _run([str(installed.python), "-c", "import vizhooks.page, vizhooks; print(vizhooks.__file__)"],
+                 cwd=page).strip()  # from the page's folder, as `streamlit run` sees it
+    assert Path(where).is_relative_to(installed.purelib), f"the page would import vizhooks from {where}"
+
+    url = f"http://127.0.0.1:{free_port()}"
+    log_path = tmp_path / "streamlit.log"
+    with log_path.open("w") as log:
+        server = subprocess.Popen(
+            [str(installed.python), "-m", "streamlit", "run", "app.py", "--server.headless", "true",
+             "--server.port", url.rsplit(":", 1)[1], "--server.address", "127.0.0.1"],
+            cwd=page, env=env, stdout=log, stderr=subprocess.STDOUT)
         try:
-            output = server.communicate(timeout=15)[0]
-        except subprocess.TimeoutExpired:
-            server.kill()
-            output = server.communicate()[0]
+            wait_healthy(url, server)
+            shot = ROOT / "tests" / "artifacts" / "installed-page.png"  # what the browser saw, kept for a look
+            shot.parent.mkdir(parents=True, exist_ok=True)
+            browser = subprocess.run([sys.executable, "-c", _OPEN_THE_PAGE, url, str(shot)],
+                                     cwd=ROOT, capture_output=True, text=True, timeout=420)
+        finally:
+            stop(server)
+    output = log_path.read_text()
+    assert browser.returncode == 0, browser.stdout[-2000:] + browser.stderr[-4000:]
+    shown = json.loads(browser.stdout.strip().splitlines()[-1])
+    assert "failed" not in shown, \
+        f"no grid on the installed page ({shown['failed']}); it showed:\n{shown['text']}\nlog:\n{output[-1500:]}"
+    assert not shown["errors"], f"the installed page shows errors: {shown['errors']}\nlog:\n{output[-1500:]}"
+    assert shown["grid"] and shown["loaded"] >= 2, shown  # the picture the model saw, and a grid
     assert "Traceback" not in output, output
