@@ -64,13 +64,13 @@ def _regnet_params_on_cpu() -> None:
     values. Compute them on the CPU whatever the default device (same numbers, no weights)."""
     from torchvision.models import regnet
 
-    original = regnet.BlockParams.from_init_params.__func__  # type: ignore[attr-defined]
+    original = regnet.BlockParams.from_init_params.__func__
 
     def on_cpu(cls: type, *args: Any, **kwargs: Any) -> Any:
         with torch.device("cpu"):
             return original(cls, *args, **kwargs)
 
-    regnet.BlockParams.from_init_params = classmethod(on_cpu)  # type: ignore[method-assign, assignment]
+    regnet.BlockParams.from_init_params = classmethod(on_cpu)
 
 
 def build(arch: str, *, num_classes: int | None = None, device: torch.device | str = "cpu",

@@ -7,7 +7,7 @@ session ever sees another session's hooks fire or its activations.
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 
 import torch
 from torch import nn
@@ -40,7 +40,7 @@ def capture_with_output(
         modules = dict(model.named_modules())
         calls: dict[str, list[torch.Tensor]] = {name: [] for name in names}
 
-        def make_hook(name: str):
+        def make_hook(name: str) -> Callable[..., None]:
             store = calls[name]
             if what == "output":
                 return lambda module, args, output: store.append(keep(first_tensor(output)))

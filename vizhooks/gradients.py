@@ -13,8 +13,9 @@ All functions here hold the model's lock, switch the model to eval mode, freeze 
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
+from typing import Any
 
 import torch
 from torch import nn
@@ -97,10 +98,10 @@ def gradient_pass(
         acts: dict[str, torch.Tensor] = {}
         grads: dict[str, torch.Tensor] = {}
 
-        def make_forward_hook(name: str):
+        def make_forward_hook(name: str) -> Callable[..., None]:
             calls = [0]
 
-            def hook(module, args, output):
+            def hook(module: nn.Module, args: Any, output: Any) -> None:
                 out = first_tensor(output)
                 calls[0] += 1
                 key = call_key(name, calls[0])
@@ -177,7 +178,7 @@ class BackwardRecord:
     order: int = field(default=0, compare=False)
 
 
-def _shapes(grads) -> tuple[tuple[int, ...] | None, ...]:
+def _shapes(grads: Sequence[torch.Tensor | None]) -> tuple[tuple[int, ...] | None, ...]:
     return tuple(None if g is None else tuple(g.shape) for g in grads)
 
 
@@ -192,15 +193,15 @@ def inplace_conflicts(model: nn.Module, x: torch.Tensor, names: list[str]) -> di
     seen: dict[str, list] = {n: [] for n in names}
     handles: list[torch.utils.hooks.RemovableHandle] = []
 
-    def pre(name):
-        def hook(module, args):
+    def pre(name: str) -> Callable[..., None]:
+        def hook(module: nn.Module, args: Any) -> None:
             t = first_tensor(args) if args else None
             seen[name].append(["in", t, t._version if t is not None else 0])
 
         return hook
 
-    def post(name):
-        def hook(module, args, output):
+    def post(name: str) -> Callable[..., None]:
+        def hook(module: nn.Module, args: Any, output: Any) -> None:
             rec = seen[name][-1]
             if rec[1] is not None and rec[1]._version != rec[2]:
                 rec[0] = "self"
@@ -247,8 +248,8 @@ def backward_report(
         skipped = inplace_conflicts(model, x, names)
         fired: list[BackwardRecord] = []
 
-        def make_hook(name: str):
-            def hook(module, grad_input, grad_output):
+        def make_hook(name: str) -> Callable[..., None]:
+            def hook(module: nn.Module, grad_input: Any, grad_output: Any) -> None:
                 fired.append(BackwardRecord(name, type(module).__name__, _shapes(grad_input),
                                             _shapes(grad_output), order=len(fired)))
 

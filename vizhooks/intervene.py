@@ -21,7 +21,7 @@ from __future__ import annotations
 import math
 import numbers
 import operator
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any, TypeGuard, cast
 
@@ -190,7 +190,7 @@ def _edited(out: torch.Tensor, edit: ChannelEdit, dim: int) -> torch.Tensor:
     return out * factor.view(shape)
 
 
-def _replace_first(output, new: torch.Tensor):
+def _replace_first(output: Any, new: torch.Tensor) -> Any:
     """``output`` with its first tensor replaced by ``new`` (modules may return tuples)."""
     if isinstance(output, torch.Tensor):
         return new
@@ -268,8 +268,8 @@ def intervene(
 
         counts: dict[str, set[int]] = {name: set() for name in edit_names}
 
-        def count_channels(name: str):
-            def hook(module, args, output):
+        def count_channels(name: str) -> Callable[..., None]:
+            def hook(module: nn.Module, args: Any, output: Any) -> None:
                 out = first_tensor(output)
                 counts[name].add(out.shape[_channel_dim(module, out, name in channels_last)])
 
@@ -282,10 +282,10 @@ def intervene(
                 if problem:
                     raise ValueError(f"The edit of layer {name!r} {problem}.")
 
-        def apply_edit(name: str):
+        def apply_edit(name: str) -> Callable[..., Any]:
             edit = checked[name]
 
-            def hook(module, args, output):
+            def hook(module: nn.Module, args: Any, output: Any) -> Any:
                 out = first_tensor(output)
                 return _replace_first(output, _edited(out, edit, _channel_dim(module, out, name in channels_last)))
 
@@ -346,7 +346,7 @@ def clamp_gradients(
         at = resolve_layers(model, [clamp_at])[0]
         plain = gradient_pass(model, x, names, target=target, as_maps=as_maps)
 
-        def clamp_hook(module, args, output):
+        def clamp_hook(module: nn.Module, args: Any, output: Any) -> None:
             out = first_tensor(output)
             if out.requires_grad:
                 # registered before gradient_pass's own tensor hook on the same output, so a

@@ -11,9 +11,9 @@ from __future__ import annotations
 import difflib
 import functools
 import re
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, replace
-from typing import cast
+from typing import Any, cast
 
 import torch
 from torch import nn
@@ -115,7 +115,7 @@ def _numbered(infos: list[LayerInfo]) -> list[LayerInfo]:
 def _blocks(model: nn.Module) -> list[tuple[str, nn.Module]]:
     """Outermost modules of a known block type, plus the children of containers named
     ``blocks`` (timm's layout), in ``named_modules()`` order."""
-    def outermost(test) -> list[tuple[str, nn.Module]]:
+    def outermost(test: Callable[[str, nn.Module], bool]) -> list[tuple[str, nn.Module]]:
         chosen: list[tuple[str, nn.Module]] = []
         for name, module in model.named_modules():
             if name and not any(name.startswith(c + ".") for c, _ in chosen) and test(name, module):
@@ -225,8 +225,8 @@ def describe_layers(model: nn.Module, input_hw: tuple[int, int] = (224, 224)) ->
     modules = dict(model.named_modules())
     shapes: dict[str, torch.Tensor] = {}
 
-    def remember(name: str):
-        def hook(module, args, output):
+    def remember(name: str) -> Callable[..., None]:
+        def hook(module: nn.Module, args: Any, output: Any) -> None:
             out = first_tensor(output)
             shapes.setdefault(name, torch.empty(out.shape, device="meta"))
 

@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 import time
+from collections.abc import Callable
 from dataclasses import asdict, dataclass
+from typing import Any
 
 import torch
 from torch import nn
@@ -26,7 +28,7 @@ class SummaryRow:
     depth: int
 
 
-def _shape(value) -> tuple[int, ...] | None:
+def _shape(value: Any) -> tuple[int, ...] | None:
     try:
         return tuple(first_tensor(value).shape)
     except TypeError:
@@ -53,8 +55,8 @@ def layer_summary(model: nn.Module, x: torch.Tensor) -> list[SummaryRow]:
         seen: dict[str, dict] = {}
         order: list[str] = []
 
-        def pre(name):
-            def hook(module, args):
+        def pre(name: str) -> Callable[..., None]:
+            def hook(module: nn.Module, args: Any) -> None:
                 rec = seen.get(name)
                 if rec is None:
                     rec = seen[name] = {"input": _shape(args), "output": None, "time": 0.0, "calls": 0}
@@ -64,8 +66,8 @@ def layer_summary(model: nn.Module, x: torch.Tensor) -> list[SummaryRow]:
 
             return hook
 
-        def post(name):
-            def hook(module, args, output):
+        def post(name: str) -> Callable[..., None]:
+            def hook(module: nn.Module, args: Any, output: Any) -> None:
                 sync()
                 rec = seen[name]
                 rec["time"] += time.perf_counter() - rec["start"]
@@ -108,11 +110,11 @@ def summary_totals(rows: list[SummaryRow]) -> dict[str, float]:
     }
 
 
-def summary_dataframe(rows: list[SummaryRow]):
+def summary_dataframe(rows: list[SummaryRow]) -> Any:
     """The rows as a pandas DataFrame (shapes as "1×64×112×112" strings, for display)."""
     import pandas as pd
 
-    def fmt(shape):
+    def fmt(shape: tuple[int, ...] | None) -> str:
         return "×".join(map(str, shape)) if shape else ""
 
     records = []

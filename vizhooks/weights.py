@@ -21,7 +21,7 @@ import urllib.parse
 import urllib.request
 from collections.abc import Callable, Mapping
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import Any, TextIO, TypeVar
 
 import torch
 from torch import nn
@@ -335,7 +335,7 @@ def imagenet_chain(arch: str, model: nn.Module) -> tuple[str, str]:
     raise WeightsError("; ".join(notes) + ".")
 
 
-def fetch_weights(names: list[str], *, stream=sys.stderr) -> list[Path]:
+def fetch_weights(names: list[str], *, stream: TextIO = sys.stderr) -> list[Path]:
     """Download checkpoints for torchvision ``names`` into the torch cache, with a text progress
     bar. Already cached files are kept. Used by ``python -m vizhooks --download-weights``."""
     paths = []

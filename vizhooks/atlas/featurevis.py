@@ -174,13 +174,13 @@ def _check_channels(channels: Sequence[int]) -> list[int]:
     return [int(c) for c in chans]
 
 
-def _check_options(size, steps, lr, seed, transforms, progress, mean, std) -> None:
+def _check_options(size: int, steps: int, lr: float, seed: int, transforms: str,
+                   progress: Callable[[int, int], object] | None, mean: Sequence[float], std: Sequence[float]) -> None:
     if isinstance(size, bool) or not isinstance(size, int) or not MIN_SIZE <= size <= MAX_SIZE:
         raise ValueError(f"size must be a whole number of pixels from {MIN_SIZE} to {MAX_SIZE}, not {size!r}.")
     if isinstance(steps, bool) or not isinstance(steps, int) or not 0 <= steps <= MAX_STEPS:
         raise ValueError(f"steps must be a whole number from 0 to {MAX_STEPS}, not {steps!r}.")
-    # typeshed's numbers.Real declares no comparison with int; every real number has one
-    if isinstance(lr, bool) or not isinstance(lr, numbers.Real) or not 0 < lr <= 1:  # type: ignore[operator]
+    if isinstance(lr, bool) or not isinstance(lr, numbers.Real) or not 0 < lr <= 1:
         raise ValueError(f"lr must be a number above 0 and at most 1 (0.05 works well), not {lr!r}.")
     if isinstance(seed, bool) or not isinstance(seed, int):
         raise ValueError(f"seed must be an integer, not {seed!r}.")

@@ -15,7 +15,9 @@ import sys
 import time
 from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
+from ..models import ModelBundle
 from .scan import scan_paths
 from .state import AtlasError, Job, PartialAtlas, duration
 
@@ -25,7 +27,7 @@ SHARD_BATCHES = 4  # batches of work per shard: fewer round trips, fuller same-s
 class _Scanner:
     """One worker: holds the model and scans shards of paths with it."""
 
-    def __init__(self, bundle, gpu: bool) -> None:
+    def __init__(self, bundle: ModelBundle, gpu: bool) -> None:
         import dataclasses
 
         import torch
@@ -38,7 +40,7 @@ class _Scanner:
         return scan_paths(self.bundle, root, paths, names, top=top, size=size, batch=batch)
 
 
-def _connect(workers: int):
+def _connect(workers: int) -> tuple[Any, bool]:
     """``(ray, started_here)``: an existing session, the cluster of ``RAY_ADDRESS``, or a local Ray."""
     try:
         import ray
@@ -64,7 +66,7 @@ class _ShardScanner:
     """The callable class of Ray Data's ``map_batches``: one per worker, holding the model; each
     batch names shards by number and comes back as their pickled partial atlases."""
 
-    def __init__(self, bundle_ref, gpu: bool, shards: list[list[str]], args: tuple) -> None:
+    def __init__(self, bundle_ref: Any, gpu: bool, shards: list[list[str]], args: tuple[Any, ...]) -> None:
         import ray
 
         self.scanner = _Scanner(ray.get(bundle_ref), gpu)

@@ -31,7 +31,7 @@ A layer that runs several times in one pass is described by its first run.
 from __future__ import annotations
 
 import itertools
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -90,14 +90,17 @@ class _Axis:
 
 
 _UNKNOWN = None  # a tensor that depends on the input but has no field
+#: kernel, stride, padding, dilation: (height, width) each
+_Geometry = tuple[tuple[int, int], tuple[int, int], tuple[int, int], tuple[int, int]]
 
 
-def _pair(value) -> tuple[int, int]:
+def _pair(value: Any) -> tuple[int, int]:
     values = (value,) if isinstance(value, int) else tuple(int(v) for v in value)
     return (values[0], values[0]) if len(values) == 1 else (values[-2], values[-1])
 
 
-def _conv_args(input, weight, bias=None, stride=1, padding=0, dilation=1, groups=1):  # noqa: ARG001
+def _conv_args(input: Any, weight: torch.Tensor, bias: Any = None, stride: Any = 1, padding: Any = 0,  # noqa: ARG001
+               dilation: Any = 1, groups: int = 1) -> _Geometry:
     kernel = _pair(weight.shape[-2:])
     if isinstance(padding, str):  # "valid", or "same" (stride 1): torch pads d (k - 1) // 2 before
         (kh, kw), (dh, dw) = kernel, _pair(dilation)
@@ -107,12 +110,14 @@ def _conv_args(input, weight, bias=None, stride=1, padding=0, dilation=1, groups
     return kernel, _pair(stride), pad, _pair(dilation)
 
 
-def _max_pool_args(input, kernel_size, stride=None, padding=0, dilation=1, *args, **kwargs):  # noqa: ARG001
+def _max_pool_args(input: Any, kernel_size: Any, stride: Any = None, padding: Any = 0, dilation: Any = 1,  # noqa: ARG001
+                   *args: Any, **kwargs: Any) -> _Geometry:
     kernel = _pair(kernel_size)
     return kernel, _pair(stride) if stride else kernel, _pair(padding), _pair(dilation)
 
 
-def _avg_pool_args(input, kernel_size, stride=None, padding=0, *args, **kwargs):  # noqa: ARG001
+def _avg_pool_args(input: Any, kernel_size: Any, stride: Any = None, padding: Any = 0,  # noqa: ARG001
+                   *args: Any, **kwargs: Any) -> _Geometry:
     kernel = _pair(kernel_size)
     return kernel, _pair(stride) if stride else kernel, _pair(padding), (1, 1)
 
@@ -147,7 +152,7 @@ def _hw(t: torch.Tensor, dims: tuple[int, int]) -> tuple[int, int] | None:
     return (int(t.shape[dims[0]]), int(t.shape[dims[1]])) if t.ndim == 4 else None
 
 
-def _tensors(value) -> list[torch.Tensor]:
+def _tensors(value: Any) -> list[torch.Tensor]:
     if isinstance(value, torch.Tensor):
         return [value]
     if isinstance(value, (list, tuple)):
@@ -157,7 +162,7 @@ def _tensors(value) -> list[torch.Tensor]:
     return []
 
 
-def _permutation(args, kwargs) -> tuple[int, ...] | None:
+def _permutation(args: Sequence[Any], kwargs: dict[str, Any]) -> tuple[int, ...] | None:
     """The ``dims`` of ``torch.permute(x, dims)`` / ``x.permute(*dims)``, or None."""
     order = kwargs.get("dims", args[1:])
     if len(order) == 1 and isinstance(order[0], (tuple, list, torch.Size)):
@@ -180,7 +185,8 @@ class _Tracer(TorchFunctionMode):
         entry = self.fields.get(id(t))
         return entry[1] if entry is not None and entry[0] is t else _UNKNOWN
 
-    def __torch_function__(self, func, types, args=(), kwargs=None):
+    def __torch_function__(self, func: Any, types: Any, args: Sequence[Any] = (),
+                           kwargs: dict[str, Any] | None = None) -> Any:
         kwargs = kwargs or {}
         out = func(*args, **kwargs)
         inputs = [t for t in _tensors((args, kwargs)) if id(t) in self.fields and self.fields[id(t)][0] is t]
@@ -192,7 +198,8 @@ class _Tracer(TorchFunctionMode):
                 self.fields[id(t)] = (t, field if same else _UNKNOWN)
         return out
 
-    def _propagate(self, name: str, args, kwargs, inputs: list[torch.Tensor], out: torch.Tensor):
+    def _propagate(self, name: str, args: Sequence[Any], kwargs: dict[str, Any], inputs: list[torch.Tensor],
+                   out: torch.Tensor) -> _Field | None:
         first = self.field_of(inputs[0]) if inputs[0] is args[0] else _UNKNOWN
         last_two = (2, 3)
         if name in _GEOMETRY:  # conv and pooling work on the last two dimensions
