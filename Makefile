@@ -52,7 +52,8 @@ weights: $(VENV)/.runtime
 ## make lint: ruff over the code, mypy over the library (settings in pyproject.toml)
 lint: $(VENV)/.dev
 	$(PY) -m ruff check vizhooks tests app.py benchmarks
-	$(PY) -m mypy vizhooks
+	$(PY) -m mypy
+	$(VENV)/bin/lint-imports
 
 # Browser tests drive Debian's chromium; Playwright's own browser download is never used.
 # fonts-wqy-zenhei: a CJK font, so the Chinese page (and its screenshots) shows characters.
