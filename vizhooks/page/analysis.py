@@ -184,7 +184,7 @@ def hook_calls_demo(model: torch.nn.Module, x: torch.Tensor, layer: str, passes:
     result: dict[str, list[int]] = {}
     calls = [0]
 
-    def count(module, args, output) -> None:
+    def count(module: torch.nn.Module, args: object, output: object) -> None:
         calls[0] += 1
 
     with model_lock(model), torch.inference_mode():

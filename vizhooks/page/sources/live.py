@@ -17,7 +17,9 @@ from __future__ import annotations
 import json
 import logging
 import os
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
+from typing import Any
 from urllib.parse import urlsplit
 
 import streamlit as st
@@ -95,7 +97,7 @@ class _Stream:
     error: str | None = None
 
 
-def _frames_callback(stream: _Stream):
+def _frames_callback(stream: _Stream) -> Callable[[list[Any]], Awaitable[list[Any]]]:
     """streamlit-webrtc's queued-frames callback: the newest frame through the processor; the
     older ones are counted as skipped. Runs in the WebRTC worker thread: no st.* here, and an
     error becomes a sentence for the page instead of ending the stream."""
