@@ -107,7 +107,6 @@ def forward_until(
         ...     maps = run(lambda: model(x))["layer2"]
     """
     names = list(dict.fromkeys(layers))
-    modules = dict(model.named_modules())
     found: dict[str, Any] = {}
 
     def hook_for(name: str) -> Callable[[nn.Module, Any, Any], None]:
@@ -131,7 +130,8 @@ def forward_until(
 
     with hooks_removed_after([]) as handles:
         for name in names:
-            handles.append(modules[name].register_forward_hook(hook_for(name)))
+            # get_submodule walks one path; the live view calls this for every frame
+            handles.append(model.get_submodule(name).register_forward_hook(hook_for(name)))
         yield run
 
 
