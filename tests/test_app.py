@@ -6,6 +6,7 @@ import ast
 import importlib
 import io
 import os
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -220,6 +221,23 @@ def test_page_code_stays_thin():
         assert not {m for m in imported if m == "torch" or m.startswith("torch.")}, path
         for forbidden in ("pyplot", "register_forward_hook", "register_forward_pre_hook", "register_full_backward"):
             assert forbidden not in source, (path, forbidden)
+
+
+#: Each repeated page pattern, as the code that writes it: one place each (vizhooks.page.widgets).
+PATTERNS = {
+    "the two-column layer loop": r"st\.columns\(2\) if len\(",
+    "keep the selection valid": r"session_state\.get\([^)]*\) not in ",
+    "a progress bar, then gone": r"\.empty\(\)",
+    "top-5 bars": r"top_classes\(.*, 5\)",
+    "a menu of the classes": r"range\(len\((cats|categories)\)\)",
+}
+
+
+def test_each_page_pattern_is_written_once():
+    for what, pattern in PATTERNS.items():
+        places = [f"{p.name}:{text[:m.start()].count(chr(10)) + 1}" for p in UI_FILES
+                  for text in [p.read_text()] for m in re.finditer(pattern, text)]
+        assert len(places) == 1 and places[0].startswith("widgets.py:"), (what, places)
 
 
 def _view_table(source: str) -> dict[str, str]:

@@ -17,7 +17,7 @@ from vizhooks.page.sources.video import video_sidebar
 from vizhooks.page.state import Choices, apply_quick_pick, keep_a_language, model_changed, picks_for
 from vizhooks.page.texts import LANGUAGE_NAMES, language, t
 from vizhooks.page.urlstate import CHANNEL_CHOICES, DEFAULTS, LANGS, SIZE_MAX, SIZE_MIN, SIZE_STEP
-from vizhooks.page.widgets import labels_for, layer_label, pick_label
+from vizhooks.page.widgets import keep_valid, labels_for, layer_label, pick_label
 from vizhooks.render import CMAPS, NORMS, ORDERS
 from vizhooks.weights import fetch_command
 
@@ -29,8 +29,7 @@ def sidebar() -> tuple[Choices, Any]:
     sb.segmented_control(t("language"), LANGS, key="lang", format_func=LANGUAGE_NAMES.__getitem__,
                          selection_mode="single", on_change=keep_a_language)
     models = list_models()
-    if st.session_state.get("model") not in models:  # an operator entry removed since
-        st.session_state["model"] = DEFAULTS["model"]
+    keep_valid("model", models, DEFAULTS["model"])  # an operator entry removed since
     lang = language()
     sb.selectbox(t("model"), models, key="model", help=t("model_help"),
                  format_func=lambda name: model_option(name, lang),

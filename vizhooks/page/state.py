@@ -13,6 +13,7 @@ from vizhooks.page.analysis import Analysis
 from vizhooks.page.sources.sample import default_sample, samples
 from vizhooks.page.texts import language_from_locale
 from vizhooks.page.urlstate import DEFAULTS, LANGS, parse_query, to_query
+from vizhooks.page.widgets import keep_valid
 
 
 @dataclass(frozen=True)
@@ -71,8 +72,7 @@ def init_state() -> None:
 
 
 def keep_a_language() -> None:
-    if st.session_state.get("lang") not in LANGS:  # a segmented control can be clicked off
-        st.session_state["lang"] = "en"
+    keep_valid("lang", LANGS, "en")  # a segmented control can be clicked off
 
 
 def apply_quick_pick() -> None:
