@@ -29,6 +29,8 @@ def run(cfg: Config, device: str = "cpu") -> Result:
     import torch
 
     import vizhooks as vz
+    from vizhooks.atlas import visualize_channel, visualize_channels
+    from vizhooks.ops import hook_count
 
     bundle = vz.load_model("resnet18", weights="none", device=device)
     model = bundle.model
@@ -41,11 +43,11 @@ def run(cfg: Config, device: str = "cpu") -> Result:
                f"torch threads: {torch.get_num_threads()}.", ""]
     for size in SIZES:
         def single(size=size):
-            vz.visualize_channel(model, LAYER, 0, size=size, steps=steps, mean=bundle.mean, std=bundle.std)
+            visualize_channel(model, LAYER, 0, size=size, steps=steps, mean=bundle.mean, std=bundle.std)
             sync()
 
         def batched(size=size):
-            vz.visualize_channels(model, LAYER, chans, size=size, steps=steps, mean=bundle.mean, std=bundle.std)
+            visualize_channels(model, LAYER, chans, size=size, steps=steps, mean=bundle.mean, std=bundle.std)
             sync()
 
         single(), batched()  # warm-up: allocator, oneDNN / cuDNN kernels for these shapes
@@ -73,7 +75,7 @@ def run(cfg: Config, device: str = "cpu") -> Result:
         sync()
 
     def one_step():
-        vz.visualize_channel(model, LAYER, 0, size=128, steps=steps, mean=bundle.mean, std=bundle.std)
+        visualize_channel(model, LAYER, 0, size=128, steps=steps, mean=bundle.mean, std=bundle.std)
         sync()
 
     with torch.enable_grad():
@@ -87,7 +89,7 @@ def run(cfg: Config, device: str = "cpu") -> Result:
         target="≤ 1.3 x", status="PASS" if ratio <= 1.3 else "MISS",
         numbers={"step_s": median(t_one), "bare_s": median(t_bare), "ratio": ratio},
     ))
-    if vz.hook_count(model) != 0:
+    if hook_count(model) != 0:
         raise RuntimeError("feature visualization left hooks behind")
     return Result(rows=rows, details=details)
 

@@ -18,12 +18,14 @@ def measure(device: str, pairs: int) -> tuple[dict[str, float], dict[str, list[f
     import torch
 
     import vizhooks as vz
+    from vizhooks.images import preprocess
+    from vizhooks.layers import conv_layers
 
     bundle = vz.load_model("resnet18", weights="none", device=device)
     model = bundle.model
-    x_cpu = vz.preprocess(vz.load_image(SAMPLE), 224)
+    x_cpu = preprocess(vz.load_image(SAMPLE), 224)
     x = x_cpu.to(device)
-    convs = [layer.name for layer in vz.conv_layers(model)]
+    convs = [layer.name for layer in conv_layers(model)]
     modules = dict(model.named_modules())
     sync = torch.cuda.synchronize if device.startswith("cuda") else (lambda: None)
     kept: list = []

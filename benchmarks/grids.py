@@ -100,9 +100,10 @@ def run(cfg: Config) -> Result:
 
     matplotlib.use("Agg")
     import vizhooks as vz
+    from vizhooks.images import preprocess
 
     bundle = vz.load_model("resnet18", weights="none", device="cpu")
-    x = vz.preprocess(vz.load_image(SAMPLE), 224)
+    x = preprocess(vz.load_image(SAMPLE), 224)
     acts = vz.capture(bundle.model, x, "all")
     if cfg.quick:  # smoke test: the smallest and the largest-channel layer only
         acts = {name: acts[name] for name in ("conv1", "layer4.1.conv2")}

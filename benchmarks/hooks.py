@@ -13,11 +13,14 @@ def run(cfg: Config) -> Result:
     import torch
 
     import vizhooks as vz
+    from vizhooks.images import preprocess
+    from vizhooks.layers import conv_layers
+    from vizhooks.ops import hook_count
 
     bundle = vz.load_model("resnet18", weights="none", device="cpu")
     model = bundle.model
-    x = vz.preprocess(vz.load_image(SAMPLE), 224)
-    names = [layer.name for layer in vz.conv_layers(model)]
+    x = preprocess(vz.load_image(SAMPLE), 224)
+    names = [layer.name for layer in conv_layers(model)]
     kept = {}
 
     def bare():
@@ -29,7 +32,7 @@ def run(cfg: Config) -> Result:
 
     pairs = max(3, 3 * cfg.repeat)
     t_bare, t_cap = alternate(bare, hooked, pairs, warmup=2)
-    if vz.hook_count(model) != 0 or len(kept) != len(names):
+    if hook_count(model) != 0 or len(kept) != len(names):
         raise RuntimeError("capture left hooks behind or missed layers")
     m_bare, m_cap = median(t_bare), median(t_cap)
     ratio = m_cap / m_bare

@@ -91,7 +91,7 @@ def _in_stream_thread(fn, threads: int | None):
 
 def _server_rate(bundle, layer: str, seconds: float, threads: int | None = None) -> tuple[float, object]:
     from vizhooks.live import LiveProcessor, LiveSettings
-    from vizhooks.page.live import LIVE_THREADS
+    from vizhooks.page.sources.live import LIVE_THREADS
 
     return _in_stream_thread(lambda: _rate(LiveProcessor(bundle, LiveSettings(layer=layer, size=SIZE)), seconds),
                              LIVE_THREADS if threads is None else threads)
@@ -116,8 +116,8 @@ def _breakdown(bundle, repeat: int) -> list[str]:
     from aiortc.codecs import get_encoder
     from aiortc.rtcrtpparameters import RTCRtpCodecParameters
 
-    from vizhooks import model_lock
     from vizhooks.live import LiveProcessor, LiveSettings, compose
+    from vizhooks.ops import model_lock
 
     live = LiveProcessor(bundle, LiveSettings(layer=LAYER, size=SIZE))
     frame = _frames(1)[0]
@@ -245,7 +245,8 @@ def run(cfg: Config, browser: bool = True, seconds: float | None = None) -> Resu
     import torch
 
     import vizhooks as vz
-    from vizhooks.page.live import LIVE_THREADS
+    from vizhooks.ops import hook_count
+    from vizhooks.page.sources.live import LIVE_THREADS
 
     bundle = vz.load_model("resnet18", weights="none", device="cpu")
     alone_s = 0.5 if cfg.quick else 5.0
@@ -270,7 +271,7 @@ def run(cfg: Config, browser: bool = True, seconds: float | None = None) -> Resu
                 f"{LIVE_THREADS}: {two:.1f} frames/s alone (why the stream uses {LIVE_THREADS}: "
                 f"vizhooks.live.limit_torch_threads_here).", ""]
     details += _in_stream_thread(lambda: _breakdown(bundle, 3 if cfg.quick else 15), LIVE_THREADS)
-    if vz.hook_count(bundle.model) != 0:
+    if hook_count(bundle.model) != 0:
         raise RuntimeError("the live processor left hooks behind")
 
     case = f"end to end: Chromium fake camera → page → {LAYER} grid at {SIZE} px → browser"

@@ -73,10 +73,11 @@ def main(argv: list[str] | None = None) -> int:
     import torch
 
     import vizhooks as vz
+    from vizhooks.images import preprocess
 
     from .common import SAMPLE
 
-    x = vz.preprocess(vz.load_image(SAMPLE), args.size)
+    x = preprocess(vz.load_image(SAMPLE), args.size)
     out = {"model": args.model, "size": args.size, "mode": args.mode, "input": list(x.shape),
            "start_peak": start, "imports_peak": peak_mib()}
     bundle = vz.load_model(args.model, weights="none", device="cpu")

@@ -70,8 +70,9 @@ def _measure(cfg: Config, st, AppTest, passes: dict) -> Result:
     first = timed(at.run)
     _ok(at)
     import vizhooks as vz
+    from vizhooks.layers import conv_layers
 
-    convs = [layer.name for layer in vz.conv_layers(vz.load_model("resnet18", weights="none", device="cpu").model)]
+    convs = [layer.name for layer in conv_layers(vz.load_model("resnet18", weights="none", device="cpu").model)]
     lists = unseen_layer_lists(convs)
     state = {"cmap": 0, "bad": [], "layers": TOUR}
     if passes["n"] != 1:

@@ -51,6 +51,8 @@ def run(cfg: Config, device: str = "cpu") -> Result:
     import torch
 
     import vizhooks as vz
+    from vizhooks.ops import hook_count
+    from vizhooks.video import capture_frames, layer_video, read_frames
 
     n = 4 if cfg.quick else 48
     pairs = 1 if cfg.quick else max(1, cfg.repeat)
@@ -58,15 +60,15 @@ def run(cfg: Config, device: str = "cpu") -> Result:
     os.close(fd)
     try:
         _clip(path, n)
-        t_read = [timed(lambda: vz.read_frames(path, max_frames=n)) for _ in range(pairs)]
-        frames = vz.read_frames(path, max_frames=n)
+        t_read = [timed(lambda: read_frames(path, max_frames=n)) for _ in range(pairs)]
+        frames = read_frames(path, max_frames=n)
     finally:
         os.unlink(path)
     bundle = vz.load_model("resnet18", weights="none", device=device)
     sync = torch.cuda.synchronize if device.startswith("cuda") else (lambda: None)
 
     def batched():
-        vz.capture_frames(bundle, frames, LAYERS, size=SIZE, batch=BATCH)
+        capture_frames(bundle, frames, LAYERS, size=SIZE, batch=BATCH)
         sync()
 
     def singles():
@@ -77,11 +79,11 @@ def run(cfg: Config, device: str = "cpu") -> Result:
     t_batch, t_single = alternate(batched, singles, pairs)
     sb, ss = median(t_batch), median(t_single)
     speedup = ss / sb
-    acts = vz.capture_frames(bundle, frames, LAYERS[:1], size=SIZE, batch=BATCH)[LAYERS[0]]
+    acts = capture_frames(bundle, frames, LAYERS[:1], size=SIZE, batch=BATCH)[LAYERS[0]]
     encoded: list[tuple[bytes, str, str]] = []
-    t_encode = [timed(lambda: encoded.append(vz.layer_video(acts, fps=8, channels=16))) for _ in range(pairs)]
+    t_encode = [timed(lambda: encoded.append(layer_video(acts, fps=8, channels=16))) for _ in range(pairs)]
     data, mime, _ = encoded[-1]
-    if vz.hook_count(bundle.model) != 0:
+    if hook_count(bundle.model) != 0:
         raise RuntimeError("capture_frames left hooks behind")
     te = median(t_encode)
     rows = [
