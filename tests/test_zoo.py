@@ -44,8 +44,9 @@ def _cls(module: str, name: str) -> type[nn.Module]:
 #: arch -> (block class as torchvision defines it, number of blocks from the paper's stage table)
 BLOCKS: dict[str, tuple[tuple[type[nn.Module], ...], int]] = {
     "resnet18": ((_cls("resnet", "BasicBlock"),), 2 + 2 + 2 + 2),
-    "vgg11": ((), 0),  # plain stacks of convs: no repeated unit
-    "alexnet": ((), 0),
+    # plain stacks of convs: a block is a stage between poolings, ending on the ReLU before the pool
+    "vgg11": ((nn.ReLU,), 5),
+    "alexnet": ((nn.ReLU,), 3),
     "googlenet": ((_cls("googlenet", "Inception"),), 9),  # 3a 3b 4a-4e 5a 5b
     "inception_v3": (  # Mixed_5b-d (A), 6a (B), 6b-e (C), 7a (D), 7b-c (E)
         tuple(_cls("inception", f"Inception{c}") for c in "ABCDE"), 3 + 1 + 4 + 1 + 2),
@@ -64,6 +65,17 @@ BLOCKS: dict[str, tuple[tuple[type[nn.Module], ...], int]] = {
     "maxvit_t": ((_cls("maxvit", "MaxVitLayer"),), 2 + 2 + 5 + 2),
 }
 ARCHS = list(BLOCKS)
+PLAIN = {"vgg11", "alexnet"}  # no repeated unit of their own: blocks are the stages between pools
+
+
+def _expected_blocks(arch: str, model: nn.Module) -> list[str]:
+    """The blocks worked out here: every module of the family's block class, or, for a plain stack,
+    the last layer of ``features`` before each MaxPool2d."""
+    if arch in PLAIN:
+        layers = list(model.features)
+        return [f"features.{i - 1}" for i, layer in enumerate(layers) if isinstance(layer, nn.MaxPool2d)]
+    classes = BLOCKS[arch][0]
+    return [n for n, m in model.named_modules() if classes and isinstance(m, classes)]
 FIXED_224 = {"vit_b_16", "swin_t", "maxvit_t"}
 SMALL = 64  # the size asked of models that take any size
 
@@ -135,7 +147,7 @@ def test_blocks_are_each_familys_unit(zoo):
     assert len(blocks) == count, arch
     assert all(isinstance(modules[b.name], classes) for b in blocks), arch
     # independently: every module of those classes, in order, is a block (none nests another here)
-    expected = [n for n, m in bundle.model.named_modules() if classes and isinstance(m, classes)]
+    expected = _expected_blocks(arch, bundle.model)
     assert [b.name for b in blocks] == expected
     assert [(b.index, b.count, b.kind) for b in blocks] == [(i, count, "block") for i in range(1, count + 1)]
 
@@ -155,7 +167,7 @@ def test_quick_picks_exist_and_resolve(zoo):
     expected = {
         "downsampling": [n for n in convs if max(modules[n].stride) > 1],
         "convs": convs,
-        "blocks": [n for n, m in bundle.model.named_modules() if BLOCKS[arch][0] and isinstance(m, BLOCKS[arch][0])],
+        "blocks": _expected_blocks(arch, bundle.model),
     }
     keys = list(picks)
     for key, names in expected.items():
