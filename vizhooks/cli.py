@@ -136,11 +136,11 @@ def _maps_arguments(p: argparse.ArgumentParser) -> None:
 
 
 def _list_layers(args: argparse.Namespace) -> int:
+    from .architectures import build
     from .layers import reference_hw
+    from .models import input_spec
 
     entry = resolve_entry(args.model)
-    from .models import build, input_spec
-
     model = build(entry.arch, device="meta")
     side = input_spec(entry.arch, model).fixed_size or args.size
     infos = describe_layers(model, (side, side) if side else reference_hw(args.model))
