@@ -37,7 +37,6 @@ SLOW: tuple[str, ...] = (
     "tests/test_app.py::test_default_view_shows_input_and_grids",
     "tests/test_app.py::test_display_changes_do_not_run_the_model",
     "tests/test_app.py::test_switch_model_layers_and_capture_kind",
-    "tests/test_app.py::test_good_uploads[rotated.jpg-data3-448",
     "tests/test_app.py::test_bad_uploads_show_an_error_and_the_page_recovers[empty.png--empty]",
     "tests/test_app.py::test_downloads_are_offered",
     "tests/test_app.py::test_every_view_renders[gradients]",
@@ -148,6 +147,7 @@ def _listed(nodeid: str, prefixes: tuple[str, ...]) -> bool:
     return any(nodeid == p or nodeid.startswith((p + "::", p + "[")) for p in prefixes)
 
 
+@pytest.hookimpl(tryfirst=True)  # before -m deselects by these markers
 def pytest_collection_modifyitems(config, items):
     """Marks by place, so `-m "not (browser or slow or packaging or bench)"` is the fast loop."""
     for item in items:
