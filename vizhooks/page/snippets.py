@@ -8,10 +8,10 @@ compares what it prints with what the page shows.
 
 from __future__ import annotations
 
-from ..capture import _channels_last_modules
+from ..architectures import SEED, TIMM_PREFIX, build_kwargs, imagenet_weights
 from ..images import MAX_SIZE
-from ..models import _SEED, TIMM_PREFIX, _build_kwargs, input_spec, meta_model, resolve_entry
-from ..weights import imagenet_weights
+from ..maps import channels_last_modules
+from ..models import input_spec, meta_model, resolve_entry
 
 VIEWS = ("maps", "gradients", "gradcam", "backward", "table")
 #: Bodies used by the lesson only (see vizhooks/page/lesson.py).
@@ -61,7 +61,7 @@ def _constructor(name: str, pretrained: bool, num_classes: int | None) -> str:
     entry = resolve_entry(name)
     arch = entry.arch
     # random weights are the page's own: the same seed, so every number printed matches the page
-    seed = "" if pretrained else f"torch.manual_seed({_SEED})\n"
+    seed = "" if pretrained else f"torch.manual_seed({SEED})\n"
     if arch.startswith(TIMM_PREFIX):
         return (f"import timm\n\n{seed}model = timm.create_model({arch.removeprefix(TIMM_PREFIX)!r}, "
                 f"pretrained={pretrained}).eval()\n")
@@ -73,7 +73,7 @@ def _constructor(name: str, pretrained: bool, num_classes: int | None) -> str:
     # what the pretrained builder would set: the input size (ViT-H/14: 518) shapes every layer, and
     # GoogLeNet / Inception v3 normalise their input again inside (transform_input) and skip their
     # own initialisation (init_weights=False)
-    extra = "".join(f", {k}={v!r}" for k, v in _build_kwargs(arch).items() if k != "num_classes")
+    extra = "".join(f", {k}={v!r}" for k, v in build_kwargs(arch).items() if k != "num_classes")
     return f"{seed}model = models.{arch}(weights=None{extra}).eval()\n"
 
 
@@ -93,7 +93,7 @@ def _preamble(name: str, image: str, size: int, pretrained: bool, num_classes: i
         head += localise(_FREE_SIZE, lang).format(size=size, cap=min(2 * size, 2 * MAX_SIZE), image=image,
                                                  resample=resample)
     return head + localise(_NORMALISE, lang).format(mean=list(spec.mean), std=list(spec.std),
-                                    channels_last=sorted(_channels_last_modules(model) & set(layers)))
+                                    channels_last=sorted(channels_last_modules(model) & set(layers)))
 
 
 _MAPS_OUTPUT = '''
