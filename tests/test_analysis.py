@@ -428,9 +428,9 @@ def test_architecture_convs_builds_on_meta_device(monkeypatch):
         return build
 
     monkeypatch.setattr(torchvision.models, "get_model_builder", spying_get)
-    import vizhooks.models as vm
+    from vizhooks.architectures import meta_build
 
-    vm._meta.cache_clear()  # bypass the caches: really build
+    meta_build.cache_clear()  # bypass the caches: really build
     convs = [c for c in architecture_layers.__wrapped__("resnet152") if c.kind == "conv"]
     assert len(seen) == 1, "architecture_layers must build the model through get_model_builder"
     assert seen[0] == {"meta"}

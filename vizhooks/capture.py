@@ -14,9 +14,7 @@ from torch import nn
 
 from ._hooks import call_key, check_input, first_tensor, hooks_removed_after, keep, model_device, model_lock
 from .layers import resolve_layers
-from .maps import as_map, channels_last_modules, maps_of
-
-_channels_last_modules = channels_last_modules  # the old name, until vizhooks.page imports it from maps
+from .maps import as_map, maps_of
 
 __all__ = ["as_map", "capture", "capture_with_output", "hook_count", "is_out_of_memory", "model_lock",
            "release_memory"]

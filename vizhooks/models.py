@@ -26,7 +26,7 @@ from PIL import Image
 from torch import nn
 from torchvision import models as tvm
 
-from .architectures import SEED, TIMM_PREFIX, build, build_kwargs, drop_aux_heads, meta_build, timm_module
+from .architectures import TIMM_PREFIX, build, drop_aux_heads, meta_build, timm_module
 from .images import IMAGENET_MEAN, IMAGENET_STD, InputSpec, fit_to_model, to_tensor
 from .weights import (
     DOWNLOAD_TIMEOUT_S,
@@ -45,11 +45,6 @@ from .weights import (
 )
 
 ARCHITECTURES: tuple[str, ...] = ("resnet18", "resnet34", "resnet50", "resnet101", "resnet152")
-
-# Old names, kept while vizhooks.page moves to the new homes (architectures.SEED, build_kwargs).
-_SEED = SEED
-_build_kwargs = build_kwargs
-_meta = meta_build
 
 #: Families in the order the page lists them: (label, name prefixes).
 FAMILIES: tuple[tuple[str, tuple[str, ...]], ...] = (
