@@ -475,3 +475,26 @@ def test_cli_help_and_light_import(capsys):
     code = "import sys, vizhooks; print(sorted(m for m in ('pyarrow', 'pandas', 'streamlit') if m in sys.modules))"
     done = subprocess.run([sys.executable, "-c", code], cwd=ROOT, env=env, capture_output=True, text=True, timeout=120)
     assert done.returncode == 0 and done.stdout.strip() == "[]", done.stderr
+
+
+def test_rate_line_shows_count_rate_time_left_and_a_closing_line(monkeypatch, capsys):
+    """The progress line both engines share: at most twice a second, time left from the rate so far."""
+    from vizhooks.atlas import state
+
+    clock = iter([100.0, 101.0, 101.2, 102.0, 104.0])
+    monkeypatch.setattr(state.time, "monotonic", lambda: next(clock))
+    line = state.RateLine(total=40, show=True)  # started at 100.0
+    line.update(10)  # 101.0: 10 images in 1 s -> 30 left take 3 s
+    line.update(11)  # 101.2: too soon, nothing written
+    line.update(20)  # 102.0: 20 in 2 s -> 20 left take 2 s
+    line.finish()  # 104.0: 40 in 4 s
+    err = capsys.readouterr().err.split("\r")[1:]
+    assert err[0].strip() == "10/40 images, 10.0 images/s, 0m03s left"
+    assert err[1].strip() == "20/40 images, 10.0 images/s, 0m02s left"
+    assert err[2].strip() == "40/40 images, 10.0 images/s, done."
+    assert len(err) == 3
+    monkeypatch.setattr(state.time, "monotonic", lambda: 200.0)
+    quiet = state.RateLine(total=40, show=False)
+    quiet.update(5)
+    quiet.finish()
+    assert capsys.readouterr().err == ""

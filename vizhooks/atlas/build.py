@@ -4,8 +4,6 @@
 from __future__ import annotations
 
 import os
-import sys
-import time
 from collections.abc import Callable, Iterable
 from pathlib import Path
 
@@ -15,7 +13,7 @@ from ..layers import resolve_layers
 from ..models import ModelBundle
 from .receptive import receptive_fields
 from .scan import Buckets, Files, Prepare, as_list, fold, list_images
-from .state import ENGINES, IMAGE_EXTENSIONS, AtlasError, Job, PartialAtlas, check_settings, duration, trace_hw
+from .state import ENGINES, IMAGE_EXTENSIONS, AtlasError, Job, PartialAtlas, RateLine, check_settings, trace_hw
 from .store import Atlas, Progress, load_atlas, resume, write_atlas
 
 __all__ = ["build_atlas", "check_engine"]
@@ -28,24 +26,18 @@ def _local_engine(job: Job, todo: list[str], state: PartialAtlas, *, workers: in
     loader = torch.utils.data.DataLoader(
         Files(job.root, todo, Prepare(job.bundle, job.size)), batch_size=job.batch, shuffle=False,
         num_workers=workers, collate_fn=as_list, persistent_workers=False)
-    buckets, batches, started, shown = Buckets(job.batch), 0, time.monotonic(), 0.0
+    buckets, batches, line = Buckets(job.batch), 0, RateLine(len(todo), progress)
     handled = 0
 
     def fold_one(items: list[dict]) -> None:
-        nonlocal batches, shown
+        nonlocal batches
         fold(job, state, items)
         batches += 1
         if batches % checkpoint_every == 0:
             save()
         if on_batch is not None:
             on_batch(batches, state)
-        now = time.monotonic()
-        if progress and now - shown >= 0.5:
-            shown = now
-            rate = (handled or 1) / max(now - started, 1e-9)
-            left = (len(todo) - handled) / rate
-            print(f"\r{handled}/{len(todo)} images, {rate:.1f} images/s, {duration(left)} left  ",
-                  end="", file=sys.stderr, flush=True)
+        line.update(handled)
 
     for chunk in loader:
         for item in chunk:
@@ -57,9 +49,7 @@ def _local_engine(job: Job, todo: list[str], state: PartialAtlas, *, workers: in
                 fold_one(ready)
     for ready in buckets.rest():
         fold_one(ready)
-    if progress and todo:
-        rate = len(todo) / max(time.monotonic() - started, 1e-9)
-        print(f"\r{len(todo)}/{len(todo)} images, {rate:.1f} images/s, done.{' ' * 12}", file=sys.stderr)
+    line.finish()
 
 
 def check_engine(engine: str) -> None:

@@ -11,15 +11,13 @@ arrive. Ray is imported only inside :func:`run_ray`.
 from __future__ import annotations
 
 import os
-import sys
-import time
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 from ..models import ModelBundle
 from .scan import scan_paths
-from .state import AtlasError, Job, PartialAtlas, duration
+from .state import AtlasError, Job, PartialAtlas, RateLine
 
 SHARD_BATCHES = 4  # batches of work per shard: fewer round trips, fuller same-shape batches
 
@@ -123,7 +121,7 @@ def run_ray(job: Job, todo: list[str], state: PartialAtlas, *, workers: int, sav
             _ShardScanner, batch_size=1, concurrency=count, num_cpus=1, num_gpus=1 if gpus else 0,
             fn_constructor_kwargs={"bundle_ref": ray.put(job.bundle), "gpu": bool(gpus), "shards": shards,
                                    "args": args})
-        merged, handled, started, shown = 0, 0, time.monotonic(), 0.0
+        merged, handled, line = 0, 0, RateLine(len(todo), progress)
         for batch in parts.iter_batches(batch_size=1, batch_format="numpy"):
             for blob in batch["part"]:
                 part = pickle.loads(blob)
@@ -136,16 +134,8 @@ def run_ray(job: Job, todo: list[str], state: PartialAtlas, *, workers: int, sav
                     save()
                 if on_batch is not None:
                     on_batch(merged, state)
-                now = time.monotonic()
-                if progress and now - shown >= 0.5:
-                    shown = now
-                    rate = handled / max(now - started, 1e-9)
-                    print(f"\r{handled}/{len(todo)} images, {rate:.1f} images/s, "
-                          f"{duration(max(len(todo) - handled, 0) / rate)} left  ", end="", file=sys.stderr,
-                          flush=True)
-        if progress:
-            rate = len(todo) / max(time.monotonic() - started, 1e-9)
-            print(f"\r{len(todo)}/{len(todo)} images, {rate:.1f} images/s, done.{' ' * 12}", file=sys.stderr)
+                line.update(handled)
+        line.finish()
     finally:
         if started_here:
             ray.shutdown()

@@ -6,6 +6,8 @@ from __future__ import annotations
 
 import dataclasses
 import math
+import sys
+import time
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -197,3 +199,27 @@ def trace_hw(bundle: ModelBundle, size: int) -> tuple[int, int]:
 def duration(seconds: float) -> str:
     seconds = int(math.ceil(seconds))
     return f"{seconds // 3600}h{seconds // 60 % 60:02d}m" if seconds >= 3600 else f"{seconds // 60}m{seconds % 60:02d}s"
+
+
+class RateLine:
+    """The one rewritten stderr line both engines show while they run: done / total, images per
+    second and time left, at most twice a second; ``finish`` writes the closing line."""
+
+    def __init__(self, total: int, show: bool) -> None:
+        self.total, self.show = total, show
+        self.started, self.shown = time.monotonic(), 0.0
+
+    def update(self, handled: int) -> None:
+        now = time.monotonic()
+        if not self.show or now - self.shown < 0.5:
+            return
+        self.shown = now
+        rate = max(handled, 1) / max(now - self.started, 1e-9)
+        left = duration(max(self.total - handled, 0) / rate)
+        print(f"\r{handled}/{self.total} images, {rate:.1f} images/s, {left} left  ", end="", file=sys.stderr,
+              flush=True)
+
+    def finish(self) -> None:
+        if self.show and self.total:
+            rate = self.total / max(time.monotonic() - self.started, 1e-9)
+            print(f"\r{self.total}/{self.total} images, {rate:.1f} images/s, done.{' ' * 12}", file=sys.stderr)
