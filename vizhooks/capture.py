@@ -16,8 +16,7 @@ from ._hooks import call_key, check_input, first_tensor, hooks_removed_after, ke
 from .layers import resolve_layers
 from .maps import as_map, maps_of
 
-__all__ = ["as_map", "capture", "capture_with_output", "hook_count", "is_out_of_memory", "model_lock",
-           "release_memory"]
+__all__ = ["as_map", "capture", "capture_with_output", "model_lock"]
 
 
 def capture_with_output(
@@ -106,33 +105,3 @@ def capture(
     """
     return capture_with_output(model, x, layers, what=what, as_maps=as_maps)[0]
 
-
-def hook_count(model: nn.Module) -> int:
-    """Number of hooks of every kind registered on ``model`` and its submodules."""
-    total = 0
-    for m in model.modules():
-        for attr in (
-            "_forward_hooks",
-            "_forward_pre_hooks",
-            "_backward_hooks",
-            "_backward_pre_hooks",
-        ):
-            total += len(getattr(m, attr, {}))
-    return total
-
-
-def is_out_of_memory(exc: BaseException) -> bool:
-    """True for CUDA / MPS / host out-of-memory errors (each backend words it differently)."""
-    if isinstance(exc, (MemoryError, torch.cuda.OutOfMemoryError)):
-        return True
-    return isinstance(exc, RuntimeError) and "out of memory" in str(exc).lower()
-
-
-def release_memory() -> None:
-    """After a failed run: drop garbage and give cached GPU memory back, so the next request
-    (from any session) starts clean."""
-    import gc
-
-    gc.collect()
-    if torch.cuda.is_available():
-        torch.cuda.empty_cache()

@@ -5,8 +5,42 @@ counted to prove none is left behind, and an out-of-memory failure is recognised
 handed back before the next request.
 """
 
+import gc
+
+import torch
+from torch import nn
+
 from ._hooks import model_lock
-from .capture import hook_count, is_out_of_memory, release_memory
 from .weights import checkpoint_path
+
+
+def hook_count(model: nn.Module) -> int:
+    """Number of hooks of every kind registered on ``model`` and its submodules."""
+    total = 0
+    for m in model.modules():
+        for attr in (
+            "_forward_hooks",
+            "_forward_pre_hooks",
+            "_backward_hooks",
+            "_backward_pre_hooks",
+        ):
+            total += len(getattr(m, attr, {}))
+    return total
+
+
+def is_out_of_memory(exc: BaseException) -> bool:
+    """True for CUDA / MPS / host out-of-memory errors (each backend words it differently)."""
+    if isinstance(exc, (MemoryError, torch.cuda.OutOfMemoryError)):
+        return True
+    return isinstance(exc, RuntimeError) and "out of memory" in str(exc).lower()
+
+
+def release_memory() -> None:
+    """After a failed run: drop garbage and give cached GPU memory back, so the next request
+    (from any session) starts clean."""
+    gc.collect()
+    if torch.cuda.is_available():
+        torch.cuda.empty_cache()
+
 
 __all__ = ["checkpoint_path", "hook_count", "is_out_of_memory", "model_lock", "release_memory"]
