@@ -7,6 +7,7 @@ import os
 import random
 import re
 import threading
+import time
 import tomllib
 from pathlib import Path
 
@@ -20,7 +21,7 @@ from PIL import Image
 
 import vizhooks as vz
 import vizhooks.page.analysis as va
-from tests.helpers import PAGE_FILES, ROOT
+from tests.helpers import PAGE_FILES, ROOT, count_hooks
 from vizhooks.budget import CaptureTooLargeError, capture_bytes, check_capture
 from vizhooks.images import MAX_PIXELS
 from vizhooks.layers import architecture_convs, conv_layers
@@ -29,11 +30,6 @@ from vizhooks.page.analysis import analyse
 from vizhooks.page.cache import ByteLRU
 
 SAMPLES = sorted(p for p in (ROOT / "sample_images").iterdir() if p.suffix in (".jpg", ".png"))
-
-
-def _hooks(model) -> int:
-    return sum(len(m._forward_hooks) + len(m._forward_pre_hooks) + len(m._backward_hooks)
-               + len(m._backward_pre_hooks) for m in model.modules())
 
 
 # --- memory budget ------------------------------------------------------------------------------
@@ -109,6 +105,113 @@ def test_byte_lru_threads():
     assert not errors and cache.total_bytes == 100 * len(cache) <= 10_000
 
 
+
+# --- single flight: identical requests at the same time compute once ------------------------------
+
+
+def _race(n: int, call) -> list:
+    """``call()`` from ``n`` threads released together; each thread's result or exception."""
+    start = threading.Barrier(n)
+    results: list = [None] * n
+
+    def work(i: int) -> None:
+        start.wait()
+        try:
+            results[i] = call()
+        except BaseException as exc:  # returned for the test to look at
+            results[i] = exc
+
+    threads = [threading.Thread(target=work, args=(i,)) for i in range(n)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join(timeout=60)
+    assert not any(thread.is_alive() for thread in threads), "a waiter hung"
+    return results
+
+
+def test_single_flight_computes_once_and_every_waiter_gets_that_object():
+    cache, made = ByteLRU(10_000), []
+
+    def create():
+        made.append(1)
+        time.sleep(0.3)  # long enough that every thread arrives while it runs
+        return {"value": len(made)}
+
+    results = _race(12, lambda: cache.get_or_create("k", create, lambda v: 100))
+    assert len(made) == 1 and cache.computed == 1 and cache.hits == 11
+    assert all(r is results[0] for r in results) and results[0] == {"value": 1}
+    assert cache.in_flight == 0 and len(cache) == 1
+
+
+def test_single_flight_too_large_value_still_reaches_every_waiter():
+    cache, made = ByteLRU(10), []
+
+    def create():
+        made.append(1)
+        time.sleep(0.2)
+        return object()
+
+    results = _race(6, lambda: cache.get_or_create("big", create, lambda v: 1_000))
+    assert len(made) == 1 and all(r is results[0] for r in results) and len(cache) == 0
+
+
+def test_single_flight_failure_reaches_every_waiter_and_is_not_kept():
+    cache, made = ByteLRU(10_000), []
+
+    def failing():
+        made.append(1)
+        time.sleep(0.3)
+        raise ValueError("this photo cannot be read")
+
+    results = _race(8, lambda: cache.get_or_create("k", failing, lambda v: 1))
+    assert len(made) == 1
+    assert all(isinstance(r, ValueError) and str(r) == "this photo cannot be read" for r in results)
+    assert len(cache) == 0 and cache.in_flight == 0 and cache.computed == 0
+    # not cached: the next request computes again, and this time it works
+    assert cache.get_or_create("k", lambda: "fine", lambda v: 1) == "fine" and len(made) == 1
+
+
+def test_single_flight_wait_is_bounded_and_the_first_request_still_finishes():
+    from vizhooks.page.cache import StillComputingError
+
+    cache, release = ByteLRU(10_000, wait_seconds=0.2), threading.Event()
+    first: list = []
+    runner = threading.Thread(target=lambda: first.append(
+        cache.get_or_create("slow", lambda: release.wait(30) and "done", lambda v: 1)))
+    runner.start()
+    while cache.in_flight == 0:
+        time.sleep(0.01)
+    with pytest.raises(StillComputingError, match="another session"):
+        cache.get_or_create("slow", lambda: "second", lambda v: 1)
+    release.set()
+    runner.join(timeout=30)
+    assert first == ["done"] and cache.get_or_create("slow", lambda: "again", lambda v: 1) == "done"
+
+
+def test_single_flight_create_may_ask_for_its_own_key_without_waiting_on_itself():
+    cache = ByteLRU(10_000, wait_seconds=5)
+
+    def create():
+        return "inner:" + cache.get_or_create("k", lambda: "x", lambda v: 1)
+
+    assert cache.get_or_create("k", create, lambda v: 1) == "inner:x"
+
+
+def test_simultaneous_first_requests_of_the_page_run_one_analysis(fresh_results):
+    """Six sessions asking the page's results for the same analysis at once: one forward pass."""
+    from tests.helpers import whole_passes
+    from vizhooks.page import results
+
+    data = (ROOT / "sample_images" / "chelsea.jpg").read_bytes()
+    results.get_bundle("resnet18")  # built before the race: the model cache is Streamlit's own
+    args = ("resnet18", va.image_digest(data), data, 96, ("conv1", "layer2.0.conv1"), "output")
+    with whole_passes() as passes:
+        got = _race(6, lambda: results.get_analysis(*args))
+    assert not any(isinstance(r, BaseException) for r in got), got
+    assert len(passes) == 1 and all(r is got[0] for r in got)
+
+
 # --- 300 requests in a row ----------------------------------------------------------------------
 
 
@@ -147,7 +250,7 @@ def test_300_requests_keep_memory_hooks_figures_and_temp_files_bounded(tmp_path,
     rss.append(_rss_mb())
     growth = rss[1] - rss[0]
     assert growth < 100, f"resident memory grew {growth:.0f} MB after warm-up"
-    assert all(_hooks(b.model) == 0 for b in bundles)
+    assert all(count_hooks(b.model) == 0 for b in bundles)
     assert plt.get_fignums() == []
     assert list(tmp_path.iterdir()) == []
     assert cache.total_bytes <= 20e6
@@ -176,7 +279,7 @@ def test_failure_mid_backward_restores_everything(resnet18):
     finally:
         handle.remove()
     assert calls["n"] == 1
-    assert _hooks(model) == 0 and not model.training
+    assert count_hooks(model) == 0 and not model.training
     assert [(p.requires_grad, p.grad) for p in model.parameters()] == before
     assert vz.capture_gradients(model, torch.randn(1, 3, 64, 64), ["conv1"])["conv1"].shape[1] == 64
 

@@ -11,6 +11,7 @@ import streamlit as st
 import vizhooks as vz
 from vizhooks.budget import CaptureTooLargeError
 from vizhooks.ops import is_out_of_memory, release_memory
+from vizhooks.page.cache import StillComputingError
 from vizhooks.page.texts import t
 from vizhooks.video import InvalidVideoError
 
@@ -33,6 +34,8 @@ def shown_errors() -> Iterator[None]:
         st.error(t("bad_model", reason=str(exc)))
     except CaptureTooLargeError as exc:
         st.warning(t("too_large", reason=str(exc)))
+    except StillComputingError:  # the same request, still running for another session
+        st.warning(t("still_computing"))
     except (ValueError, KeyError) as exc:
         LOG.warning("refused: %s", exc)
         st.error(t("bad_input", reason=str(exc)))

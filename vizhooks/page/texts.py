@@ -105,6 +105,9 @@ EN: dict[str, str] = {
         "smaller input size and try again."
     ),
     "too_large": "{reason}",
+    "still_computing": (
+        "The same request is still being computed for another visitor. Please wait a moment and try again."
+    ),
     "running": "Running {model} with hooks on {n} layer(s)…",
     "rendering": "Drawing layer {i} of {n}: {name}",
     "model_saw": "What the model saw: {width} × {height} pixels",

@@ -90,6 +90,7 @@ ZH: dict[str, str] = {
     "failed": "运行模型时出错。请重试，或换用其他设置。",
     "out_of_memory": "服务器处理此请求时内存不足。请减少层数或通道数，或调小输入尺寸，然后重试。",
     "too_large": "{reason}",
+    "still_computing": "另一位访问者的同一个请求仍在计算中。请稍等片刻，然后重试。",
     "running": "正在运行 {model}，已在 {n} 个层上挂钩子…",
     "rendering": "正在绘制第 {i} 层（共 {n} 层）：{name}",
     "model_saw": "模型看到的图像：{width} × {height} 像素",
