@@ -27,7 +27,7 @@ from torch.nn.modules.module import register_module_forward_hook
 from torchvision.models.feature_extraction import create_feature_extractor
 
 import vizhooks as vz
-from tests.helpers import ROOT, allowed_names, english_in, open_page
+from tests.helpers import ROOT, allowed_names, count_hooks, english_in, open_page
 from vizhooks.architectures import build
 from vizhooks.images import InputSpec
 from vizhooks.live import MAX_HEIGHT, MAX_WIDTH, LiveProcessor, LiveSettings, grid_geometry, limit_torch_threads_here
@@ -47,12 +47,6 @@ def _frame(seed: int = 0, hw: tuple[int, int] = (120, 160)) -> np.ndarray:
     arr = np.asarray(photo)[seed % 16: seed % 16 + hw[0], seed % 16: seed % 16 + hw[1]].astype(np.int16)
     noise = np.random.default_rng(seed).integers(-8, 9, arr.shape)
     return np.clip(arr + noise, 0, 255).astype(np.uint8)
-
-
-def _hooks(model: nn.Module) -> int:
-    # written out here rather than calling vizhooks.hook_count, so the test checks it too
-    return sum(len(m._forward_hooks) + len(m._forward_pre_hooks) + len(m._backward_hooks)
-               + len(m._backward_pre_hooks) for m in model.modules())
 
 
 def _extract(model: nn.Module, layer: str, x: torch.Tensor) -> torch.Tensor:
@@ -167,7 +161,7 @@ def test_no_hook_left_after_success_or_error(bundle, monkeypatch):
     model = bundle.model
     live = LiveProcessor(bundle, LiveSettings(layer=LAYER, size=SIZE))
     live.process(_frame())
-    assert _hooks(model) == 0
+    assert count_hooks(model) == 0
 
     def broken(*args):
         raise RuntimeError("boom")
@@ -175,12 +169,12 @@ def test_no_hook_left_after_success_or_error(bundle, monkeypatch):
     monkeypatch.setattr(model.layer1[0].conv1, "forward", broken)  # fails before the hooked layer
     with pytest.raises(RuntimeError, match="boom"):
         live.process(_frame())
-    assert _hooks(model) == 0
+    assert count_hooks(model) == 0
     monkeypatch.undo()
     live.settings = LiveSettings(layer=LAYER, mode="overlay", channel=500, size=SIZE)
     with pytest.raises(ValueError, match=r"Channel 500 is out of range .* 128 channels \(0 to 127\)"):
         live.process(_frame())
-    assert _hooks(model) == 0
+    assert count_hooks(model) == 0
     # the lock was released every time: another thread gets it at once
     got = []
     t = threading.Thread(target=lambda: got.append(vz.ops.model_lock(model).acquire(timeout=10)) or
@@ -197,7 +191,7 @@ def test_unknown_layer_says_what_exists(bundle):
     live.settings = LiveSettings(layer="all", size=SIZE)
     with pytest.raises(ValueError, match="one layer"):
         live.process(_frame())
-    assert _hooks(bundle.model) == 0
+    assert count_hooks(bundle.model) == 0
 
 
 def test_model_state_is_untouched():
@@ -370,7 +364,7 @@ def test_the_input_goes_to_the_bundles_device(bundle):
         handle.remove()
     assert seen == [torch.device("meta")] and out.device.type == "meta"
     assert tuple(out.shape) == (1, 128, 8, 11)
-    assert _hooks(meta_model) == 0
+    assert count_hooks(meta_model) == 0
 
 
 # ---------------------------------------------------------------------------------------------
@@ -449,7 +443,7 @@ def test_frame_callback_counts_skipped_frames_and_turns_errors_into_sentences(bu
     out = _in_a_worker(callback, frames[:1])
     assert out == frames[:1]  # the camera picture comes back unchanged
     assert stream.error.startswith("The live view cannot show this:") and "layer9" in stream.error
-    assert _hooks(bundle.model) == 0
+    assert count_hooks(bundle.model) == 0
 
 
 # ---------------------------------------------------------------------------------------------
