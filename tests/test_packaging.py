@@ -33,7 +33,7 @@ from pathlib import Path
 import pytest
 from packaging.requirements import Requirement
 
-from tests.e2e.server import free_port, stop, wait_healthy
+from tests.e2e.server import start, stop, wait_healthy
 
 ROOT = Path(__file__).resolve().parents[1]
 PYPROJECT = tomllib.loads((ROOT / "pyproject.toml").read_text("utf-8"))
@@ -383,13 +383,9 @@ def test_installed_page_shows_the_first_grid_in_chromium(installed, tmp_path):
                  cwd=page).strip()  # from the page's folder, as `streamlit run` sees it
     assert Path(where).is_relative_to(installed.purelib), f"the page would import vizhooks from {where}"
 
-    url = f"http://127.0.0.1:{free_port()}"
     log_path = tmp_path / "streamlit.log"
     with log_path.open("w") as log:
-        server = subprocess.Popen(
-            [str(installed.python), "-m", "streamlit", "run", "app.py", "--server.headless", "true",
-             "--server.port", url.rsplit(":", 1)[1], "--server.address", "127.0.0.1"],
-            cwd=page, env=env, stdout=log, stderr=subprocess.STDOUT)
+        server, url = start(env, log, python=installed.python, cwd=page)
         try:
             wait_healthy(url, server)
             shot = ROOT / "tests" / "artifacts" / "installed-page.png"  # what the browser saw, kept for a look

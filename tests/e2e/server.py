@@ -27,15 +27,17 @@ def free_port() -> int:
 
 
 def start(env: dict, log, port: int | None = None, script: str | Path = "app.py",
-          options: tuple[str, ...] = ()) -> tuple[subprocess.Popen, str]:
-    """Launch the page (or another ``script``, with more ``--option value`` pairs) on 127.0.0.1;
-    returns the process and its URL (not yet healthy)."""
+          options: tuple[str, ...] = (), python: str | Path = sys.executable,
+          cwd: Path = ROOT) -> tuple[subprocess.Popen, str]:
+    """Launch the page (or another ``script``, with more ``--option value`` pairs) on 127.0.0.1,
+    with ``python`` (another venv's, for an installed copy) from ``cwd``; returns the process and
+    its URL (not yet healthy)."""
     port = port or free_port()
     proc = subprocess.Popen(
-        [sys.executable, "-m", "streamlit", "run", str(script), "--server.headless", "true",
+        [str(python), "-m", "streamlit", "run", str(script), "--server.headless", "true",
          "--server.port", str(port), "--server.address", "127.0.0.1",
          "--browser.gatherUsageStats", "false", "--server.fileWatcherType", "none", *options],
-        cwd=ROOT, env=env, stdout=log, stderr=subprocess.STDOUT,
+        cwd=cwd, env=env, stdout=log, stderr=subprocess.STDOUT,
     )
     return proc, f"http://127.0.0.1:{port}"
 
