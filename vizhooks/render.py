@@ -191,8 +191,7 @@ class _Pixels(Artist):
     def draw(self, renderer: RendererBase) -> None:
         if not self.get_visible():
             return
-        # The figure's dpi during a save: the requested one for raster output, 72 (points) for vector.
-        scale = self.figure.dpi / self._dpi if self.figure is not None else 1.0
+        scale = self._scale()
         h, w = self._rgba.shape[:2]
         gc = renderer.new_gc()
         try:
@@ -206,6 +205,11 @@ class _Pixels(Artist):
                 renderer.draw_image(gc, 0, 0, self._resized(round(w * scale), round(h * scale))[::-1])
         finally:
             gc.restore()
+
+    def _scale(self) -> float:
+        """Output pixels per picture pixel: the figure's dpi during a save (the requested one for
+        raster output, 72 points for vector) over the dpi the picture was made for."""
+        return self.figure.dpi / self._dpi if self.figure is not None else 1.0
 
     def _resized(self, width: int, height: int) -> np.ndarray:
         if self._scaled is not None and self._scaled[0] == (width, height):
@@ -225,7 +229,7 @@ class _Pixels(Artist):
 
     def get_window_extent(self, renderer: RendererBase | None = None) -> Bbox:
         # Where the pixels are, so bbox_inches="tight" keeps the grid rather than only the title text.
-        scale = self.figure.dpi / self._dpi if self.figure is not None else 1.0
+        scale = self._scale()
         h, w = self._rgba.shape[:2]
         return Bbox.from_bounds(0, 0, w * scale, h * scale)
 

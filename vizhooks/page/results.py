@@ -80,10 +80,9 @@ def cached(key: tuple, make: Callable[[], Any], size: Callable[[Any], int]) -> A
 
 
 def get_analysis(model: str, digest: str, data: bytes, size: int, layers: tuple[str, ...], what: str) -> Analysis:
-    key = ("analysis", model, digest, size, layers, what)
-    return result_cache().get_or_create(
-        key, lambda: analyse(get_bundle(model), vz.load_image(data), size, list(layers), what),
-        lambda a: a.nbytes)
+    return cached(("analysis", model, digest, size, layers, what),
+                  lambda: analyse(get_bundle(model), vz.load_image(data), size, list(layers), what),
+                  lambda a: a.nbytes)
 
 
 def get_gradients(model: str, key: tuple, layers: tuple[str, ...], target: int,
@@ -131,7 +130,7 @@ def maps_png(_tensor: Tensor, key: tuple, channels: int | None, order: str, colu
              cmap: str) -> bytes:
     """Per-channel grids in two steps: the layout (which channel where, as colour levels) is kept
     with the activations, so another colormap costs a palette PNG encode, not a redraw."""
-    layout = result_cache().get_or_create(
+    layout = cached(
         ("layout", key, channels, order, columns, title),
         lambda: grid_layout(_tensor, channels=channels, order=order, columns=columns, title=title),
         lambda made: made.nbytes)
