@@ -213,3 +213,12 @@ def fresh_caches():
     clear_caches()
     yield
     clear_caches()
+
+
+@pytest.fixture(params=["memory"])
+def class_store(request):
+    """A factory ``make(clock) -> Store`` of an empty class store, one per kind of store: the
+    in-process one, and Redis (a real redis-server on localhost) where the Redis fixtures add it."""
+    from vizhooks.classroom import MemoryStore
+
+    return lambda clock: MemoryStore(clock)

@@ -8,8 +8,9 @@ Example:
     >>> feature_grid(acts["conv1"], title="conv1").savefig("conv1.png")
 
 Beyond these names: picture sources and channel meaning are namespaces (``vizhooks.video``,
-``vizhooks.live``, ``vizhooks.atlas``), and what a server needs around a shared model (lock, hook
-count, memory) is in ``vizhooks.ops``. None of them is imported until it is used.
+``vizhooks.live``, ``vizhooks.atlas``), what a server needs around a shared model (lock, hook
+count, memory) is in ``vizhooks.ops``, and a class (teacher, followers, polls, gallery) in
+``vizhooks.classroom``. None of them is imported until it is used.
 """
 
 from __future__ import annotations
@@ -60,7 +61,7 @@ __all__ = [
 ]
 
 #: Namespaces reachable as attributes, imported on first use (OpenCV, Ray, pyarrow stay unloaded).
-_NAMESPACES = ("atlas", "live", "ops", "video")
+_NAMESPACES = ("atlas", "classroom", "live", "ops", "video")
 
 #: Names that were at the top level before 0.2, and the module each lives in now. They keep working
 #: for one release, with a DeprecationWarning that names the new place.
