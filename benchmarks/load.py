@@ -1,0 +1,358 @@
+"""Load on one page server, measured from the server's side with headless visitors
+(benchmarks.loadclient), not browsers: thirty Chromium renderers on our 2 cores would be the
+measurement (issue 18).
+
+    python -m benchmarks.load [--n-a 30 --n-b 30 --n-c 200 --c-window 10] [--only one,a,b,c]
+
+Every scenario starts a fresh ``streamlit run app.py`` (tests/e2e/server.start: offline, an empty
+TORCH_HOME, so the seeded random weights and empty caches) on a free port:
+
+- one: one visitor alone: the default page, then Upload, then three photos one after another;
+  the median upload run is "one analysis", the unit of (b)'s target;
+- a: N visitors open the default page at the same moment;
+- b: N visitors open the default page, switch to Upload, then all upload a different photo at once;
+- c: M visitors open the default page, their starts spread evenly over W seconds.
+
+A run's time is from the request (the rerun BackMsg; for an upload, its first step) to the
+run's ``script_finished``, as the server answers on localhost. Computations and cache hits are
+the difference of the server's ``/metrics`` counters ``vizhooks_computations_total`` and
+``vizhooks_cache_hits_total`` (``kind="analysis"``) over the scenario; null where the server has
+no such endpoint. The CPU seconds of the server process and of this client are reported too (the
+client shares the 2 cores). Prints a table with the targets, writes tests/artifacts/loadtest.json.
+Measurements, never assertions.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import io
+import json
+import os
+import random
+import shutil
+import statistics
+import sys
+import tempfile
+import time
+from collections.abc import Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import httpx2
+from PIL import Image, ImageDraw
+
+from tests.e2e import server
+
+from .loadclient import Run, Session, percentile, seconds_of
+
+ROOT = Path(__file__).resolve().parents[1]
+OUT = ROOT / "tests" / "artifacts" / "loadtest.json"
+KIND = "analysis"
+METRICS = {"computations": "vizhooks_computations_total", "cache_hits": "vizhooks_cache_hits_total"}
+SOURCE_KEY, UPLOAD_LABEL, UPLOADER_KEY = "source", "Upload", "upload"
+ONE_PHOTOS = 3  # uploads the lone visitor makes; their median is "one analysis"
+TARGET_A_S, TARGET_B_FACTOR, TARGET_C_S = 5.0, 1.2, 10.0
+
+
+def photo(i: int) -> tuple[str, bytes]:
+    """A small JPEG of its own for visitor ``i``: a seeded colour field with shapes on it."""
+    rng = random.Random(7919 * i + 1)
+    w, h = 240 + 8 * (i % 5), 180 + 6 * (i % 7)
+    img = Image.new("RGB", (w, h), tuple(rng.randrange(256) for _ in range(3)))
+    draw = ImageDraw.Draw(img)
+    for _ in range(6 + i % 5):
+        x, y = rng.randrange(w - 20), rng.randrange(h - 20)
+        box = (x, y, x + rng.randrange(10, w // 2), y + rng.randrange(10, h // 2))
+        fill = tuple(rng.randrange(256) for _ in range(3))
+        (draw.ellipse if rng.random() < 0.5 else draw.rectangle)(box, fill=fill)
+    buf = io.BytesIO()
+    img.save(buf, format="JPEG", quality=90)
+    return f"photo-{i}.jpg", buf.getvalue()
+
+
+# --- the server ----------------------------------------------------------------------------------
+
+
+@dataclass
+class Server:
+    url: str
+    pid: int
+    log: Path
+
+
+def server_env(torch_home: str) -> dict[str, str]:
+    """The environment of tests/e2e: offline, an empty torch cache (the seeded random weights)."""
+    env = {**os.environ, "VIZHOOKS_OFFLINE": "1", "TORCH_HOME": torch_home, "HF_HUB_OFFLINE": "1"}
+    env.pop("VIZHOOKS_WEIGHTS", None)
+    return env
+
+
+@contextmanager
+def fresh_server(log_dir: Path, name: str) -> Iterator[Server]:
+    """A new ``streamlit run app.py`` on a free port, healthy, stopped on exit."""
+    torch_home = tempfile.mkdtemp(prefix="vizhooks-load-th-")
+    log_path = log_dir / f"server-{name}.log"
+    with log_path.open("w") as log:
+        proc, url = server.start(server_env(torch_home), log)
+        try:
+            server.wait_healthy(url, proc, limit=180.0)
+            yield Server(url, proc.pid, log_path)
+        finally:
+            server.stop(proc)
+            shutil.rmtree(torch_home, ignore_errors=True)
+
+
+def cpu_seconds(pid: int) -> float | None:
+    """User + system CPU seconds of a process so far (/proc/PID/stat), None once it is gone."""
+    try:
+        fields = Path(f"/proc/{pid}/stat").read_text().rpartition(")")[2].split()
+    except OSError:
+        return None
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
+def read_metrics(url: str) -> dict[str, float] | None:
+    """The analysis counters of the server's ``/metrics`` (Prometheus text), or None where the
+    server serves no such endpoint (Streamlit answers unknown paths with the page's HTML)."""
+    from prometheus_client.parser import text_string_to_metric_families
+
+    try:
+        response = httpx2.get(f"{url}/metrics", timeout=30)
+    except httpx2.HTTPError:
+        return None
+    if response.status_code != 200 or "html" in response.headers.get("content-type", ""):
+        return None
+    found: dict[str, float] = {}
+    try:
+        for family in text_string_to_metric_families(response.text):
+            for sample in family.samples:
+                for key, name in METRICS.items():
+                    if sample.name == name and sample.labels.get("kind") == KIND:
+                        found[key] = found.get(key, 0.0) + sample.value
+    except ValueError:
+        return None
+    if not found:
+        return None
+    return {key: found.get(key, 0.0) for key in METRICS}
+
+
+# --- the visitors --------------------------------------------------------------------------------
+
+
+@dataclass
+class Outcome:
+    """What one scenario measured: the runs it times, and every failure as a sentence."""
+
+    runs: list[Run] = field(default_factory=list)
+    failures: list[str] = field(default_factory=list)
+    wall_s: float = 0.0
+
+
+async def _close_all(sessions: list[Session]) -> None:
+    await asyncio.gather(*(s.close() for s in sessions), return_exceptions=True)
+
+
+async def _visit(url: str, delay: float = 0.0) -> Session:
+    if delay:
+        await asyncio.sleep(delay)
+    s = Session(url)
+    try:
+        await s.connect()
+    except BaseException:
+        await s.close()
+        raise
+    return s
+
+
+def _collect(outcome: Outcome, results: list[Any]) -> None:
+    """Each visitor's result: an exception, or the runs it timed."""
+    for i, result in enumerate(results):
+        if isinstance(result, BaseException):
+            outcome.failures.append(f"visitor {i}: {type(result).__name__}: {result}")
+            continue
+        for run in result:
+            outcome.runs.append(run)
+            outcome.failures.extend(f"visitor {i}: {e}" for e in run.errors)
+            if run.status != "ok":
+                outcome.failures.append(f"visitor {i}: run {run.status}")
+
+
+async def at_once(url: str, n: int) -> Outcome:
+    """(a) ``n`` visitors open the default page at the same moment."""
+    started = time.perf_counter()
+    results = await asyncio.gather(*(_visit(url) for _ in range(n)), return_exceptions=True)
+    outcome = Outcome(wall_s=time.perf_counter() - started)
+    _collect(outcome, [r if isinstance(r, BaseException) else [r.first_run] for r in results])
+    await _close_all([r for r in results if isinstance(r, Session)])
+    return outcome
+
+
+async def spread(url: str, m: int, window: float) -> Outcome:
+    """(c) ``m`` visitors open the default page, their starts spread evenly over ``window`` s."""
+    started = time.perf_counter()
+    results = await asyncio.gather(*(_visit(url, window * i / m) for i in range(m)), return_exceptions=True)
+    outcome = Outcome(wall_s=time.perf_counter() - started)
+    _collect(outcome, [r if isinstance(r, BaseException) else [r.first_run] for r in results])
+    await _close_all([r for r in results if isinstance(r, Session)])
+    return outcome
+
+
+async def uploads(url: str, n: int, photos_each: int = 1) -> Outcome:
+    """(b) ``n`` visitors open the default page and switch to Upload; then, all together, each
+    uploads ``photos_each`` photos of its own one after another. The upload runs are timed."""
+    barrier = asyncio.Barrier(n)
+    sessions: list[Session] = []
+
+    async def one(i: int) -> list[Run]:
+        s = Session(url)
+        sessions.append(s)
+        try:
+            for step in (s.connect(), s.set_widget(SOURCE_KEY, UPLOAD_LABEL)):
+                run = await step
+                if not run.ok:
+                    raise RuntimeError(f"before the upload: run {run.status}, {run.errors}")
+        finally:
+            await barrier.wait()  # a visitor that failed still lets the others go
+        return [await s.upload(UPLOADER_KEY, *photo(i * photos_each + k), mime="image/jpeg")
+                for k in range(photos_each)]
+
+    started = time.perf_counter()
+    results = await asyncio.gather(*(one(i) for i in range(n)), return_exceptions=True)
+    outcome = Outcome(wall_s=time.perf_counter() - started)
+    _collect(outcome, results)
+    await _close_all(sessions)
+    return outcome
+
+
+# --- the report ----------------------------------------------------------------------------------
+
+
+def _round(x: float | None, digits: int = 3) -> float | None:
+    return None if x is None else round(x, digits)
+
+
+def summary(name: str, n: int, outcome: Outcome, before: dict[str, float] | None, after: dict[str, float] | None,
+            server_cpu: float | None, client_cpu: float) -> dict[str, Any]:
+    times = seconds_of(outcome.runs)
+    counters = {k: after[k] - before[k] for k in METRICS} if before is not None and after is not None else None
+    return {
+        "scenario": name, "n": n, "runs_timed": len(times), "wall_s": _round(outcome.wall_s, 2),
+        "p50_s": _round(percentile(times, 50)), "p95_s": _round(percentile(times, 95)),
+        "max_s": _round(max(times) if times else None), "errors": len(outcome.failures),
+        "computations": None if counters is None else int(counters["computations"]),
+        "cache_hits": None if counters is None else int(counters["cache_hits"]),
+        "server_cpu_s": _round(server_cpu, 2), "client_cpu_s": round(client_cpu, 2),
+        "media_bytes_per_run": int(statistics.mean(sum(r.media_bytes.values()) for r in outcome.runs))
+        if outcome.runs else 0,
+        "failures": outcome.failures[:50],
+    }
+
+
+def judge(report: dict[str, dict[str, Any]], n_b: int) -> None:
+    """Each scenario's target and PASS / MISS (UNKNOWN where a needed number is null)."""
+    def verdict(*checks: bool | None) -> str:
+        if any(c is False for c in checks):
+            return "MISS"
+        return "UNKNOWN" if any(c is None for c in checks) else "PASS"
+
+    def le(x: float | None, limit: float | None) -> bool | None:
+        return None if x is None or limit is None else x <= limit
+
+    if "a" in report:
+        a = report["a"]
+        a["target"] = f"p95 <= {TARGET_A_S:g} s, 1 computation, 0 errors"
+        one_comp = None if a["computations"] is None else a["computations"] == 1
+        a["status"] = verdict(le(a["p95_s"], TARGET_A_S), one_comp, a["errors"] == 0)
+    if "b" in report:
+        b = report["b"]
+        one = report.get("one", {}).get("p50_s")
+        limit = None if one is None else TARGET_B_FACTOR * n_b * one
+        b["target"] = f"0 errors, p95 <= {TARGET_B_FACTOR:g} x {n_b} x one analysis" + (
+            f" = {limit:.1f} s" if limit is not None else " (not measured: run `one` too)")
+        b["status"] = verdict(b["errors"] == 0, le(b["p95_s"], limit))
+    if "c" in report:
+        c = report["c"]
+        c["target"] = f"0 errors, p95 <= {TARGET_C_S:g} s"
+        c["status"] = verdict(c["errors"] == 0, le(c["p95_s"], TARGET_C_S))
+    if "one" in report:
+        report["one"]["target"], report["one"]["status"] = "the unit of (b)'s target", "info"
+
+
+def table(report: dict[str, dict[str, Any]]) -> str:
+    head = ("scenario", "n", "p50 s", "p95 s", "max s", "errors", "computations", "cache hits",
+            "server CPU s", "target", "status")
+    rows = [head]
+    for key, r in report.items():
+        times = (f"{r[k]:.2f}" if r[k] is not None else "—" for k in ("p50_s", "p95_s", "max_s"))
+        counts = ("null" if r[k] is None else str(r[k]) for k in ("computations", "cache_hits"))
+        cpu = "—" if r["server_cpu_s"] is None else f"{r['server_cpu_s']:.1f}"
+        verdict = (r.get("target", ""), r.get("status", "?"))
+        rows.append((key, str(r["n"]), *times, str(r["errors"]), *counts, cpu, *verdict))
+    widths = [max(len(row[i]) for row in rows) for i in range(len(head))]
+    return "\n".join("  ".join(cell.ljust(w) for cell, w in zip(row, widths, strict=True)) for row in rows)
+
+
+async def _scenario(srv: Server, key: str, args: argparse.Namespace) -> tuple[int, Outcome]:
+    if key == "one":
+        return 1, await uploads(srv.url, 1, photos_each=ONE_PHOTOS)
+    if key == "a":
+        return args.n_a, await at_once(srv.url, args.n_a)
+    if key == "b":
+        return args.n_b, await uploads(srv.url, args.n_b)
+    return args.n_c, await spread(srv.url, args.n_c, args.c_window)
+
+
+def run_scenario(key: str, args: argparse.Namespace, log_dir: Path) -> dict[str, Any]:
+    with fresh_server(log_dir, key) as srv:
+        before, cpu0, own0 = read_metrics(srv.url), cpu_seconds(srv.pid), time.process_time()
+        n, outcome = asyncio.run(_scenario(srv, key, args))
+        own, cpu1, after = time.process_time() - own0, cpu_seconds(srv.pid), read_metrics(srv.url)
+        server_cpu = None if cpu0 is None or cpu1 is None else cpu1 - cpu0
+        return summary(key, n, outcome, before, after, server_cpu, own)
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m benchmarks.load", description=__doc__.split("\n\n")[0])
+    parser.add_argument("--n-a", type=int, default=30, help="visitors opening the page at once (a)")
+    parser.add_argument("--n-b", type=int, default=30, help="visitors each uploading a photo (b)")
+    parser.add_argument("--n-c", type=int, default=200, help="visitors spread over --c-window seconds (c)")
+    parser.add_argument("--c-window", type=float, default=10.0, help="seconds over which (c)'s visitors start")
+    parser.add_argument("--only", default="one,a,b,c", help="scenarios to run, comma-separated: one,a,b,c")
+    parser.add_argument("--out", type=Path, default=OUT, help="where the JSON report goes")
+    args = parser.parse_args(argv)
+    chosen = [k.strip() for k in args.only.split(",") if k.strip()]
+    unknown = sorted(set(chosen) - {"one", "a", "b", "c"})
+    if unknown:
+        parser.error(f"unknown scenario {', '.join(unknown)}: choose among one, a, b, c")
+    for name in ("n_a", "n_b", "n_c"):
+        if getattr(args, name) < 1:
+            parser.error(f"--{name.replace('_', '-')} must be at least 1")
+
+    args.out.parent.mkdir(parents=True, exist_ok=True)
+    log_dir = Path(tempfile.mkdtemp(prefix="vizhooks-load-logs-"))
+    report: dict[str, dict[str, Any]] = {}
+    for key in ("one", "a", "b", "c"):
+        if key in chosen:
+            print(f"load: scenario {key} ...", file=sys.stderr, flush=True)
+            report[key] = run_scenario(key, args, log_dir)
+    judge(report, args.n_b)
+    metrics_missing = any(r["computations"] is None for r in report.values())
+    doc = {
+        "cpu_count": os.cpu_count(), "server_logs": str(log_dir),
+        "note": "computations and cache hits are null: the server has no /metrics endpoint with "
+                f"{METRICS['computations']}{{kind=\"{KIND}\"}}" if metrics_missing else "",
+        "scenarios": report,
+    }
+    args.out.write_text(json.dumps(doc, indent=2, ensure_ascii=False) + "\n")
+    print(table(report))
+    if doc["note"]:
+        print(doc["note"])
+    print(f"written: {args.out}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
