@@ -7,7 +7,7 @@ SUDO   := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 PORT   ?= 8501
 MODELS ?= resnet18 resnet34 resnet50 resnet101 resnet152
 
-.PHONY: run test test-fast loadtest bench weights lint chromium clean
+.PHONY: run test test-fast loadtest loadtest-browser bench weights lint chromium clean
 
 $(PY):
 	$(PYTHON) -m venv $(VENV)
@@ -36,8 +36,13 @@ FAST := not (browser or slow or packaging or bench)
 test-fast: $(VENV)/.dev
 	PYTHONPATH=$(CURDIR)/tests/netguard$${PYTHONPATH:+:$$PYTHONPATH} $(PY) -m pytest -q -m "$(FAST)"
 
-## make loadtest: 30 simultaneous browser sessions against one server; p50/p95 in tests/artifacts/load.json
-loadtest: $(VENV)/.dev chromium
+## make loadtest: the server under headless visitors (30 at once, 30 uploads, 200 in 10 s), each scenario on a
+## fresh server; a PASS/MISS table, tests/artifacts/loadtest.json (benchmarks/load.py)
+loadtest: $(VENV)/.dev
+	PYTHONPATH=$(CURDIR)/tests/netguard$${PYTHONPATH:+:$$PYTHONPATH} $(PY) -m benchmarks.load --n-a 30 --n-b 30 --n-c 200 --c-window 10
+
+## make loadtest-browser: 30 simultaneous browser sessions against one server; p50/p95 in tests/artifacts/load.json
+loadtest-browser: $(VENV)/.dev chromium
 	VIZHOOKS_LOAD_N=30 $(PY) -m pytest -q -s tests/e2e/test_load.py
 
 ## make bench: speed and memory benchmarks (about 5 min); prints a table and rewrites BENCHMARKS.md
