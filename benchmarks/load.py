@@ -155,10 +155,10 @@ async def _close_all(sessions: list[Session]) -> None:
     await asyncio.gather(*(s.close() for s in sessions), return_exceptions=True)
 
 
-async def _visit(url: str, delay: float = 0.0) -> Session:
+async def _visit(url: str, delay: float = 0.0, query: str = "") -> Session:
     if delay:
         await asyncio.sleep(delay)
-    s = Session(url)
+    s = Session(url, query)
     try:
         await s.connect()
     except BaseException:
@@ -180,10 +180,10 @@ def _collect(outcome: Outcome, results: list[Any]) -> None:
                 outcome.failures.append(f"visitor {i}: run {run.status}")
 
 
-async def at_once(url: str, n: int) -> Outcome:
-    """(a) ``n`` visitors open the default page at the same moment."""
+async def at_once(url: str, n: int, query: str = "") -> Outcome:
+    """(a) ``n`` visitors open the default page (or the page of ``query``) at the same moment."""
     started = time.perf_counter()
-    results = await asyncio.gather(*(_visit(url) for _ in range(n)), return_exceptions=True)
+    results = await asyncio.gather(*(_visit(url, query=query) for _ in range(n)), return_exceptions=True)
     outcome = Outcome(wall_s=time.perf_counter() - started)
     _collect(outcome, [r if isinstance(r, BaseException) else [r.first_run] for r in results])
     await _close_all([r for r in results if isinstance(r, Session)])
