@@ -53,7 +53,7 @@ OUT = ROOT / "tests" / "artifacts" / "loadtest.json"
 KIND = "analysis"
 METRICS = {"computations": "vizhooks_computations_total", "cache_hits": "vizhooks_cache_hits_total"}
 SOURCE_KEY, UPLOAD_LABEL, UPLOADER_KEY = "source", "Upload", "upload"
-ONE_PHOTOS = 3  # uploads the lone visitor makes; their median is "one analysis"
+ONE_PHOTOS = 5  # uploads the lone visitor makes; their median is "one analysis"
 TARGET_A_S, TARGET_B_FACTOR, TARGET_C_S = 5.0, 1.2, 10.0
 
 
@@ -155,10 +155,10 @@ async def _close_all(sessions: list[Session]) -> None:
     await asyncio.gather(*(s.close() for s in sessions), return_exceptions=True)
 
 
-async def _visit(url: str, delay: float = 0.0, query: str = "") -> Session:
+async def _visit(url: str, delay: float = 0.0, query: str = "", assets: bool = False) -> Session:
     if delay:
         await asyncio.sleep(delay)
-    s = Session(url, query)
+    s = Session(url, query, assets=assets)
     try:
         await s.connect()
     except BaseException:
@@ -180,34 +180,36 @@ def _collect(outcome: Outcome, results: list[Any]) -> None:
                 outcome.failures.append(f"visitor {i}: run {run.status}")
 
 
-async def at_once(url: str, n: int, query: str = "") -> Outcome:
+async def at_once(url: str, n: int, query: str = "", assets: bool = False) -> Outcome:
     """(a) ``n`` visitors open the default page (or the page of ``query``) at the same moment."""
     started = time.perf_counter()
-    results = await asyncio.gather(*(_visit(url, query=query) for _ in range(n)), return_exceptions=True)
+    results = await asyncio.gather(*(_visit(url, query=query, assets=assets) for _ in range(n)),
+                                   return_exceptions=True)
     outcome = Outcome(wall_s=time.perf_counter() - started)
     _collect(outcome, [r if isinstance(r, BaseException) else [r.first_run] for r in results])
     await _close_all([r for r in results if isinstance(r, Session)])
     return outcome
 
 
-async def spread(url: str, m: int, window: float) -> Outcome:
+async def spread(url: str, m: int, window: float, assets: bool = False) -> Outcome:
     """(c) ``m`` visitors open the default page, their starts spread evenly over ``window`` s."""
     started = time.perf_counter()
-    results = await asyncio.gather(*(_visit(url, window * i / m) for i in range(m)), return_exceptions=True)
+    results = await asyncio.gather(*(_visit(url, window * i / m, assets=assets) for i in range(m)),
+                                   return_exceptions=True)
     outcome = Outcome(wall_s=time.perf_counter() - started)
     _collect(outcome, [r if isinstance(r, BaseException) else [r.first_run] for r in results])
     await _close_all([r for r in results if isinstance(r, Session)])
     return outcome
 
 
-async def uploads(url: str, n: int, photos_each: int = 1) -> Outcome:
+async def uploads(url: str, n: int, photos_each: int = 1, assets: bool = False) -> Outcome:
     """(b) ``n`` visitors open the default page and switch to Upload; then, all together, each
     uploads ``photos_each`` photos of its own one after another. The upload runs are timed."""
     barrier = asyncio.Barrier(n)
     sessions: list[Session] = []
 
     async def one(i: int) -> list[Run]:
-        s = Session(url)
+        s = Session(url, assets=assets)
         sessions.append(s)
         try:
             for step in (s.connect(), s.set_widget(SOURCE_KEY, UPLOAD_LABEL)):
@@ -297,12 +299,12 @@ def table(report: dict[str, dict[str, Any]]) -> str:
 
 async def _scenario(srv: Server, key: str, args: argparse.Namespace) -> tuple[int, Outcome]:
     if key == "one":
-        return 1, await uploads(srv.url, 1, photos_each=ONE_PHOTOS)
+        return 1, await uploads(srv.url, 1, photos_each=ONE_PHOTOS, assets=args.assets)
     if key == "a":
-        return args.n_a, await at_once(srv.url, args.n_a)
+        return args.n_a, await at_once(srv.url, args.n_a, assets=args.assets)
     if key == "b":
-        return args.n_b, await uploads(srv.url, args.n_b)
-    return args.n_c, await spread(srv.url, args.n_c, args.c_window)
+        return args.n_b, await uploads(srv.url, args.n_b, assets=args.assets)
+    return args.n_c, await spread(srv.url, args.n_c, args.c_window, assets=args.assets)
 
 
 def run_scenario(key: str, args: argparse.Namespace, log_dir: Path) -> dict[str, Any]:
@@ -320,6 +322,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--n-b", type=int, default=30, help="visitors each uploading a photo (b)")
     parser.add_argument("--n-c", type=int, default=200, help="visitors spread over --c-window seconds (c)")
     parser.add_argument("--c-window", type=float, default=10.0, help="seconds over which (c)'s visitors start")
+    parser.add_argument("--assets", action="store_true",
+                        help="each visitor first fetches the page's HTML and the static files it names")
     parser.add_argument("--only", default="one,a,b,c", help="scenarios to run, comma-separated: one,a,b,c")
     parser.add_argument("--out", type=Path, default=OUT, help="where the JSON report goes")
     args = parser.parse_args(argv)
@@ -341,7 +345,7 @@ def main(argv: list[str] | None = None) -> int:
     judge(report, args.n_b)
     metrics_missing = any(r["computations"] is None for r in report.values())
     doc = {
-        "cpu_count": os.cpu_count(), "server_logs": str(log_dir),
+        "cpu_count": os.cpu_count(), "server_logs": str(log_dir), "assets": args.assets,
         "note": "computations and cache hits are null: the server has no /metrics endpoint with "
                 f"{METRICS['computations']}{{kind=\"{KIND}\"}}" if metrics_missing else "",
         "scenarios": report,

@@ -8,8 +8,11 @@ page's connection makes before it opens the websocket (``/_stcore/health`` and
 context: locale, time zone, URL), the file-upload flow (``file_urls_request`` BackMsg ->
 ``file_urls_response`` ForwardMsg -> HTTP PUT of a multipart form -> the uploader widget's
 ``file_uploader_state_value`` in the next rerun) and an HTTP GET of every picture (``/media/...``)
-a run shows, as the page's ``<img>`` tags do. It skips what costs the script runner nothing: the
-page's HTML, JavaScript and fonts (immutable static files), and rendering.
+a run shows, as the page's ``<img>`` tags do. The query string follows the page as the
+browser's address bar does (``page_info_changed``). It skips rendering, and by default the page's
+HTML and its static bundles (content-hashed, uncompressed, served ``immutable`` from files: a
+browser that has visited once keeps them); ``assets=True`` fetches the HTML and every file it
+names (about 60; the bundles then load some 55 more chunks on their own, which are not fetched).
 
 Nothing the server sends needs an answer: a ForwardMsg that the client already holds comes as a
 ``ref_hash`` only when the client lists its hash in ``cached_message_hashes``; this client lists
@@ -32,6 +35,7 @@ from __future__ import annotations
 
 import asyncio
 import itertools
+import re
 import time
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
@@ -57,6 +61,9 @@ VALUE_FIELD = {
     "slider": "double_array_value", "checkbox": "bool_value", "button": "trigger_value",
 }
 OPTION_KINDS = ("radio", "selectbox", "multiselect", "button_group")
+#: What the page's HTML makes a browser load: its script, module preloads, style sheet and icon.
+ASSET = re.compile(r'<(?:script[^>]*\ssrc|link[^>]*rel="(?:modulepreload|stylesheet|shortcut icon)"[^>]*\shref)'
+                   r'="\./([^"]+)"')
 
 
 class LoadClientError(RuntimeError):
@@ -144,17 +151,20 @@ class Session:
         locale: the browser's language (the page picks its language from it without ``?lang=``).
         fetch_media: GET every picture a run shows, as the browser's ``<img>`` tags do.
         run_timeout: seconds one run may take before it counts as ``"timeout"``.
+        assets: first GET the page's HTML and the static files it names, as a first visit does.
 
     ``async with Session(...) as s`` connects and waits for the first run (``s.first_run``).
     """
 
     def __init__(self, url: str, query: str = "", *, locale: str = "en-US", fetch_media: bool = True,
-                 run_timeout: float = RUN_TIMEOUT_S) -> None:
+                 run_timeout: float = RUN_TIMEOUT_S, assets: bool = False) -> None:
         self.url = url.rstrip("/")
         self.query = query.removeprefix("?")
         self.locale = locale
         self.fetch_media = fetch_media
         self.run_timeout = run_timeout
+        self.assets = assets
+        self.assets_fetched: list[str] = []  # with assets=True: the page and the files it named
         self.session_id = ""
         self.page_script_hash = ""
         self.widgets: dict[str, Widget] = {}  # by user key, from the runs so far
@@ -190,6 +200,8 @@ class Session:
     async def connect(self) -> Run:
         """The page's connection: health and host-config (XSRF cookie), the websocket, the first run."""
         self._http = httpx2.AsyncClient(base_url=self.url, timeout=HTTP_TIMEOUT_S)
+        if self.assets:
+            await self._page_assets()
         for path in ("/_stcore/health", "/_stcore/host-config"):
             response = await self._http.get(path)
             if response.status_code != 200:
@@ -203,6 +215,25 @@ class Session:
             additional_headers={"Cookie": f"{XSRF_COOKIE}={xsrf}"} if xsrf else None)
         self._reader = asyncio.create_task(self._read(), name="loadclient-read")
         return await self._rerun()
+
+    async def _page_assets(self) -> None:
+        """The page's HTML and the files it names, six at a time (a browser's connections per host)."""
+        http = self._http
+        assert http is not None
+        page = await http.get("/" + (f"?{self.query}" if self.query else ""))
+        if page.status_code != 200:
+            raise LoadClientError(f"GET / answered {page.status_code}: is the page server up at {self.url}?")
+        self.assets_fetched.append("")
+        gate = asyncio.Semaphore(6)
+
+        async def get(path: str) -> None:
+            async with gate:
+                response = await http.get("/" + path)
+            if response.status_code != 200:
+                raise LoadClientError(f"GET /{path} answered {response.status_code}")
+            self.assets_fetched.append(path)
+
+        await asyncio.gather(*(get(path) for path in dict.fromkeys(ASSET.findall(page.text))))
 
     async def close(self) -> None:
         """Close the websocket (the server ends the session) and the HTTP client."""
@@ -307,7 +338,7 @@ class Session:
     def _context(self, cs: ClientState) -> None:
         ctx = cs.context_info
         ctx.locale, ctx.timezone, ctx.timezone_offset = self.locale, "UTC", 0
-        ctx.url = self.url + "/" + (f"?{self.query}" if self.query else "")
+        ctx.url = self.url + "/"  # as the page sends it: without the query string
         ctx.color_scheme = "light"
 
     async def _send(self, msg: BackMsg) -> None:
@@ -377,6 +408,8 @@ class Session:
             if msg.new_session.initialize.session_id:
                 self.session_id = msg.new_session.initialize.session_id
             self.page_script_hash = msg.new_session.page_script_hash
+        elif kind == "page_info_changed":
+            self.query = msg.page_info_changed.query_string  # the address bar follows the page
         elif kind == "delta" and msg.delta.WhichOneof("type") == "new_element":
             self._element(msg.delta.new_element)
         elif kind == "session_event" and msg.session_event.WhichOneof("type") == "script_compilation_exception":

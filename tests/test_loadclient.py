@@ -126,7 +126,7 @@ def test_photos_differ():
 @pytest.mark.slow
 def test_default_run_finishes_with_its_grids(page_server):
     async def visit() -> Session:
-        async with Session(page_server, query="layers=" + ",".join(LAYERS)) as s:
+        async with Session(page_server, query="layers=" + ",".join(LAYERS), assets=True) as s:
             return s
 
     s = asyncio.run(visit())
@@ -136,6 +136,8 @@ def test_default_run_finishes_with_its_grids(page_server):
     shown = grids(run, LAYERS)
     assert sorted(shown) == sorted(LAYERS), f"grids after the headings: {shown}"
     assert all(run.media_bytes.get(url, 0) > 1000 for url in shown.values()), run.media_bytes  # fetched PNGs
+    assert {"", "favicon.png"} < set(s.assets_fetched) and any(p.endswith(".js") for p in s.assets_fetched)
+    assert "layers=" in s.query and "view=" in s.query, f"the address bar follows the page: {s.query}"
     assert {"source", "layers", "view", "model"} <= set(s.widgets)
     assert s.widget("source").options[:2] == ["Sample", "Upload"]
 
