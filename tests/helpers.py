@@ -165,7 +165,7 @@ def clear_results() -> None:
     from vizhooks.page import results
 
     st.cache_data.clear()
-    for cache in (results.result_cache, results.get_backward_report, results.get_summary, results.atlases_for):
+    for cache in (results.result_cache, results.cached_backward_report, results.cached_summary, results.atlases_for):
         cache.clear()
 
 

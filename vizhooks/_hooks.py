@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import contextlib
 import threading
+import time
 import weakref
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from typing import Any
@@ -18,11 +19,41 @@ from typing import Any
 import torch
 from torch import nn
 
-_locks: weakref.WeakKeyDictionary[nn.Module, threading.RLock] = weakref.WeakKeyDictionary()
+#: Called with the seconds each blocking acquire of a model lock waited (a server's metrics).
+lock_wait_observers: list[Callable[[float], None]] = []
+
+
+class ModelLock:
+    """A re-entrant lock that tells ``lock_wait_observers`` how long each blocking acquire waited."""
+
+    def __init__(self) -> None:
+        self._lock = threading.RLock()
+
+    def acquire(self, blocking: bool = True, timeout: float = -1) -> bool:
+        if not blocking or not lock_wait_observers:
+            return self._lock.acquire(blocking, timeout)
+        start = time.perf_counter()
+        got = self._lock.acquire(blocking, timeout)
+        waited = time.perf_counter() - start
+        for observe in lock_wait_observers:
+            observe(waited)
+        return got
+
+    def release(self) -> None:
+        self._lock.release()
+
+    def __enter__(self) -> bool:
+        return self.acquire()
+
+    def __exit__(self, *exc: object) -> None:
+        self.release()
+
+
+_locks: weakref.WeakKeyDictionary[nn.Module, ModelLock] = weakref.WeakKeyDictionary()
 _locks_guard = threading.Lock()
 
 
-def model_lock(model: nn.Module) -> threading.RLock:
+def model_lock(model: nn.Module) -> ModelLock:
     """The one lock of ``model``; every vizhooks function that hooks it holds this lock.
 
     Streamlit runs each browser session in its own thread and shares cached models between them,
@@ -31,7 +62,7 @@ def model_lock(model: nn.Module) -> threading.RLock:
     with _locks_guard:
         lock = _locks.get(model)
         if lock is None:
-            lock = _locks[model] = threading.RLock()
+            lock = _locks[model] = ModelLock()
         return lock
 
 

@@ -6,11 +6,12 @@ handed back before the next request.
 """
 
 import gc
+from collections.abc import Callable
 
 import torch
 from torch import nn
 
-from ._hooks import model_lock
+from ._hooks import lock_wait_observers, model_lock
 from .weights import checkpoint_path
 
 
@@ -43,4 +44,12 @@ def release_memory() -> None:
         torch.cuda.empty_cache()
 
 
-__all__ = ["checkpoint_path", "hook_count", "is_out_of_memory", "model_lock", "release_memory"]
+def observe_lock_wait(observe: Callable[[float], None]) -> None:
+    """Have ``observe(seconds)`` called after every blocking acquire of a model lock, with the time
+    it waited (a server's metrics; the same function registered twice is called once)."""
+    if observe not in lock_wait_observers:
+        lock_wait_observers.append(observe)
+
+
+__all__ = ["checkpoint_path", "hook_count", "is_out_of_memory", "model_lock", "observe_lock_wait",
+           "release_memory"]

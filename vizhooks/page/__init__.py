@@ -7,7 +7,23 @@ the library stays free of page code, and no library module imports it.
 - widgets.py: the repeated page patterns, written once.
 - views/: one module per view, each ``show(ctx)``; a new view is a module there and one line in
   app.py's VIEWS table. sources/: the picture sources (sample, upload, camera, video, live).
+- metrics.py: the server's /metrics (Prometheus); classes.py: a class on the page (teacher, followers,
+  polls, gallery) over vizhooks.classroom.
 - errors.py (the error frame), folders.py (where the photos and atlases are), texts*.py (every
   sentence, English and Chinese), snippets*.py, lesson.py, analysis.py (the page's one computing
   module), cache.py (the byte-bounded LRU).
 """
+
+import logging
+
+
+class _DeclaredBeforeRuntime(logging.Filter):
+    """`streamlit run app.py` imports app.py (it holds an ``st.App``) before Streamlit's runtime
+    starts, so each ``st.cache_data`` declared by an import says "No runtime found"; Streamlit picks
+    the runtime's storage at the first call all the same, so that line only alarms an operator."""
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        return "No runtime found" not in record.getMessage()
+
+
+logging.getLogger("streamlit.runtime.caching.cache_data_api").addFilter(_DeclaredBeforeRuntime())

@@ -38,10 +38,12 @@ class ByteLRU:
     the same object. A failure reaches every waiter as the same exception and is not kept: the
     next request tries again. Entries are evicted oldest first until the total fits in
     ``max_bytes``; a value larger than the whole cache is returned (to every waiter) but not kept.
-    ``computed`` and ``hits`` count what happened, for tests and the server's metrics.
+    ``computed`` and ``hits`` count what happened, for tests; ``observe(key, "computed" | "hit")``,
+    when given, hears each of them as it happens (the server's metrics).
     """
 
-    def __init__(self, max_bytes: int | float, wait_seconds: float = WAIT_SECONDS):
+    def __init__(self, max_bytes: int | float, wait_seconds: float = WAIT_SECONDS,
+                 observe: Callable[[Hashable, str], None] | None = None):
         self.max_bytes = int(max_bytes)
         self.wait_seconds = float(wait_seconds)
         self._items: OrderedDict[Hashable, tuple[object, int]] = OrderedDict()
@@ -50,23 +52,31 @@ class ByteLRU:
         self._lock = threading.Lock()
         self.computed = 0
         self.hits = 0
+        self._observe = observe
 
     def get_or_create(self, key: Hashable, create: Callable[[], T], size: Callable[[T], int]) -> T:
+        found: object = None
+        mine = False
         with self._lock:
-            if key in self._items:
+            hit = key in self._items
+            if hit:
                 self._items.move_to_end(key)
                 self.hits += 1
-                return self._items[key][0]  # type: ignore[return-value]
+                found = self._items[key][0]
             flight = self._flights.get(key)
-            if flight is None:
+            if not hit and flight is None:
                 flight = self._flights[key] = _Flight()
                 mine = True
-            else:
-                mine = False
+        if hit:
+            self._tell(key, "hit")
+            return cast(T, found)
+        assert flight is not None
         if not mine:
             if flight.owner == threading.get_ident():  # create() asked for its own key: no waiting on oneself
                 return create()
-            return cast(T, self._wait(flight))
+            waited = cast(T, self._wait(flight))
+            self._tell(key, "hit")
+            return waited
         try:
             value = create()
             nbytes = int(size(value))
@@ -87,7 +97,12 @@ class ByteLRU:
                     _, (_, dropped) = self._items.popitem(last=False)
                     self._total -= dropped
         flight.done.set()
+        self._tell(key, "computed")
         return value
+
+    def _tell(self, key: Hashable, event: str) -> None:
+        if self._observe is not None:
+            self._observe(key, event)
 
     def _wait(self, flight: _Flight) -> object:
         if not flight.done.wait(self.wait_seconds):

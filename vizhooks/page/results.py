@@ -21,6 +21,7 @@ from vizhooks.gradients import BackwardRecord, backward_report, gradient_pass
 from vizhooks.models import OPERATOR_FAMILY, family, resolve_entry
 from vizhooks.page.analysis import Analysis, analyse
 from vizhooks.page.cache import ByteLRU
+from vizhooks.page.metrics import computed, counted, observe_cache
 from vizhooks.page.texts import set_language, t
 from vizhooks.render import grid_layout, palette_png
 from vizhooks.summary import summary_dataframe, summary_totals
@@ -66,7 +67,7 @@ def result_cache() -> ByteLRU:
     """Activations and gradients of recent requests, shared by all sessions, bounded in bytes
     (VIZHOOKS_CACHE_MB) rather than in entries: one ResNet-152 capture can outweigh a hundred
     small ones."""
-    return ByteLRU(int(float(os.environ.get("VIZHOOKS_CACHE_MB", "1500")) * 1e6))
+    return ByteLRU(int(float(os.environ.get("VIZHOOKS_CACHE_MB", "1500")) * 1e6), observe=observe_cache)
 
 
 def tensor_bytes(tensors: Any) -> int:
@@ -104,16 +105,26 @@ def get_gradients(model: str, key: tuple, layers: tuple[str, ...], target: int,
 
 
 @st.cache_resource(max_entries=8, show_spinner=False)
-def get_backward_report(model: str, key: tuple, target: int, _analysis: Analysis) -> list[BackwardRecord]:
+def cached_backward_report(model: str, key: tuple, target: int, _analysis: Analysis) -> list[BackwardRecord]:
+    computed("backward")
     bundle = get_bundle(model)
     children = [name for name, _ in bundle.model.named_children()]
     return backward_report(bundle.model, _analysis.x, children, target=target)
 
 
+def get_backward_report(model: str, key: tuple, target: int, analysis: Analysis) -> list[BackwardRecord]:
+    return counted("backward", lambda: cached_backward_report(model, key, target, analysis))
+
+
 @st.cache_resource(max_entries=8, show_spinner=False)
-def get_summary(model: str, key: tuple, _analysis: Analysis) -> tuple[Any, dict[str, float]]:
+def cached_summary(model: str, key: tuple, _analysis: Analysis) -> tuple[Any, dict[str, float]]:
+    computed("summary")
     rows = vz.layer_summary(get_bundle(model).model, _analysis.x)
     return summary_dataframe(rows), summary_totals(rows)
+
+
+def get_summary(model: str, key: tuple, analysis: Analysis) -> tuple[Any, dict[str, float]]:
+    return counted("summary", lambda: cached_summary(model, key, analysis))
 
 
 @st.cache_data(max_entries=64, show_spinner=False)

@@ -1,0 +1,108 @@
+"""The server's /metrics: Prometheus text that prometheus_client's own parser reads, with the page's
+computations and cache hits by kind, script runs, the model-lock wait, sessions and classes; served
+by app.py's st.App under `streamlit run app.py` beside the page."""
+
+from __future__ import annotations
+
+import os
+import urllib.request
+
+import pytest
+import torch
+from prometheus_client.parser import text_string_to_metric_families
+
+from tests.helpers import ok, open_page
+from vizhooks.page import classes, metrics
+
+
+def samples() -> dict[tuple[str, tuple[tuple[str, str], ...]], float]:
+    """Every sample of the exposition, by (name, labels)."""
+    body, content_type = metrics.exposition()
+    assert content_type.startswith("text/plain")
+    return {(s.name, tuple(sorted(s.labels.items()))): s.value
+            for family in text_string_to_metric_families(body.decode()) for s in family.samples}
+
+
+def value(name: str, **labels: str) -> float:
+    return samples().get((name, tuple(sorted(labels.items()))), 0.0)
+
+
+def test_computations_and_hits_by_kind(fresh_results):
+    computed, hits = value("vizhooks_computations_total", kind="analysis"), \
+        value("vizhooks_cache_hits_total", kind="analysis")
+    runs = value("vizhooks_script_run_seconds_count")
+    ok(open_page())
+    assert value("vizhooks_computations_total", kind="analysis") == computed + 1
+    ok(open_page())  # a second visitor, the same request: served, not computed
+    assert value("vizhooks_computations_total", kind="analysis") == computed + 1
+    assert value("vizhooks_cache_hits_total", kind="analysis") >= hits + 1
+    assert value("vizhooks_script_run_seconds_count") >= runs + 2
+    assert value("vizhooks_script_runs_total") >= value("vizhooks_script_run_seconds_count")
+
+
+def test_streamlit_cached_kinds_count_hits_too(fresh_results):
+    before = value("vizhooks_computations_total", kind="summary"), value("vizhooks_cache_hits_total", kind="summary")
+    ok(open_page(view="table"))
+    ok(open_page(view="table"))
+    after = value("vizhooks_computations_total", kind="summary"), value("vizhooks_cache_hits_total", kind="summary")
+    assert after[0] == before[0] + 1 and after[1] == before[1] + 1
+
+
+def test_model_lock_wait_is_observed():
+    from vizhooks.ops import model_lock
+
+    model = torch.nn.Linear(2, 2)
+    before = value("vizhooks_model_lock_wait_seconds_count")
+    with model_lock(model):
+        pass
+    assert model_lock(model).acquire(blocking=False)  # a try that does not wait is not a wait
+    model_lock(model).release()
+    assert value("vizhooks_model_lock_wait_seconds_count") == before + 1
+
+
+def test_classes_and_followers(monkeypatch):
+    monkeypatch.delenv("VIZHOOKS_CLASS_STORE", raising=False)
+    classes.reset()
+    try:
+        room = classes.classroom()
+        lead = room.start()
+        room.follow(lead.code, "a")
+        room.follow(lead.code, "b")
+        body, _ = metrics.exposition(metrics.class_gauges)
+        found = {s.name: s.value for f in text_string_to_metric_families(body.decode()) for s in f.samples}
+        assert found["vizhooks_classes"] == 1 and found["vizhooks_followers"] == 2
+    finally:
+        classes.reset()
+
+
+def test_the_route_answers_get():
+    from starlette.applications import Starlette
+    from starlette.testclient import TestClient
+
+    client = TestClient(Starlette(routes=metrics.routes()))
+    reply = client.get("/metrics")
+    assert reply.status_code == 200 and "vizhooks_computations_total" in reply.text
+    assert client.post("/metrics").status_code == 405
+
+
+@pytest.mark.slow
+def test_streamlit_run_app_serves_the_page_and_metrics(tmp_path):
+    """`streamlit run app.py` as a person types it: the page, its health, and /metrics beside them."""
+    from tests.e2e.server import start, stop, wait_healthy
+
+    env = {**os.environ, "TORCH_HOME": str(tmp_path / "torch")}
+    with open(tmp_path / "server.log", "w") as log:
+        proc, url = start(env, log)
+        try:
+            wait_healthy(url, proc)
+            with urllib.request.urlopen(f"{url}/metrics", timeout=10) as reply:
+                text = reply.read().decode()
+                assert reply.headers["Content-Type"].startswith("text/plain")
+            names = {f.name for f in text_string_to_metric_families(text)}
+            assert {"vizhooks_computations", "vizhooks_script_run_seconds", "vizhooks_model_lock_wait_seconds",
+                    "vizhooks_sessions", "vizhooks_classes", "vizhooks_followers"} <= names
+            with urllib.request.urlopen(url, timeout=10) as reply:
+                assert reply.status == 200 and b"<div id=\"root\"" in reply.read()
+        finally:
+            stop(proc)
+    assert "Traceback" not in (tmp_path / "server.log").read_text()
