@@ -15,8 +15,19 @@ from pathlib import Path
 import streamlit as st
 
 from vizhooks.page.analysis import image_digest
+from vizhooks.page.classes import (
+    apply_teacher,
+    class_bar,
+    class_photo,
+    gallery_panel,
+    join_from_link,
+    publish,
+    send_photo_button,
+    teacher_panel,
+)
 from vizhooks.page.errors import shown_errors
 from vizhooks.page.folders import use_root
+from vizhooks.page.metrics import routes, script_run
 from vizhooks.page.results import get_analysis, get_bundle
 from vizhooks.page.sidebar import show_model_status, sidebar
 from vizhooks.page.sources import photo_bytes
@@ -60,13 +71,17 @@ def main() -> None:
     init_state()
     set_language(st.session_state.get("lang", "en"))
     st.set_page_config(page_title=t("page_title"), layout="wide")
+    join_from_link()
+    apply_teacher()  # a student following a class takes the teacher's page before any widget is drawn
     choices, model_slot = sidebar()
+    teacher_panel(st.sidebar)
 
     st.title(t("title"))
     st.caption(t("subtitle"))
     bad = st.session_state.get("_url_notices")
     if bad:
         st.info(t("url_notice", items=", ".join(f"{k}={v}" for k, v in bad)))
+    class_bar()
 
     with shown_errors(), st.spinner(t("loading_model", name=choices.model), show_time=True):
         bundle = get_bundle(choices.model)  # an operator's broken checkpoint: one sentence, page stays
@@ -81,10 +96,11 @@ def main() -> None:
         with shown_errors():
             show_live(choices.model, bundle, choices.layers, choices.cmap)
         return
-    data = photo_bytes(choices.source)
+    data = class_photo() or photo_bytes(choices.source)
     view = st.radio(t("view"), VIEW_NAMES, key="view", horizontal=True, label_visibility="collapsed",
                     format_func=labels_for("view_"))
     sync_url(choices, view)
+    publish(data)  # a teacher's page goes to the class
     if data is None:
         st.info(t("no_upload" if choices.source == "upload" else "no_camera"))
         return
@@ -96,9 +112,16 @@ def main() -> None:
         analysis = get_analysis(choices.model, digest, data, choices.size, choices.layers, choices.what)
 
     input_and_predictions(analysis, bundle, choices.size)
+    send_photo_button(data)
+    ctx = Context(choices, bundle, analysis, digest)
+    gallery_panel(ctx)
     st.divider()
     with shown_errors():
-        VIEWS[view](Context(choices, bundle, analysis, digest))
+        VIEWS[view](ctx)
 
 
-main()
+if __name__ == "__main__":  # Streamlit runs the page script as __main__, once per rerun of a session
+    with script_run():
+        main()
+else:  # `streamlit run app.py` imports this file as a module to find its ASGI app: the page and /metrics
+    app = st.App(__file__, routes=routes())

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import threading
 import time
+from collections.abc import Callable
 from typing import Protocol
 
 
@@ -37,14 +38,14 @@ class MemoryStore:
     """The in-process store: one server, nothing to install. Thread-safe; time limits are checked
     when a key is read, so a stale class costs nothing until it is looked at (or :meth:`sweep`)."""
 
-    def __init__(self, clock: object = time.monotonic) -> None:
+    def __init__(self, clock: Callable[[], float] = time.monotonic) -> None:
         self._data: dict[str, bytes | dict[str, bytes] | int] = {}
         self._deadline: dict[str, float] = {}
         self._lock = threading.Lock()
         self._clock = clock
 
     def _now(self) -> float:
-        return self._clock()  # type: ignore[operator,no-any-return]
+        return self._clock()
 
     def _live(self, key: str) -> bool:
         """Whether ``key`` holds a value; drops it when its time is up. Call with the lock held."""

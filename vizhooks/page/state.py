@@ -68,6 +68,8 @@ def init_state() -> None:
     st.session_state["lang"] = good.get("lang") or language_from_locale(st.context.locale)
     st.session_state["compare"] = good.get("compare", next(s for s in names if s != st.session_state["sample"]))
     st.session_state["_url_notices"] = bad
+    # a class link: follow that class; a teacher link: lead it (vizhooks.page.classes checks the secret)
+    st.session_state["_class_link"] = (good.get("class"), good.get("teacher"))
     st.session_state["_initialised"] = True
 
 
@@ -100,6 +102,7 @@ def sync_url(c: Choices, view: str) -> None:
         "step": st.session_state.get("lesson_step", 1) if view == "lesson" else None,
         "what": c.what, "size": c.size, "channels": c.channels or "all", "order": c.order,
         "cmap": c.cmap, "norm": c.norm, "columns": c.columns or 0,
+        "class": st.session_state.get("_class_code"),  # a student's link keeps the class; a teacher's secret never
     })
     if query != st.query_params.to_dict():
         st.query_params.from_dict(query)

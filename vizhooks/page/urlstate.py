@@ -6,8 +6,10 @@ reported (the page shows a short notice), good ones are kept.
 
 from __future__ import annotations
 
+import re
 from collections.abc import Mapping, Sequence
 
+from ..classroom.core import ALPHABET, CODE_LENGTH, normalise_code
 from ..layers import architecture_layers
 from ..models import list_models
 from ..render import CMAPS, NORMS, ORDERS
@@ -35,7 +37,7 @@ DEFAULTS: dict[str, object] = {
 
 #: The order of parameters in a shared link.
 KEYS = ("lang", "view", "step", "model", "sample", "compare", "layers", "what", "size", "channels", "order", "cmap",
-        "norm", "columns", "target")
+        "norm", "columns", "target", "class", "teacher")
 
 
 def _one(value: str | Sequence[str]) -> str:
@@ -87,6 +89,10 @@ def parse_query(
         "view": lambda v: v if v in VIEWS else None,
         # the class count is only known once the model is loaded; the page checks it then
         "target": lambda v: n if (n := _int(v)) is not None and 0 <= n < 100_000 else None,
+        # a class to follow, and the teacher's secret of a teacher link (never written back to the address bar)
+        "class": lambda v: code if len(code := normalise_code(v)) == CODE_LENGTH and set(code) <= set(ALPHABET)
+        else None,
+        "teacher": lambda v: v if re.fullmatch(r"[A-Za-z0-9_-]{16,64}", v) else None,
     }
     for key, check in checks.items():
         if key in params:

@@ -9,6 +9,7 @@ from urllib.parse import urlencode
 import streamlit as st
 
 from vizhooks.page.analysis import hook_calls_demo
+from vizhooks.page.classes import answer_hidden, poll
 from vizhooks.page.lesson import STEPS, Step, step_index
 from vizhooks.page.results import cached, get_analysis, get_bundle, grid_png
 from vizhooks.page.snippets import lesson_snippet, snippet
@@ -90,9 +91,11 @@ def show(ctx: Context) -> None:
     show_live_part(step, ctx)
     st.caption(t("lesson_code"))
     st.code(lesson_code(step, ctx), language="python")
-    st.markdown(f"**{t('lesson_question')}** {t(f'lesson_{step.id}_q')}")
-    with st.expander(t("lesson_answer"), expanded=False):
-        st.markdown(t(f"lesson_{step.id}_a"))
+    if not poll(step.id):  # in a class, the question is the class's poll
+        st.markdown(f"**{t('lesson_question')}** {t(f'lesson_{step.id}_q')}")
+    if not answer_hidden(step.id):  # a student in a class sees it once the teacher reveals
+        with st.expander(t("lesson_answer"), expanded=False):
+            st.markdown(t(f"lesson_{step.id}_a"))
     back, link, nxt = st.columns([1, 2, 1])
     back.button(t("lesson_back"), key="lesson_back", disabled=n == 1, on_click=to_step, args=(n - 1,))
     nxt.button(t("lesson_next"), key="lesson_next", disabled=n == len(STEPS), on_click=to_step, args=(n + 1,))

@@ -1,0 +1,255 @@
+"""A class on the page (AppTest sessions in one process, the class store in this process): a teacher
+starts a class, students follow it, detach and rejoin, answer polls, send photos; the limits and the
+teacher's secret hold. The browser tests (tests/e2e/test_class.py) drive the same in Chromium."""
+
+from __future__ import annotations
+
+import io
+import re
+
+import pytest
+from PIL import Image
+
+from tests.helpers import ok, open_page
+from vizhooks.classroom import Teacher
+from vizhooks.page import classes
+
+
+@pytest.fixture(autouse=True)
+def fresh_classes(monkeypatch):
+    """Every test starts with no class, in a store of its own in this process."""
+    for name in ("VIZHOOKS_CLASS_STORE", "VIZHOOKS_TEACHER_KEY", "VIZHOOKS_MAX_CLASSES"):
+        monkeypatch.delenv(name, raising=False)
+    classes.reset()
+    yield
+    classes.reset()
+
+
+def start_class(at) -> str:
+    at.button(key="class_start").click().run()
+    ok(at)
+    found = [m for md in at.sidebar.markdown if (m := re.search(r"\*\*([A-Z0-9]{6})\*\*", md.value))]
+    assert found, [md.value for md in at.sidebar.markdown]
+    return found[0].group(1)
+
+
+def student(code: str, **query: str):
+    return open_page(**{"class": code}, **query)
+
+
+def photo(colour: tuple[int, int, int]) -> bytes:
+    out = io.BytesIO()
+    Image.new("RGB", (96, 96), colour).save(out, "PNG")
+    return out.getvalue()
+
+
+def top5(at) -> list[str]:
+    """The top-5 bars' lines ("label · 12.3%")."""
+    return [bar.proto.text for bar in at.get("progress")]
+
+
+def test_a_student_follows_the_teachers_view_step_model_layers_and_settings():
+    teacher = open_page()
+    code = start_class(teacher)
+    assert classes.classroom().exists(code)
+    pupil = student(code)
+    ok(pupil)
+    assert any(f"class **{code}**" in c.value for c in pupil.caption)
+    teacher.radio(key="view").set_value("lesson").run()
+    teacher.session_state["lesson_step"] = 4
+    teacher.selectbox(key="cmap").set_value("magma")
+    teacher.multiselect(key="layers").set_value(["layer1.0.conv1", "layer2.0.conv1"]).run()
+    ok(teacher)
+    pupil.run()
+    ok(pupil)
+    assert pupil.radio(key="view").value == "lesson"
+    assert pupil.session_state["lesson_step"] == 4
+    assert pupil.selectbox(key="cmap").value == "magma"
+    assert list(pupil.multiselect(key="layers").value) == ["layer1.0.conv1", "layer2.0.conv1"]
+    assert pupil.query_params["class"] == [code] or pupil.query_params["class"] == code
+
+
+def test_a_student_sees_the_teachers_uploaded_photo_computed_once(forward_passes):
+    teacher = open_page()
+    code = start_class(teacher)
+    teacher.radio(key="source").set_value("upload").run()
+    mine = photo((200, 30, 40))
+    teacher.file_uploader(key="upload").set_value(("mine.png", mine, "image/png")).run()
+    ok(teacher)
+    assert classes.classroom().photo(code) == mine  # the teacher's photo is the class's
+    before = len(forward_passes)
+    pupil = student(code)
+    ok(pupil)
+    assert pupil.session_state["_class_photo"][1] == mine
+    assert top5(pupil) == top5(teacher) and len(top5(pupil)) == 5
+    assert len(forward_passes) == before  # the same request: the cache serves the student
+
+
+def test_detach_keeps_the_students_page_and_rejoin_takes_the_teachers():
+    teacher = open_page()
+    code = start_class(teacher)
+    pupil = student(code)
+    pupil.button(key="class_detach").click().run()
+    ok(pupil)
+    teacher.selectbox(key="cmap").set_value("gray").run()
+    pupil.selectbox(key="cmap").set_value("plasma").run()
+    assert pupil.selectbox(key="cmap").value == "plasma"  # exploring: the teacher's change does not land
+    assert classes.classroom().followers(code) == 0
+    pupil.button(key="class_rejoin").click().run()
+    ok(pupil)
+    pupil.run()
+    assert pupil.selectbox(key="cmap").value == "gray"
+
+
+def test_a_student_cannot_change_the_class():
+    teacher = open_page()
+    code = start_class(teacher)
+    version = classes.classroom().state(code).version
+    pupil = student(code)
+    pupil.selectbox(key="cmap").set_value("inferno").run()
+    pupil.radio(key="view").set_value("table").run()
+    state = classes.classroom().state(code)
+    assert state.version == version and state.page.get("cmap") != "inferno"
+    assert "class_end" not in [b.key for b in pupil.button]
+
+
+def test_a_teacher_link_leads_from_a_second_device_and_its_secret_never_reaches_the_address_bar():
+    teacher = open_page()
+    code = start_class(teacher)
+    secret = teacher.session_state["_class_teacher"].secret
+    second = open_page(**{"class": code, "teacher": secret})
+    ok(second)
+    assert "teacher" not in second.query_params
+    second.selectbox(key="cmap").set_value("cividis").run()
+    assert classes.classroom().state(code).page["cmap"] == "cividis"
+    forged = open_page(**{"class": code, "teacher": "x" * 32})  # a wrong secret: an ordinary student
+    ok(forged)
+    assert forged.session_state["_class_code"] == code and "_class_teacher" not in forged.session_state
+
+
+def test_unknown_and_ended_classes_give_a_notice_and_the_ordinary_page():
+    lost = student("ZZZZZZ")
+    ok(lost)
+    assert any("ZZZZZZ" in i.value for i in lost.info)
+    teacher = open_page()
+    code = start_class(teacher)
+    pupil = student(code)
+    teacher.button(key="class_end").click().run()
+    ok(teacher)
+    assert not classes.classroom().exists(code)
+    pupil.run()
+    ok(pupil)
+    assert any(code in i.value for i in pupil.info)
+    assert "_class_code" not in pupil.session_state
+
+
+def test_the_teacher_passphrase_and_its_tries(monkeypatch):
+    monkeypatch.setenv("VIZHOOKS_TEACHER_KEY", "open sesame")
+    teacher = open_page()
+    for _ in range(3):
+        teacher.text_input(key="class_passphrase").set_value("wrong")
+        teacher.button(key="class_start").click().run()
+        assert any("passphrase" in e.value for e in teacher.error)
+    teacher.text_input(key="class_passphrase").set_value("open sesame")
+    teacher.button(key="class_start").click().run()
+    assert any("Too many tries" in e.value for e in teacher.error)  # three tries a minute, even the right one
+    assert classes.classroom().live_codes() == []
+    other = open_page()
+    other.text_input(key="class_passphrase").set_value("open sesame")
+    other.button(key="class_start").click().run()
+    ok(other)
+    assert len(classes.classroom().live_codes()) == 1
+
+
+def test_at_most_max_classes(monkeypatch):
+    monkeypatch.setenv("VIZHOOKS_MAX_CLASSES", "1")
+    start_class(open_page())
+    second = open_page()
+    second.button(key="class_start").click().run()
+    assert any("VIZHOOKS_MAX_CLASSES" in e.value for e in second.error)
+
+
+def test_a_poll_collects_answers_and_the_reveal_reaches_every_student():
+    teacher = open_page(view="lesson", step="2")
+    code = start_class(teacher)
+    pupils = [student(code) for _ in range(3)]
+    for pupil, choice in zip(pupils, (0, 1, 1), strict=True):
+        pupil.radio(key="poll_forward").set_value(choice)
+        pupil.button(key="poll_send_forward").click().run()
+        ok(pupil)
+    pupils[0].radio(key="poll_forward").set_value(1)  # a changed answer replaces the first
+    pupils[0].button(key="poll_send_forward").click().run()
+    n = len(classes.poll_choices("forward"))
+    assert classes.classroom().totals(code, "forward", n)[:2] == [0, 3]
+    assert not any(e.label == "Answer" for e in pupils[1].expander)  # the answer waits for the reveal
+    teacher.run()
+    teacher.button(key="poll_reveal_forward").click().run()
+    ok(teacher)
+    for pupil in pupils:
+        pupil.run()
+        ok(pupil)
+        assert pupil.radio(key="poll_forward").disabled
+        assert any(s.value.startswith("The answer:") for s in pupil.success)
+    csv_text = classes.polls_csv(code)
+    assert csv_text.startswith("question,choice,answers") and ",3" in csv_text
+
+
+def test_the_gallery_takes_photos_sorts_them_and_the_teacher_shows_it():
+    teacher = open_page()
+    code = start_class(teacher)
+    for colour in ((250, 20, 20), (20, 20, 250)):
+        pupil = student(code)
+        pupil.button(key="class_detach").click().run()
+        pupil.radio(key="source").set_value("upload").run()
+        classes.classroom().send_photo(code, photo(colour))
+    assert len(classes.classroom().gallery(code)) == 2
+    teacher.run()
+    ok(teacher)
+    assert any(e.label.startswith("Class gallery (2") for e in teacher.expander)
+    teacher.button(key="gallery_show").click().run()
+    ok(teacher)
+    follower = student(code)
+    ok(follower)
+    assert any("shows the class gallery" in i.value for i in follower.info)
+
+
+def test_a_student_sends_the_photo_on_their_screen():
+    teacher = open_page()
+    code = start_class(teacher)
+    pupil = student(code)
+    pupil.button(key="class_detach").click().run()  # exploring: their own sample photo is on screen
+    pupil.button(key="class_send_photo").click().run()
+    ok(pupil)
+    assert len(classes.classroom().gallery(code)) == 1
+    assert any("gallery" in s.value for s in pupil.success)
+
+
+def test_the_class_in_chinese():
+    teacher = open_page(lang="zh")
+    code = start_class(teacher)
+    pupil = student(code, lang="zh")
+    ok(pupil)
+    assert any(f"正在跟随课堂 **{code}**" in c.value for c in pupil.caption)
+    assert any("开始上课" == e.label for e in teacher.sidebar.expander)
+
+
+def test_sessions_stay_anonymous_in_the_store():
+    teacher = open_page(view="lesson", step="2")
+    code = start_class(teacher)
+    pupil = student(code)
+    pupil.radio(key="poll_forward").set_value(0)
+    pupil.button(key="poll_send_forward").click().run()
+    answers = classes.classroom().store.hgetall(f"vz:class:{code}:answers")
+    assert len(answers) == 1
+    key = next(iter(answers))
+    assert key.startswith("forward|") and re.fullmatch(r"[0-9a-f]{16}", key.split("|")[1])
+
+
+def test_forged_teacher_on_the_page_is_refused():
+    teacher = open_page()
+    code = start_class(teacher)
+    pupil = student(code)
+    pupil.session_state["_class_teacher"] = Teacher(code, "not-the-secret-of-this-class")
+    pupil.selectbox(key="cmap").set_value("inferno").run()
+    assert classes.classroom().state(code).page.get("cmap") != "inferno"
+    assert any("Only the teacher" in w.value for w in pupil.warning)

@@ -1,0 +1,571 @@
+"""A class on the page: the teacher's panel, students who follow, polls and the class gallery, over
+vizhooks.classroom (the class logic) and its store (this process, or Redis with VIZHOOKS_CLASS_STORE).
+
+A session is in at most one class, in one of two roles, kept in its session state:
+
+- ``_class_teacher``: the :class:`~vizhooks.classroom.Teacher` (code and secret) of a class it leads.
+  Its page publishes what it shows whenever that changes (:func:`publish`).
+- ``_class_code``: the class it follows as a student; ``_class_following`` False after "Explore on my
+  own". A follower applies the teacher's page before the sidebar draws (:func:`apply_teacher`), and a
+  fragment checks the class every second, rerunning the page when the teacher changed something.
+
+Students are anonymous: the store knows a session by a random id kept in its session state.
+"""
+
+from __future__ import annotations
+
+import hmac
+import os
+import secrets
+import threading
+import time
+from typing import Any
+from urllib.parse import urlencode
+
+import streamlit as st
+
+from vizhooks.classroom import (
+    ClassError,
+    Classroom,
+    StoreUnavailableError,
+    Teacher,
+    UnknownClassError,
+    open_store,
+)
+from vizhooks.page.analysis import image_digest
+from vizhooks.page.texts import t
+
+#: The session-state keys a follower takes from the teacher's page (language stays the student's own).
+FOLLOWED = ("model", "layers", "what", "size", "channels", "order", "cmap", "norm", "columns", "view",
+            "lesson_step", "target")
+CHECK_SECONDS = 1.0  # how often a follower's page asks the class for news
+TEACHER_SECONDS = 2.0  # how often the teacher's panel counts followers
+PASSPHRASE_TRIES = 3  # per session and minute
+
+_room: Classroom | None = None
+_room_lock = threading.Lock()
+
+
+def _env_int(name: str, default: int) -> int:
+    try:
+        return int(float(os.environ.get(name, default)))
+    except ValueError:
+        return default
+
+
+def classroom() -> Classroom:
+    """The server's classes, in the store VIZHOOKS_CLASS_STORE names (made once per process; an
+    unreachable Redis raises StoreUnavailableError now and is tried again on the next call)."""
+    global _room
+    with _room_lock:
+        if _room is None:
+            store = open_store(os.environ.get("VIZHOOKS_CLASS_STORE", ""))
+            _room = Classroom(store, max_classes=_env_int("VIZHOOKS_MAX_CLASSES", 20),
+                              max_photos=_env_int("VIZHOOKS_GALLERY_PHOTOS", 60),
+                              max_gallery_bytes=_env_int("VIZHOOKS_GALLERY_MB", 60) * 1_000_000)
+        return _room
+
+
+def reset() -> None:
+    """Forget the server's class store object (tests; a changed VIZHOOKS_CLASS_STORE)."""
+    global _room
+    with _room_lock:
+        _room = None
+
+
+def class_counts() -> tuple[int, int]:
+    """(classes running, students following) for /metrics; (0, 0) when the store is unreachable."""
+    try:
+        room = classroom()
+        codes = room.live_codes()
+        return len(codes), sum(room.followers(code) for code in codes)
+    except (StoreUnavailableError, ValueError):
+        return 0, 0
+
+
+def session_id() -> str:
+    """This session's anonymous id in the class store."""
+    return st.session_state.setdefault("_class_sid", secrets.token_hex(8))
+
+
+def teacher() -> Teacher | None:
+    return st.session_state.get("_class_teacher")
+
+
+def following() -> str | None:
+    """The code of the class this session follows now (None when teaching, detached or in none)."""
+    code = st.session_state.get("_class_code")
+    return code if code and st.session_state.get("_class_following", False) else None
+
+
+def student_code() -> str | None:
+    """The class this session is a student of, following or not."""
+    return st.session_state.get("_class_code")
+
+
+# --- joining: a class link or a teacher link ----------------------------------------------------
+
+def join_from_link() -> None:
+    """First run of a session opened with ``?class=CODE`` (follow) or ``&teacher=SECRET`` (lead)."""
+    link = st.session_state.pop("_class_link", None)
+    if not link or not link[0]:
+        return
+    code, secret = link
+    try:
+        room = classroom()
+        if secret and room.verify(Teacher(code, secret)):
+            st.session_state["_class_teacher"] = Teacher(code, secret)
+            return
+        if not room.exists(code):
+            st.session_state["_class_notice"] = t("class_unknown", code=code)
+            return
+    except StoreUnavailableError as exc:
+        st.session_state["_class_notice"] = t("class_store_start", error=exc)
+        return
+    st.session_state["_class_code"] = code
+    st.session_state["_class_following"] = True
+
+
+# --- following ------------------------------------------------------------------------------------
+
+def apply_teacher() -> None:
+    """A follower's page takes the teacher's latest page (before any widget is drawn)."""
+    code = following()
+    if code is None:
+        return
+    try:
+        state = classroom().state(code)
+    except UnknownClassError:
+        _leave(t("class_ended", code=code))
+        return
+    except StoreUnavailableError as exc:
+        st.session_state["_class_down"] = str(exc)
+        return
+    st.session_state.pop("_class_down", None)
+    if state.version == st.session_state.get("_class_version"):
+        return
+    page = state.page
+    for key in FOLLOWED:
+        if key in page:
+            st.session_state[key] = page[key] if key != "layers" else list(page[key])
+    st.session_state["_class_page"] = page
+    st.session_state["_class_version"] = state.version
+
+
+def _leave(notice: str) -> None:
+    for key in ("_class_code", "_class_following", "_class_version", "_class_page", "_class_photo",
+                "_class_teacher", "_class_published"):
+        st.session_state.pop(key, None)
+    st.session_state["_class_notice"] = notice
+
+
+def class_photo() -> bytes | None:
+    """The teacher's photo while this session follows a class that has one (fetched once per photo)."""
+    code = following()
+    page = st.session_state.get("_class_page") or {}
+    digest = page.get("photo")
+    if code is None or not digest:
+        return None
+    kept = st.session_state.get("_class_photo")
+    if kept and kept[0] == digest:
+        return kept[1]
+    try:
+        data = classroom().photo(code)
+    except StoreUnavailableError:
+        return kept[1] if kept else None
+    if data is None:
+        return None
+    st.session_state["_class_photo"] = (image_digest(data), data)
+    return data
+
+
+def _check_for_news() -> None:
+    """A follower's heartbeat, and a rerun of the whole page when the teacher changed something."""
+    code = following()
+    if code is None:
+        return
+    try:
+        room = classroom()
+        room.follow(code, session_id())
+        version = room.state(code).version
+    except UnknownClassError:
+        _leave(t("class_ended", code=code))
+        st.rerun(scope="app")
+        return
+    except StoreUnavailableError as exc:
+        if st.session_state.get("_class_down") != str(exc):
+            st.session_state["_class_down"] = str(exc)
+            st.rerun(scope="app")
+        return
+    if st.session_state.pop("_class_down", None) is not None or version != st.session_state.get("_class_version"):
+        st.rerun(scope="app")
+
+
+@st.fragment(run_every=CHECK_SECONDS)
+def _follower_watch() -> None:
+    _check_for_news()
+
+
+def _detach() -> None:
+    code = student_code()
+    st.session_state["_class_following"] = False
+    try:
+        if code:
+            classroom().unfollow(code, session_id())
+    except StoreUnavailableError:
+        pass
+
+
+def _rejoin() -> None:
+    st.session_state["_class_following"] = True
+    st.session_state.pop("_class_version", None)  # take the teacher's page again, whatever it is
+
+
+def class_bar() -> None:
+    """The main area's line about the class: notices, following or not, and the student's buttons."""
+    notice = st.session_state.pop("_class_notice", None)
+    if notice:
+        st.info(notice, icon=":material/school:")
+    down = st.session_state.get("_class_down")
+    if down:
+        st.warning(t("class_store_down", error=down), icon=":material/cloud_off:")
+    code = student_code()
+    if code is None:
+        return
+    left, right = st.columns([3, 1])
+    if following():
+        left.caption(t("class_following", code=code))
+        right.button(t("class_detach"), key="class_detach", on_click=_detach)
+        _follower_watch()
+    else:
+        left.caption(t("class_detached", code=code))
+        right.button(t("class_rejoin"), key="class_rejoin", on_click=_rejoin)
+
+
+def send_photo_button(data: bytes | None) -> None:
+    """A student's "Send my photo to the class" (explicit, never automatic), under the predictions."""
+    code = student_code()
+    if code is None or data is None or following() and class_photo() is not None:
+        return  # a follower's photo is the teacher's own: nothing of theirs to send
+    if st.button(t("class_send_photo"), key="class_send_photo", help=t("class_send_photo_help")):
+        try:
+            classroom().send_photo(code, data)
+        except (ClassError, StoreUnavailableError, ValueError) as exc:
+            st.error(str(exc))
+        else:
+            st.success(t("class_photo_sent"))
+
+
+# --- teaching -------------------------------------------------------------------------------------
+
+def _passphrase_ok() -> bool:
+    """Whether the teacher passphrase (VIZHOOKS_TEACHER_KEY, when set) was given, a few tries a minute."""
+    key = os.environ.get("VIZHOOKS_TEACHER_KEY", "")
+    if not key:
+        return True
+    now = time.monotonic()
+    tries = [when for when in st.session_state.get("_class_tries", []) if now - when < 60]
+    if len(tries) >= PASSPHRASE_TRIES:
+        st.session_state["_class_tries"] = tries
+        st.session_state["_class_error"] = t("class_too_many_tries")
+        return False
+    st.session_state["_class_tries"] = [*tries, now]
+    given = st.session_state.get("class_passphrase", "")
+    if hmac.compare_digest(given.encode(), key.encode()):
+        return True
+    st.session_state["_class_error"] = t("class_bad_passphrase")
+    return False
+
+
+def _start() -> None:
+    if not _passphrase_ok():
+        return
+    try:
+        st.session_state["_class_teacher"] = classroom().start()
+    except (ClassError, StoreUnavailableError) as exc:
+        st.session_state["_class_error"] = str(exc)
+        return
+    st.session_state.pop("class_passphrase", None)
+    for key in ("_class_code", "_class_following", "_class_version", "_class_page", "_class_published"):
+        st.session_state.pop(key, None)  # a student who starts a class leaves the one followed
+
+
+def _end() -> None:
+    lead = teacher()
+    if lead is None:
+        return
+    try:
+        classroom().end(lead)
+    except (ClassError, StoreUnavailableError) as exc:
+        st.session_state["_class_error"] = str(exc)
+        if not isinstance(exc, UnknownClassError):
+            return
+    _leave(t("class_ended", code=lead.code))
+
+
+def link(query: dict[str, str]) -> str:
+    """This page's address with ``query`` (the server's own URL as the browser reached it)."""
+    base = str(getattr(st.context, "url", "") or "").split("?")[0]
+    return f"{base}?{urlencode(query)}"
+
+
+def qr_png(text: str) -> bytes:
+    """A QR code of ``text`` as PNG, large enough to scan from the back of a room."""
+    import io
+
+    import segno
+
+    out = io.BytesIO()
+    segno.make(text, error="m").save(out, kind="png", scale=8, border=2)
+    return out.getvalue()
+
+
+@st.fragment(run_every=TEACHER_SECONDS)
+def _teacher_watch(lead: Teacher) -> None:
+    try:
+        room = classroom()
+        room.touch(lead)
+        n = room.followers(lead.code)
+    except (ClassError, StoreUnavailableError) as exc:
+        st.warning(t("class_store_down", error=exc), icon=":material/cloud_off:")
+        return
+    st.caption(t("class_followers", n=n))
+
+
+def teacher_panel(slot: Any) -> None:
+    """The sidebar's "Teach a class": start one, or the running class's code, link, QR and end."""
+    lead = teacher()
+    with slot.expander(t("class_header"), expanded=lead is not None, icon=":material/school:"):
+        error = st.session_state.pop("_class_error", None)
+        if error:
+            st.error(error)
+        if lead is None:
+            st.caption(t("class_intro"))
+            if os.environ.get("VIZHOOKS_TEACHER_KEY"):
+                st.text_input(t("class_passphrase"), key="class_passphrase", type="password",
+                              help=t("class_passphrase_help"))
+            st.button(t("class_start"), key="class_start", on_click=_start, type="primary")
+            return
+        st.markdown(t("class_code", code=lead.code))
+        student = link({"class": lead.code, "lang": st.session_state.get("lang", "en")})
+        st.caption(t("class_link"))
+        st.code(student, language=None)
+        st.image(qr_png(student), caption=t("class_qr_caption", code=lead.code), width=220)
+        _teacher_watch(lead)
+        with st.popover(t("class_teacher_link")):
+            st.caption(t("class_teacher_link_help"))
+            st.code(link({"class": lead.code, "teacher": lead.secret}), language=None)
+        st.button(t("class_end"), key="class_end", on_click=_end)
+
+
+def publish(data: bytes | None) -> None:
+    """The teacher's page, as the class follows it: published when it changed (the photo when its
+    digest did). The page is the FOLLOWED choices; the class's own parts (revealed polls, the
+    gallery's spotlight) are kept from the last publication."""
+    lead = teacher()
+    if lead is None:
+        return
+    last = st.session_state.get("_class_published") or {}
+    page = {k: last[k] for k in ("revealed", "spotlight") if k in last}
+    for key in FOLLOWED:
+        value = st.session_state.get(key)
+        page[key] = list(value) if isinstance(value, (list, tuple)) else value
+    digest = image_digest(data) if data is not None else None
+    page["photo"] = digest
+    if page == last:
+        return
+    try:
+        classroom().publish(lead, page, photo=data if digest != last.get("photo") else None)
+    except UnknownClassError:
+        _leave(t("class_ended", code=lead.code))
+        return
+    except (ClassError, StoreUnavailableError) as exc:
+        st.warning(t("class_store_down", error=exc), icon=":material/cloud_off:")
+        return
+    st.session_state["_class_published"] = page
+
+
+def class_page() -> dict[str, Any]:
+    """The class's page as this session knows it: the teacher's own, or the one followed."""
+    if teacher() is not None:
+        return dict(st.session_state.get("_class_published") or {})
+    return dict(st.session_state.get("_class_page") or {})
+
+
+def set_class_part(key: str, value: Any) -> None:
+    """The teacher changes a class-wide part of the page (revealed polls, the gallery's spotlight)."""
+    lead = teacher()
+    if lead is None:
+        return
+    page = {**class_page(), key: value}
+    try:
+        classroom().publish(lead, page)
+    except (ClassError, StoreUnavailableError) as exc:
+        st.session_state["_class_error"] = str(exc)
+        return
+    st.session_state["_class_published"] = page
+
+
+# --- the class gallery ----------------------------------------------------------------------------
+
+def ranked(ctx: Any, photos: list[Any], layer: str, channel: int) -> list[tuple[float, Any, Any]]:
+    """(mean of the channel's map, photo, its analysis) for every gallery photo, strongest first;
+    each photo's forward pass goes through the page's shared result cache."""
+    from vizhooks.page.results import get_analysis
+
+    c = ctx.choices
+    scored = []
+    for photo in photos:
+        analysis = get_analysis(c.model, image_digest(photo.data), photo.data, c.size, (layer,), c.what)
+        scored.append((float(analysis.activations[layer][0, channel].float().mean()), photo, analysis))
+    return sorted(scored, key=lambda item: (-item[0], item[1].sent))
+
+
+def _show_ranking(ctx: Any, photos: list[Any], layer: str, channel: int, columns: int = 4) -> None:
+    from vizhooks.render import channel_overlay
+
+    st.caption(t("gallery_intro", layer=layer, channel=channel))
+    cells = st.columns(columns)
+    for rank, (score, _photo, analysis) in enumerate(ranked(ctx, photos, layer, channel), start=1):
+        cells[(rank - 1) % columns].image(
+            channel_overlay(analysis.picture, analysis.activations[layer][0, channel], 0.5, ctx.choices.cmap),
+            caption=t("gallery_score", rank=rank, score=score), width="stretch")
+
+
+def gallery_panel(ctx: Any) -> None:
+    """The teacher's class gallery (photos sorted by one channel, shown to everyone on demand), and a
+    follower's view of it while the teacher shows it."""
+    lead = teacher()
+    code = lead.code if lead is not None else following()
+    if code is None:
+        return
+    spotlight: dict[str, Any] = class_page().get("spotlight") or {}
+    if lead is None and not spotlight:
+        return
+    try:
+        photos = classroom().gallery(code)
+    except StoreUnavailableError:
+        return
+    if lead is None:  # a follower, while the teacher shows the gallery
+        layer, channel = spotlight["layer"], int(spotlight["channel"])
+        if layer in ctx.analysis.activations and photos:
+            st.info(t("gallery_shown", layer=layer, channel=channel), icon=":material/photo_library:")
+            _show_ranking(ctx, photos, layer, channel)
+        return
+    with st.expander(t("gallery_header", n=len(photos)), expanded=bool(spotlight), icon=":material/photo_library:"):
+        if not photos:
+            st.caption(t("gallery_empty"))
+            return
+        layers = list(ctx.choices.layers)
+        if not layers:
+            st.caption(t("gallery_no_layers"))
+            return
+        left, right, button = st.columns([2, 1, 1], vertical_alignment="bottom")
+        layer = left.selectbox(t("gallery_layer"), layers, key="gallery_layer")
+        channels = int(ctx.analysis.activations[layer].shape[1])
+        channel = int(right.number_input(t("gallery_channel"), 0, channels - 1, key="gallery_channel"))
+        if spotlight:
+            button.button(t("gallery_hide"), key="gallery_hide", on_click=set_class_part, args=("spotlight", None))
+        else:
+            button.button(t("gallery_show"), key="gallery_show", on_click=set_class_part,
+                          args=("spotlight", {"layer": layer, "channel": channel}))
+        _show_ranking(ctx, photos, layer, channel)
+
+
+# --- polls: the lesson's questions, answered by the class ------------------------------------------
+
+def poll_choices(step_id: str) -> list[str]:
+    """The choices of a lesson step's question, in the page's language."""
+    from vizhooks.page.texts import EN
+
+    return [t(key) for n in range(1, 7) if (key := f"lesson_{step_id}_c{n}") in EN]
+
+
+def polls_csv(code: str) -> str:
+    """Every lesson poll's totals as CSV (counts only), in the page's language."""
+    from vizhooks.page.lesson import STEPS
+
+    return classroom().totals_csv(code, [(step.id, poll_choices(step.id)) for step in STEPS])
+
+
+def _reveal(step_id: str) -> None:
+    revealed = list(class_page().get("revealed") or [])
+    set_class_part("revealed", [*revealed, step_id] if step_id not in revealed else revealed)
+
+
+@st.fragment(run_every=TEACHER_SECONDS)
+def _poll_totals(code: str, step_id: str) -> None:
+    import pandas as pd
+
+    choices = poll_choices(step_id)
+    try:
+        totals = classroom().totals(code, step_id, len(choices))
+    except StoreUnavailableError as exc:
+        st.warning(t("class_store_down", error=exc), icon=":material/cloud_off:")
+        return
+    st.caption(t("poll_totals", n=sum(totals)) if sum(totals) else t("poll_none_yet"))
+    labels = [f"{chr(65 + i)}. {text}" for i, text in enumerate(choices)]
+    frame = pd.DataFrame({"answers": totals}, index=pd.Index(labels, name="choice"))
+    st.bar_chart(frame, horizontal=True, height=60 + 36 * len(labels), x_label=t("poll_totals", n=sum(totals)))
+
+
+def _send_answer(code: str, step_id: str) -> None:
+    choice = st.session_state.get(f"poll_{step_id}")
+    if choice is None:
+        return
+    try:
+        classroom().answer(code, step_id, session_id(), int(choice))
+    except (ClassError, StoreUnavailableError) as exc:
+        st.session_state["_poll_error"] = str(exc)
+        return
+    st.session_state[f"_poll_sent_{step_id}"] = int(choice)
+
+
+def poll(step_id: str) -> bool:
+    """The lesson step's question as the class's poll; False outside a class (the page then shows
+    the question and its answer as always)."""
+    lead = teacher()
+    code = lead.code if lead is not None else student_code()
+    choices = poll_choices(step_id)
+    if code is None or not choices:
+        return False
+    from vizhooks.page.texts_polls import CORRECT
+
+    correct = CORRECT[step_id]
+    revealed = step_id in (class_page().get("revealed") or [])
+    st.markdown(f"**{t('poll_header')}** · {t(f'lesson_{step_id}_q')}")
+    if lead is not None:
+        _poll_totals(code, step_id)
+        left, right = st.columns(2)
+        if revealed:
+            left.success(t("poll_revealed", choice=choices[correct]))
+        else:
+            left.button(t("poll_reveal"), key=f"poll_reveal_{step_id}", on_click=_reveal, args=(step_id,))
+        try:
+            right.download_button(t("poll_csv"), polls_csv(code), file_name=f"class-{code}-polls.csv",
+                                  mime="text/csv", key="poll_csv")
+        except StoreUnavailableError:
+            pass
+        return True
+    sent = st.session_state.get(f"_poll_sent_{step_id}")
+    st.radio(t("poll_your_answer"), range(len(choices)), key=f"poll_{step_id}", index=sent,
+             format_func=lambda i: f"{chr(65 + i)}. {choices[i]}", disabled=revealed)
+    error = st.session_state.pop("_poll_error", None)
+    if error:
+        st.error(error)
+    if revealed:
+        st.success(t("poll_revealed", choice=choices[correct]))
+        if sent is not None:
+            st.caption(t("poll_correct") if sent == correct else t("poll_wrong"))
+        return True
+    st.button(t("poll_send"), key=f"poll_send_{step_id}", on_click=_send_answer, args=(code, step_id))
+    if sent is not None:
+        st.caption(t("poll_sent"))
+    return True
+
+
+def answer_hidden(step_id: str) -> bool:
+    """Whether a lesson answer stays hidden: for a student of a class, until the teacher reveals it."""
+    if teacher() is not None or student_code() is None or not poll_choices(step_id):
+        return False
+    return step_id not in (class_page().get("revealed") or [])
