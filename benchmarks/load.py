@@ -114,29 +114,40 @@ def cpu_seconds(pid: int) -> float | None:
     return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
 
 
-def read_metrics(url: str) -> dict[str, float] | None:
-    """The analysis counters of the server's ``/metrics`` (Prometheus text), or None where the
-    server serves no such endpoint (Streamlit answers unknown paths with the page's HTML)."""
-    from prometheus_client.parser import text_string_to_metric_families
-
+def metrics_text(url: str) -> tuple[str | None, str]:
+    """The body of the server's ``/metrics`` and "", or None and a sentence saying why not."""
     try:
         response = httpx2.get(f"{url}/metrics", timeout=30)
-    except httpx2.HTTPError:
+    except httpx2.HTTPError as e:
+        return None, f"GET /metrics failed: {e!r}"
+    if response.status_code != 200:
+        return None, f"GET /metrics answered {response.status_code} (see the server's log)"
+    if "html" in response.headers.get("content-type", ""):
+        return None, "the server has no /metrics endpoint (Streamlit answered with the page's HTML)"
+    return response.text, ""
+
+
+def read_metrics(url: str) -> dict[str, float] | None:
+    """The analysis counters of the server's ``/metrics`` (Prometheus text), or None where the
+    server serves no such endpoint or does not declare the counters. A declared counter with no
+    ``kind="analysis"`` sample yet counts 0 (a labelled counter has no sample before its first use)."""
+    from prometheus_client.parser import text_string_to_metric_families
+
+    text, _ = metrics_text(url)
+    if text is None:
         return None
-    if response.status_code != 200 or "html" in response.headers.get("content-type", ""):
-        return None
-    found: dict[str, float] = {}
+    declared: set[str] = set()
+    found = dict.fromkeys(METRICS, 0.0)
     try:
-        for family in text_string_to_metric_families(response.text):
+        for family in text_string_to_metric_families(text):
             for sample in family.samples:
                 for key, name in METRICS.items():
                     if sample.name == name and sample.labels.get("kind") == KIND:
-                        found[key] = found.get(key, 0.0) + sample.value
+                        found[key] += sample.value
+            declared.update(k for k, name in METRICS.items() if family.name == name.removesuffix("_total"))
     except ValueError:
         return None
-    if not found:
-        return None
-    return {key: found.get(key, 0.0) for key in METRICS}
+    return found if declared == set(METRICS) else None
 
 
 # --- the visitors --------------------------------------------------------------------------------
@@ -250,6 +261,7 @@ def summary(name: str, n: int, outcome: Outcome, before: dict[str, float] | None
         "media_bytes_per_run": int(statistics.mean(sum(r.media_bytes.values()) for r in outcome.runs))
         if outcome.runs else 0,
         "failures": outcome.failures[:50],
+        "seconds": sorted(round(t, 3) for t in times),
     }
 
 
@@ -313,7 +325,11 @@ def run_scenario(key: str, args: argparse.Namespace, log_dir: Path) -> dict[str,
         n, outcome = asyncio.run(_scenario(srv, key, args))
         own, cpu1, after = time.process_time() - own0, cpu_seconds(srv.pid), read_metrics(srv.url)
         server_cpu = None if cpu0 is None or cpu1 is None else cpu1 - cpu0
-        return summary(key, n, outcome, before, after, server_cpu, own)
+        row = summary(key, n, outcome, before, after, server_cpu, own)
+        if row["computations"] is None:
+            _, why = metrics_text(srv.url)
+            row["metrics_missing"] = why or f"/metrics has no {METRICS['computations']}{{kind=\"{KIND}\"}}"
+        return row
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -343,11 +359,10 @@ def main(argv: list[str] | None = None) -> int:
             print(f"load: scenario {key} ...", file=sys.stderr, flush=True)
             report[key] = run_scenario(key, args, log_dir)
     judge(report, args.n_b)
-    metrics_missing = any(r["computations"] is None for r in report.values())
+    missing = sorted({r["metrics_missing"] for r in report.values() if r.get("metrics_missing")})
     doc = {
         "cpu_count": os.cpu_count(), "server_logs": str(log_dir), "assets": args.assets,
-        "note": "computations and cache hits are null: the server has no /metrics endpoint with "
-                f"{METRICS['computations']}{{kind=\"{KIND}\"}}" if metrics_missing else "",
+        "note": f"computations and cache hits are null: {'; '.join(missing)}" if missing else "",
         "scenarios": report,
     }
     args.out.write_text(json.dumps(doc, indent=2, ensure_ascii=False) + "\n")

@@ -212,6 +212,7 @@ class Session:
         self._ws = await websockets.connect(
             _ws_url(self.url), subprotocols=protocols, origin=self.url, max_size=None,
             ping_interval=None,  # a browser never pings; it answers the server's pings (websockets does too)
+            open_timeout=30,
             additional_headers={"Cookie": f"{XSRF_COOKIE}={xsrf}"} if xsrf else None)
         self._reader = asyncio.create_task(self._read(), name="loadclient-read")
         return await self._rerun()

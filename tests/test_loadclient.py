@@ -98,21 +98,30 @@ def test_judge_needs_every_number_it_judges():
 
 
 def test_metrics_are_read_with_prometheus_clients_own_parser(monkeypatch):
+    served = {"text": "", "type": "text/plain; version=0.0.4"}
+
+    class Answer:
+        status_code = 200
+
+        def __init__(self, url, timeout):
+            self.text, self.headers = served["text"], {"content-type": served["type"]}
+
+    monkeypatch.setattr(load.httpx2, "get", Answer)
     registry = CollectorRegistry()
     computations = Counter("vizhooks_computations", "", ["kind"], registry=registry)
     hits = Counter("vizhooks_cache_hits", "", ["kind"], registry=registry)
+    served["text"] = generate_latest(registry).decode()  # declared, never used: no sample yet, and that is 0
+    assert load.read_metrics("http://x") == {"computations": 0.0, "cache_hits": 0.0}
     computations.labels("analysis").inc(2)
     computations.labels("gradients").inc(5)
     hits.labels("analysis").inc(7)
-    text = generate_latest(registry).decode()
-
-    class Answer:
-        status_code, headers = 200, {"content-type": "text/plain; version=0.0.4"}
-
-    monkeypatch.setattr(load.httpx2, "get", lambda url, timeout: type("A", (Answer,), {"text": text})())
+    served["text"] = generate_latest(registry).decode()
     assert load.read_metrics("http://x") == {"computations": 2.0, "cache_hits": 7.0}
-    Answer.headers = {"content-type": "text/html"}  # Streamlit's answer to an unknown path: the page
+    served["text"] = "# TYPE other counter\nother_total 1.0\n"  # Prometheus text without our counters
     assert load.read_metrics("http://x") is None
+    served["type"] = "text/html"  # Streamlit's answer to an unknown path: the page
+    assert load.read_metrics("http://x") is None
+    assert "no /metrics endpoint" in load.metrics_text("http://x")[1]
 
 
 def test_photos_differ():
