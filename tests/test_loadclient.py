@@ -129,6 +129,14 @@ def test_photos_differ():
     assert len(set(photos)) == 40 and all(p[:3] == b"\xff\xd8\xff" for p in photos)
 
 
+def test_command_line_refuses_what_it_cannot_run(capsys):
+    for argv in (["--only", "a,z"], ["--n-c", "0"]):
+        with pytest.raises(SystemExit):
+            load.main(argv)
+    err = capsys.readouterr().err
+    assert "unknown scenario z" in err and "--n-c must be at least 1" in err
+
+
 # --- against the page ------------------------------------------------------------------------------
 
 
@@ -189,3 +197,4 @@ def test_scenarios_at_small_n(page_server):
     assert not uploads.failures and len(uploads.runs) == 2
     report = {"c": load.summary("c", 3, spread, None, None, None, 0.0)}
     assert report["c"]["errors"] == 0 and report["c"]["p95_s"] > 0
+
