@@ -18,6 +18,7 @@ from vizhooks.page.analysis import image_digest
 from vizhooks.page.classes import (
     apply_teacher,
     class_bar,
+    class_counts,
     class_photo,
     gallery_panel,
     join_from_link,
@@ -124,4 +125,4 @@ if __name__ == "__main__":  # Streamlit runs the page script as __main__, once p
     with script_run():
         main()
 else:  # `streamlit run app.py` imports this file as a module to find its ASGI app: the page and /metrics
-    app = st.App(__file__, routes=routes())
+    app = st.App(__file__, routes=routes(class_counts))

@@ -190,6 +190,7 @@ def test_a_poll_collects_answers_and_the_reveal_reaches_every_student():
         ok(pupil)
         assert pupil.radio(key="poll_forward").disabled
         assert any(s.value.startswith("The answer:") for s in pupil.success)
+        assert any(e.label == "Answer" for e in pupil.expander)  # and the lesson's full answer with it
     csv_text = classes.polls_csv(code)
     assert csv_text.startswith("question,choice,answers") and ",3" in csv_text
 

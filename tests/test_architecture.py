@@ -207,8 +207,8 @@ def test_an_unknown_name_is_an_attribute_error():
 
 
 def test_import_vizhooks_imports_no_optional_or_page_module():
-    heavy = ["cv2", "streamlit", "ray", "timm", "pandas", "av", "vizhooks.page", "vizhooks.video", "vizhooks.live",
-             "vizhooks.atlas"]
+    heavy = ["cv2", "streamlit", "ray", "timm", "pandas", "av", "redis", "prometheus_client", "vizhooks.page",
+             "vizhooks.video", "vizhooks.live", "vizhooks.atlas", "vizhooks.classroom"]
     code = f"import sys, vizhooks; print([m for m in {heavy!r} if m in sys.modules])"
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
     assert out.strip() == "[]"
@@ -262,3 +262,11 @@ def test_a_network_with_its_own_blocks_keeps_them():
 
     names = [b.name for b in vizhooks.find_layers(build("resnet18", device="meta"), "block")]
     assert names == [f"layer{i}.{j}" for i in range(1, 5) for j in range(2)]
+
+
+def test_the_redis_store_is_an_optional_engine():
+    """Classes in this process need no Redis: vizhooks.classroom loads redis only for a redis:// store."""
+    code = ("import sys; from vizhooks.classroom import open_store; open_store(None); "
+            "print([m for m in ('redis', 'vizhooks.classroom.redis_store') if m in sys.modules])")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
+    assert out.strip() == "[]"

@@ -68,8 +68,11 @@ def test_classes_and_followers(monkeypatch):
         lead = room.start()
         room.follow(lead.code, "a")
         room.follow(lead.code, "b")
-        body, _ = metrics.exposition(metrics.class_gauges)
-        found = {s.name: s.value for f in text_string_to_metric_families(body.decode()) for s in f.samples}
+        from starlette.applications import Starlette
+        from starlette.testclient import TestClient
+
+        text = TestClient(Starlette(routes=metrics.routes(classes.class_counts))).get("/metrics").text
+        found = {s.name: s.value for f in text_string_to_metric_families(text) for s in f.samples}
         assert found["vizhooks_classes"] == 1 and found["vizhooks_followers"] == 2
     finally:
         classes.reset()

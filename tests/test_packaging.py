@@ -50,6 +50,11 @@ LAZY_EXTRAS = {
     "huggingface_hub": "timm",  # timm's pretrained checkpoints
     "safetensors": "timm",
 }
+#: Library modules that are an optional engine as a whole: no module imports them at module level
+#: (tests/test_architecture.py), so all their imports belong to the extra.
+ENGINE_MODULES = {
+    "vizhooks/classroom/redis_store.py": "redis",  # classes shared by several servers (VIZHOOKS_CLASS_STORE)
+}
 #: torch and torchvision install from local wheel files of exactly these builds.
 EXACT = ("torch", "torchvision")
 
@@ -155,6 +160,9 @@ def test_declared_dependencies_cover_the_imports():
             elif lazy and module in LAZY_EXTRAS:
                 allowed |= declared[LAZY_EXTRAS[module]]
                 where = f"core or the {LAZY_EXTRAS[module]} extra"
+            elif rel in ENGINE_MODULES:
+                allowed |= declared[ENGINE_MODULES[rel]]
+                where = f"core or the {ENGINE_MODULES[rel]} extra"
             else:
                 where = "core dependencies" + ("" if lazy else " (module-level import)")
             if not dists & allowed:

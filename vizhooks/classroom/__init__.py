@@ -12,8 +12,9 @@ from vizhooks.classroom.core import (
     UnknownClassError,
     action_number,
     normalise_code,
+    open_store,
 )
-from vizhooks.classroom.store import MemoryStore, Store, StoreUnavailableError, open_store
+from vizhooks.classroom.store import MemoryStore, Store, StoreUnavailableError
 
 __all__ = ["ClassError", "ClassLimitError", "ClassState", "Classroom", "GalleryPhoto", "MemoryStore",
            "NotTeacherError", "Store", "StoreUnavailableError", "Teacher", "UnknownClassError", "action_number",

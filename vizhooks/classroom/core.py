@@ -29,7 +29,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from vizhooks.classroom.store import Store
+from vizhooks.classroom.store import MemoryStore, Store
 from vizhooks.images import load_image
 
 #: Class codes: 6 symbols from 31 that cannot be mistaken for each other on a projector (no 0/O, 1/I/L).
@@ -128,14 +128,15 @@ class Classroom:
 
     # --- the class's life -----------------------------------------------------------------------
     def live_codes(self) -> list[str]:
-        """Codes of the classes running now (their registry entries not past their time)."""
+        """Codes of the classes running now: registered and not past their time (a class just
+        claimed by :meth:`start` counts before its secret is written, so racing starts see it)."""
         now = self._now()
-        codes = []
+        codes: list[str] = []
+        gone: list[str] = []
         for code, until in self.store.hgetall(REGISTRY).items():
-            if float(until) > now and self.store.hget(self._key(code), "secret") is not None:
-                codes.append(code)
-            else:
-                self.store.hdel(REGISTRY, code)
+            (codes if float(until) > now else gone).append(code)
+        if gone:
+            self.store.hdel(REGISTRY, *gone)
         return sorted(codes)
 
     def start(self) -> Teacher:
@@ -315,3 +316,19 @@ class Classroom:
 
     def gallery_photo(self, code: str, pid: str) -> bytes | None:
         return self.store.get(self._key(normalise_code(code), f"gallery:{pid}"))
+
+
+def open_store(url: str | None) -> Store:
+    """The store a server's classes live in: ``None`` or ``""`` -> in this process; ``redis://...`` ->
+    Redis, reached once now so an unreachable one is said at start (StoreUnavailableError), never
+    silently replaced by a store the other servers cannot see."""
+    if not url:
+        return MemoryStore()
+    if not url.startswith(("redis://", "rediss://", "unix://")):
+        raise ValueError(f"VIZHOOKS_CLASS_STORE={url!r} is not a Redis URL; use redis://host:port/0 "
+                         "or leave it unset for a store in this process.")
+    from vizhooks.classroom.redis_store import RedisStore
+
+    store = RedisStore(url)
+    store.ping()
+    return store

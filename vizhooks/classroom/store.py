@@ -141,19 +141,3 @@ class MemoryStore:
     def __len__(self) -> int:
         with self._lock:
             return sum(self._live(key) for key in list(self._data))
-
-
-def open_store(url: str | None) -> Store:
-    """The store a server's classes live in: ``None`` or ``""`` -> in this process; ``redis://...`` ->
-    Redis, reached once now so an unreachable one is said at start (StoreUnavailableError), never
-    silently replaced by a store the other servers cannot see."""
-    if not url:
-        return MemoryStore()
-    if not url.startswith(("redis://", "rediss://", "unix://")):
-        raise ValueError(f"VIZHOOKS_CLASS_STORE={url!r} is not a Redis URL; use redis://host:port/0 "
-                         "or leave it unset for a store in this process.")
-    from vizhooks.classroom.redis_store import RedisStore
-
-    store = RedisStore(url)
-    store.ping()
-    return store

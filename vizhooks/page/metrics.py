@@ -100,22 +100,19 @@ def exposition(gauges: Callable[[], tuple[int | None, int, int]] | None = None) 
     return generate_latest(REGISTRY), CONTENT_TYPE_LATEST
 
 
-def routes() -> list[Any]:
-    """The Starlette routes app.py's ``st.App`` adds: ``GET /metrics``."""
+def routes(class_counts: Callable[[], tuple[int, int]] | None = None) -> list[Any]:
+    """The Starlette routes app.py's ``st.App`` adds: ``GET /metrics``; ``class_counts()`` gives
+    (classes, followers) when it is asked."""
     from starlette.requests import Request
     from starlette.responses import Response
     from starlette.routing import Route
 
+    def gauges() -> tuple[int | None, int, int]:
+        classes, followers = class_counts() if class_counts else (0, 0)
+        return sessions_now(), classes, followers
+
     def metrics(request: Request) -> Response:
-        body, content_type = exposition(class_gauges)
+        body, content_type = exposition(gauges)
         return Response(body, media_type=content_type)
 
     return [Route("/metrics", metrics, methods=["GET"])]
-
-
-def class_gauges() -> tuple[int | None, int, int]:
-    """(sessions, classes, followers) for /metrics; classes and followers come from the class store."""
-    from vizhooks.page.classes import class_counts
-
-    classes, followers = class_counts()
-    return sessions_now(), classes, followers
