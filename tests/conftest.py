@@ -215,10 +215,89 @@ def fresh_caches():
     clear_caches()
 
 
-@pytest.fixture(params=["memory"])
+@pytest.fixture(params=["memory", "redis"])
 def class_store(request):
     """A factory ``make(clock) -> Store`` of an empty class store, one per kind of store: the
-    in-process one, and Redis (a real redis-server on localhost) where the Redis fixtures add it."""
-    from vizhooks.classroom import MemoryStore
+    in-process one, and Redis (the session's redis-server on localhost, emptied for each test; it
+    keeps its own time, so the clock moves only the class's timestamps)."""
+    if request.param == "memory":
+        from vizhooks.classroom import MemoryStore
 
-    return lambda clock: MemoryStore(clock)
+        return lambda clock: MemoryStore(clock)
+    from vizhooks.classroom.redis_store import RedisStore
+
+    url = request.getfixturevalue("redis_url")
+    RedisStore(url)._redis.flushdb()
+    return lambda clock: RedisStore(url)
+
+
+class RedisServer:
+    """A real ``redis-server`` on a localhost port, its files in ``folder``: :meth:`start`,
+    :meth:`stop`, and start again on the same port with the same files. ``persist``: an append-only
+    file, so the data outlives a restart; otherwise nothing is written to disk."""
+
+    def __init__(self, folder: Path, persist: bool = False) -> None:
+        import shutil
+
+        if shutil.which("redis-server") is None:
+            pytest.skip("redis-server is not installed: `make redis` installs Debian's package.")
+        self.folder, self.persist, self.port, self.process = folder, persist, 0, None
+
+    @property
+    def url(self) -> str:
+        return f"redis://127.0.0.1:{self.port}/0"
+
+    def start(self) -> RedisServer:
+        import socket
+        import subprocess
+        import time
+
+        import redis
+
+        fresh = not self.port  # a restart keeps its port
+        for _ in range(5 if fresh else 1):  # a free port can be taken by another process before redis binds it
+            if fresh:
+                with socket.socket() as sock:
+                    sock.bind(("127.0.0.1", 0))
+                    self.port = sock.getsockname()[1]
+            disk = ["--appendonly", "yes", "--appendfsync", "always"] if self.persist else ["--appendonly", "no"]
+            self.process = subprocess.Popen(
+                ["redis-server", "--port", str(self.port), "--bind", "127.0.0.1", "--save", "", *disk,
+                 "--dir", str(self.folder), "--logfile", str(self.folder / "redis.log")],
+                stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+            client = redis.Redis(port=self.port, socket_connect_timeout=1, socket_timeout=1)
+            deadline = time.monotonic() + 20
+            while self.process.poll() is None and time.monotonic() < deadline:
+                try:
+                    client.ping()
+                    client.close()
+                    return self
+                except redis.RedisError:
+                    time.sleep(0.05)
+            self.stop()
+        log = (self.folder / "redis.log").read_text(errors="replace")[-2000:]
+        raise RuntimeError(f"redis-server did not answer PING on port {self.port}; its log ends:\n{log}")
+
+    def stop(self) -> None:
+        """Shut the server down (SIGTERM: with ``persist`` its data is on disk) and wait for it."""
+        if self.process is not None and self.process.poll() is None:
+            self.process.terminate()
+            self.process.wait(timeout=20)
+
+
+@pytest.fixture(scope="session")
+def redis_url(tmp_path_factory):
+    """The URL of a redis-server started once for the session (no persistence); skipped where
+    redis-server is not installed."""
+    server = RedisServer(tmp_path_factory.mktemp("redis")).start()
+    yield server.url
+    server.stop()
+
+
+@pytest.fixture
+def redis_server(tmp_path, request):
+    """A redis-server of the test's own that the test may stop and start again; its data outlives a
+    restart (appendonly) unless the test passes ``False`` (``parametrize(..., indirect=True)``)."""
+    server = RedisServer(tmp_path, persist=getattr(request, "param", True)).start()
+    yield server
+    server.stop()
