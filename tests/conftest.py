@@ -224,10 +224,13 @@ def class_store(request):
         from vizhooks.classroom import MemoryStore
 
         return lambda clock: MemoryStore(clock)
+    import redis
+
     from vizhooks.classroom.redis_store import RedisStore
 
     url = request.getfixturevalue("redis_url")
-    RedisStore(url)._redis.flushdb()
+    with redis.Redis.from_url(url) as client:
+        client.flushdb()
     return lambda clock: RedisStore(url)
 
 
