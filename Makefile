@@ -7,7 +7,7 @@ SUDO   := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 PORT   ?= 8501
 MODELS ?= resnet18 resnet34 resnet50 resnet101 resnet152
 
-.PHONY: run test test-fast loadtest loadtest-browser bench weights lint chromium clean
+.PHONY: run test test-fast loadtest loadtest-browser bench weights lint chromium redis clean
 
 $(PY):
 	$(PYTHON) -m venv $(VENV)
@@ -27,7 +27,7 @@ run: $(VENV)/.runtime
 ## make test: lint, then the whole suite (unit, CLI, page, browser, packaging)
 # The network guard (tests/netguard) loads before the interpreter's first import, in pytest and
 # in every Python process it starts; tests/conftest.py installs it too when pytest runs alone.
-test: lint chromium
+test: lint chromium redis
 	PYTHONPATH=$(CURDIR)/tests/netguard$${PYTHONPATH:+:$$PYTHONPATH} $(PY) -m pytest
 
 ## make test-fast: the quick loop (at most 3 min on 2 cores): all but the browser, slow, packaging and bench
@@ -65,6 +65,11 @@ lint: $(VENV)/.dev
 chromium:
 	@command -v chromium >/dev/null 2>&1 && fc-list :lang=zh | grep -q . || { $(SUDO) apt-get update -qq && \
 		$(SUDO) apt-get install -y -qq chromium fonts-wqy-zenhei; }
+
+# The class store tests (tests/test_classroom*.py) start Debian's redis-server on a localhost port of their own;
+# the package's system service is not needed.
+redis:
+	@command -v redis-server >/dev/null 2>&1 || { $(SUDO) apt-get update -qq && $(SUDO) apt-get install -y -qq redis-server; }
 
 clean:
 	rm -rf $(VENV) .pytest_cache vizhooks-out
