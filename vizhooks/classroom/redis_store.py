@@ -84,7 +84,8 @@ class RedisStore:
                 "VIZHOOKS_CLASS_STORE to keep classes in this process.") from None
 
     def _reason(self, exc: Exception) -> str:
-        reason = str(exc).strip().rstrip(".") or type(exc).__name__
+        # redis-py's own text ("Error 111 connecting to host:6379. Connection refused.") made part of one sentence
+        reason = " ".join(str(exc).split()).rstrip(".").replace(". ", ": ") or type(exc).__name__
         password = self._redis.connection_pool.connection_kwargs.get("password")
         return reason.replace(password, "***") if password else reason
 
