@@ -166,10 +166,11 @@ async def _close_all(sessions: list[Session]) -> None:
     await asyncio.gather(*(s.close() for s in sessions), return_exceptions=True)
 
 
-async def _visit(url: str, delay: float = 0.0, query: str = "", assets: bool = False) -> Session:
+async def _visit(url: str, delay: float = 0.0, query: str = "", assets: bool = False,
+                 media: bool = True) -> Session:
     if delay:
         await asyncio.sleep(delay)
-    s = Session(url, query, assets=assets)
+    s = Session(url, query, assets=assets, fetch_media=media)
     try:
         await s.connect()
     except BaseException:
@@ -191,10 +192,10 @@ def _collect(outcome: Outcome, results: list[Any]) -> None:
                 outcome.failures.append(f"visitor {i}: run {run.status}")
 
 
-async def at_once(url: str, n: int, query: str = "", assets: bool = False) -> Outcome:
+async def at_once(url: str, n: int, query: str = "", assets: bool = False, media: bool = True) -> Outcome:
     """(a) ``n`` visitors open the default page (or the page of ``query``) at the same moment."""
     started = time.perf_counter()
-    results = await asyncio.gather(*(_visit(url, query=query, assets=assets) for _ in range(n)),
+    results = await asyncio.gather(*(_visit(url, query=query, assets=assets, media=media) for _ in range(n)),
                                    return_exceptions=True)
     outcome = Outcome(wall_s=time.perf_counter() - started)
     _collect(outcome, [r if isinstance(r, BaseException) else [r.first_run] for r in results])
@@ -202,10 +203,10 @@ async def at_once(url: str, n: int, query: str = "", assets: bool = False) -> Ou
     return outcome
 
 
-async def spread(url: str, m: int, window: float, assets: bool = False) -> Outcome:
+async def spread(url: str, m: int, window: float, assets: bool = False, media: bool = True) -> Outcome:
     """(c) ``m`` visitors open the default page, their starts spread evenly over ``window`` s."""
     started = time.perf_counter()
-    results = await asyncio.gather(*(_visit(url, window * i / m, assets=assets) for i in range(m)),
+    results = await asyncio.gather(*(_visit(url, window * i / m, assets=assets, media=media) for i in range(m)),
                                    return_exceptions=True)
     outcome = Outcome(wall_s=time.perf_counter() - started)
     _collect(outcome, [r if isinstance(r, BaseException) else [r.first_run] for r in results])
@@ -213,14 +214,14 @@ async def spread(url: str, m: int, window: float, assets: bool = False) -> Outco
     return outcome
 
 
-async def uploads(url: str, n: int, photos_each: int = 1, assets: bool = False) -> Outcome:
+async def uploads(url: str, n: int, photos_each: int = 1, assets: bool = False, media: bool = True) -> Outcome:
     """(b) ``n`` visitors open the default page and switch to Upload; then, all together, each
     uploads ``photos_each`` photos of its own one after another. The upload runs are timed."""
     barrier = asyncio.Barrier(n)
     sessions: list[Session] = []
 
     async def one(i: int) -> list[Run]:
-        s = Session(url, assets=assets)
+        s = Session(url, assets=assets, fetch_media=media)
         sessions.append(s)
         try:
             for step in (s.connect(), s.set_widget(SOURCE_KEY, UPLOAD_LABEL)):
@@ -258,6 +259,7 @@ def summary(name: str, n: int, outcome: Outcome, before: dict[str, float] | None
         "computations": None if counters is None else int(counters["computations"]),
         "cache_hits": None if counters is None else int(counters["cache_hits"]),
         "server_cpu_s": _round(server_cpu, 2), "client_cpu_s": round(client_cpu, 2),
+        "server_cpu_per_run_s": _round(server_cpu / len(times), 3) if server_cpu is not None and times else None,
         "media_bytes_per_run": int(statistics.mean(sum(r.media_bytes.values()) for r in outcome.runs))
         if outcome.runs else 0,
         "failures": outcome.failures[:50],
@@ -310,13 +312,14 @@ def table(report: dict[str, dict[str, Any]]) -> str:
 
 
 async def _scenario(srv: Server, key: str, args: argparse.Namespace) -> tuple[int, Outcome]:
+    how = {"assets": args.assets, "media": not args.no_media}
     if key == "one":
-        return 1, await uploads(srv.url, 1, photos_each=ONE_PHOTOS, assets=args.assets)
+        return 1, await uploads(srv.url, 1, photos_each=ONE_PHOTOS, **how)
     if key == "a":
-        return args.n_a, await at_once(srv.url, args.n_a, assets=args.assets)
+        return args.n_a, await at_once(srv.url, args.n_a, **how)
     if key == "b":
-        return args.n_b, await uploads(srv.url, args.n_b, assets=args.assets)
-    return args.n_c, await spread(srv.url, args.n_c, args.c_window, assets=args.assets)
+        return args.n_b, await uploads(srv.url, args.n_b, **how)
+    return args.n_c, await spread(srv.url, args.n_c, args.c_window, **how)
 
 
 def run_scenario(key: str, args: argparse.Namespace, log_dir: Path) -> dict[str, Any]:
@@ -340,6 +343,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--c-window", type=float, default=10.0, help="seconds over which (c)'s visitors start")
     parser.add_argument("--assets", action="store_true",
                         help="each visitor first fetches the page's HTML and the static files it names")
+    parser.add_argument("--no-media", action="store_true",
+                        help="a diagnosis only: skip the pictures' GETs that every browser makes")
     parser.add_argument("--only", default="one,a,b,c", help="scenarios to run, comma-separated: one,a,b,c")
     parser.add_argument("--out", type=Path, default=OUT, help="where the JSON report goes")
     args = parser.parse_args(argv)
@@ -361,7 +366,7 @@ def main(argv: list[str] | None = None) -> int:
     judge(report, args.n_b)
     missing = sorted({r["metrics_missing"] for r in report.values() if r.get("metrics_missing")})
     doc = {
-        "cpu_count": os.cpu_count(), "server_logs": str(log_dir), "assets": args.assets,
+        "cpu_count": os.cpu_count(), "server_logs": str(log_dir), "assets": args.assets, "media": not args.no_media,
         "note": f"computations and cache hits are null: {'; '.join(missing)}" if missing else "",
         "scenarios": report,
     }
