@@ -254,6 +254,7 @@ class Classroom:
         if not self.exists(code):
             raise UnknownClassError(f"There is no class {code} (it may have ended).")
         self.store.hset(self._key(code, "answers"), f"{question}|{session}", str(int(choice)).encode())
+        self.store.expire(self._key(code, "answers"), self.idle_seconds)  # answers end with their class
 
     def my_answer(self, code: str, question: str, session: str) -> int | None:
         raw = self.store.hget(self._key(normalise_code(code), "answers"), f"{question}|{session}")
