@@ -33,7 +33,7 @@ test: lint chromium redis
 ## make test-fast: the quick loop (at most 3 min on 2 cores): all but the browser, slow, packaging and bench
 # tests (markers in pyproject.toml, applied in tests/conftest.py); no lint. `make test` stays the full check.
 FAST := not (browser or slow or packaging or bench)
-test-fast: $(VENV)/.dev
+test-fast: $(VENV)/.dev redis
 	PYTHONPATH=$(CURDIR)/tests/netguard$${PYTHONPATH:+:$$PYTHONPATH} $(PY) -m pytest -q -m "$(FAST)"
 
 ## make loadtest: the server under headless visitors (30 at once, 30 uploads, 200 in 10 s), each scenario on a

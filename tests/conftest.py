@@ -243,7 +243,7 @@ class RedisServer:
         import shutil
 
         if shutil.which("redis-server") is None:
-            pytest.skip("redis-server is not installed: `make redis` installs Debian's package.")
+            pytest.fail("redis-server is not installed: `make redis` (part of `make test`) installs Debian's package.")
         self.folder, self.persist, self.port, self.process = folder, persist, 0, None
 
     @property
@@ -290,7 +290,7 @@ class RedisServer:
 
 @pytest.fixture(scope="session")
 def redis_url(tmp_path_factory):
-    """The URL of a redis-server started once for the session (no persistence); skipped where
+    """The URL of a redis-server started once for the session (no persistence); a failure where
     redis-server is not installed."""
     server = RedisServer(tmp_path_factory.mktemp("redis")).start()
     yield server.url
