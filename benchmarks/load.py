@@ -155,10 +155,12 @@ def read_metrics(url: str) -> dict[str, float] | None:
 
 @dataclass
 class Outcome:
-    """What one scenario measured: the runs it times, and every failure as a sentence."""
+    """What one scenario measured: the runs it times, the visitors or runs that failed (errors),
+    and every failure as a sentence."""
 
     runs: list[Run] = field(default_factory=list)
     failures: list[str] = field(default_factory=list)
+    errors: int = 0
     wall_s: float = 0.0
 
 
@@ -183,13 +185,16 @@ def _collect(outcome: Outcome, results: list[Any]) -> None:
     """Each visitor's result: an exception, or the runs it timed."""
     for i, result in enumerate(results):
         if isinstance(result, BaseException):
+            outcome.errors += 1
             outcome.failures.append(f"visitor {i}: {type(result).__name__}: {result}")
             continue
         for run in result:
             outcome.runs.append(run)
-            outcome.failures.extend(f"visitor {i}: {e}" for e in run.errors)
-            if run.status != "ok":
-                outcome.failures.append(f"visitor {i}: run {run.status}")
+            if not run.ok:
+                outcome.errors += 1
+                if run.status != "ok":
+                    outcome.failures.append(f"visitor {i}: run {run.status}")
+                outcome.failures.extend(f"visitor {i}: {e}" for e in run.errors)
 
 
 async def at_once(url: str, n: int, query: str = "", assets: bool = False, media: bool = True) -> Outcome:
@@ -255,7 +260,7 @@ def summary(name: str, n: int, outcome: Outcome, before: dict[str, float] | None
     return {
         "scenario": name, "n": n, "runs_timed": len(times), "wall_s": _round(outcome.wall_s, 2),
         "p50_s": _round(percentile(times, 50)), "p95_s": _round(percentile(times, 95)),
-        "max_s": _round(max(times) if times else None), "errors": len(outcome.failures),
+        "max_s": _round(max(times) if times else None), "errors": outcome.errors,
         "computations": None if counters is None else int(counters["computations"]),
         "cache_hits": None if counters is None else int(counters["cache_hits"]),
         "server_cpu_s": _round(server_cpu, 2), "client_cpu_s": round(client_cpu, 2),

@@ -97,6 +97,17 @@ def test_judge_needs_every_number_it_judges():
     assert report["a"]["status"] == report["b"]["status"] == "UNKNOWN"  # no /metrics; no "one analysis"
 
 
+def test_errors_count_failed_visitors_and_runs_once_each():
+    good = Run(started=0.0, seconds=1.0, status="ok")
+    shown = Run(started=0.0, seconds=2.0, status="ok", errors=["error shown: x", "GET /media/a.png answered 404"])
+    late = Run(started=0.0, status="timeout", errors=["no script_finished within 600 s"])
+    outcome = load.Outcome()
+    load._collect(outcome, [[good], [shown, late], TimeoutError("timed out during opening handshake")])
+    assert outcome.errors == 3 and len(outcome.runs) == 3 and len(outcome.failures) == 5
+    row = load.summary("a", 4, outcome, None, None, None, 0.0)
+    assert (row["errors"], row["runs_timed"], row["max_s"], row["computations"]) == (3, 2, 2.0, None)
+
+
 def test_metrics_are_read_with_prometheus_clients_own_parser(monkeypatch):
     served = {"text": "", "type": "text/plain; version=0.0.4"}
 
