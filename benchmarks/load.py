@@ -18,7 +18,9 @@ run's ``script_finished``, as the server answers on localhost. Computations and 
 the difference of the server's ``/metrics`` counters ``vizhooks_computations_total`` and
 ``vizhooks_cache_hits_total`` (``kind="analysis"``) over the scenario; null where the server has
 no such endpoint. The CPU seconds of the server process and of this client are reported too (the
-client shares the 2 cores). Prints a table with the targets, writes tests/artifacts/loadtest.json.
+client shares the 2 cores); ``server_cpu_per_run_s`` divides the server's by the timed runs (the
+untimed ones, such as (b)'s first page and the model's loading, are in it). Prints a table with
+the targets, writes tests/artifacts/loadtest.json.
 Measurements, never assertions.
 """
 
