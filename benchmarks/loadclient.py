@@ -461,7 +461,10 @@ class Session:
     async def _fetch(self, run: Run, url: str) -> None:
         assert self._http is not None
         try:
-            response = await self._http.get(url)
+            try:
+                response = await self._http.get(url)
+            except httpx2.TransportError:  # a keep-alive connection the server closed as we sent: browsers
+                response = await self._http.get(url)  # retry an idempotent GET once on a new one
         except httpx2.HTTPError as e:
             run.errors.append(f"GET {url} failed: {e!r}")
             return

@@ -174,8 +174,11 @@ def clear_caches() -> None:
     the operator's models or their files)."""
     import streamlit as st
 
+    from vizhooks.page import results
+
     st.cache_data.clear()
     st.cache_resource.clear()
+    results.model_option.cache_clear()
 
 
 CODE_SPAN = re.compile(r"`[^`]*`")

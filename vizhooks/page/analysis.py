@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import hashlib
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import torch
 from PIL import Image
@@ -54,9 +54,15 @@ class Analysis:
     activations: dict[str, torch.Tensor]
     logits: torch.Tensor
     what: str
+    _stats: dict[str, LayerStats] = field(default_factory=dict, compare=False, repr=False)
 
     def stats(self, layer: str) -> LayerStats:
-        return layer_stats(self.activations[layer])
+        """The layer's shape and range, worked out once: every session that shows this (shared,
+        cached) analysis reads them on every run."""
+        found = self._stats.get(layer)
+        if found is None:
+            found = self._stats[layer] = layer_stats(self.activations[layer])
+        return found
 
     @property
     def nbytes(self) -> int:

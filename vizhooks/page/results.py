@@ -4,6 +4,7 @@ display settings. Every ``get_*`` the views call lives here, so a cache key is w
 
 from __future__ import annotations
 
+import functools
 import logging
 import os
 from collections.abc import Callable
@@ -38,10 +39,11 @@ def get_bundle(name: str) -> vz.ModelBundle:
     return vz.load_model(name)
 
 
-@st.cache_data(show_spinner=False)
+@functools.lru_cache(maxsize=4096)
 def model_option(name: str, lang: str) -> str:
     """The selector's line for a model, without building it: family, parameters, input size. (The
-    language is part of the cache key.)"""
+    language is part of the cache key.) A plain process-wide cache: the menu asks for every model on
+    every run, and Streamlit's cache hashed its arguments 80 times a run."""
     set_language(lang)
     from vizhooks.models import input_spec
 

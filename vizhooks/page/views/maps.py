@@ -6,7 +6,6 @@ import streamlit as st
 
 from vizhooks.export import npz_bytes
 from vizhooks.layers import architecture_layers
-from vizhooks.page.analysis import layer_stats
 from vizhooks.page.results import grid_png, maps_png
 from vizhooks.page.state import Context
 from vizhooks.page.texts import t
@@ -24,7 +23,7 @@ def show(ctx: Context) -> None:
         for i, name in layer_columns(layers):
             if bar is not None:
                 bar.progress(i / len(layers), text=t("rendering", i=i + 1, n=len(layers), name=name))
-            stats = layer_stats(analysis.activations[name])
+            stats = analysis.stats(name)  # worked out once per (shared) analysis
             total = stats.channels
             shown = min(c.channels or total, total)
             key = ("maps", c.model, digest, c.size, c.what, name)
