@@ -37,6 +37,11 @@ def lesson_code(step: Step, ctx: Context) -> str:
     return lesson_snippet(name, layers=layers, clamp_at=clamp_at, limit=float(st.session_state.get("iv_limit", 1e-3)),
                           **common)
 
+def show_code(step: Step, ctx: Context) -> None:
+    """The step's code: plain PyTorch that reproduces its live part."""
+    st.caption(t("lesson_code"))
+    st.code(lesson_code(step, ctx), language="python")
+
 
 def to_step(n: int) -> None:
     st.session_state["lesson_step"] = step_index(n)
@@ -89,12 +94,12 @@ def show(ctx: Context) -> None:
     st.subheader(t("lesson_step", n=n, total=len(STEPS), title=t(f"lesson_{step.id}_title")))
     st.markdown(t(f"lesson_{step.id}_text"))
     show_live_part(step, ctx)
-    st.caption(t("lesson_code"))
-    st.code(lesson_code(step, ctx), language="python")
+    show_code(step, ctx)
     if not poll(step.id):  # in a class, the question is the class's poll
         st.markdown(f"**{t('lesson_question')}** {t(f'lesson_{step.id}_q')}")
     if not answer_hidden(step.id):  # a student in a class sees it once the teacher reveals
-        with st.expander(t("lesson_answer"), expanded=False):
+        # one expander per step (its own key): an answer opened on one step is not open on the next
+        with st.expander(t("lesson_answer"), expanded=False, key=f"lesson_answer_{step.id}"):
             st.markdown(t(f"lesson_{step.id}_a"))
     back, link, nxt = st.columns([1, 2, 1])
     back.button(t("lesson_back"), key="lesson_back", disabled=n == 1, on_click=to_step, args=(n - 1,))
