@@ -29,6 +29,7 @@ from vizhooks.page.classes import (
 from vizhooks.page.errors import shown_errors
 from vizhooks.page.folders import use_root
 from vizhooks.page.metrics import routes, script_run
+from vizhooks.page.present import header, lesson_takes_the_screen
 from vizhooks.page.results import get_analysis, get_bundle
 from vizhooks.page.sidebar import show_model_status, sidebar
 from vizhooks.page.sources import photo_bytes
@@ -71,14 +72,14 @@ def main() -> None:
     use_root(Path(__file__).resolve().parent)  # sample_images/ and atlas/ beside this file
     init_state()
     set_language(st.session_state.get("lang", "en"))
-    st.set_page_config(page_title=t("page_title"), layout="wide")
+    st.set_page_config(page_title=t("page_title"), layout="wide",  # present mode folds the sidebar away
+                       initial_sidebar_state="collapsed" if st.session_state.get("present") else "auto")
     join_from_link()
     apply_teacher()  # a student following a class takes the teacher's page before any widget is drawn
     choices, model_slot = sidebar()
     teacher_panel(st.sidebar)
 
-    st.title(t("title"))
-    st.caption(t("subtitle"))
+    header()  # title, the Present switch, "Start the lesson"
     bad = st.session_state.get("_url_notices")
     if bad:
         st.info(t("url_notice", items=", ".join(f"{k}={v}" for k, v in bad)))
@@ -88,6 +89,8 @@ def main() -> None:
         bundle = get_bundle(choices.model)  # an operator's broken checkpoint: one sentence, page stays
     show_model_status(model_slot, bundle)
 
+    if choices.source in ("video", "live"):  # the link says so, though it cannot carry the clip or stream
+        sync_url(choices, st.session_state.get("view", "maps"))
     if choices.source == "video":  # a clip: frames captured once, a slider instead of one picture
         show_video(bundle, choices)
         return
@@ -100,6 +103,7 @@ def main() -> None:
     data = class_photo() or photo_bytes(choices.source)
     view = st.radio(t("view"), VIEW_NAMES, key="view", horizontal=True, label_visibility="collapsed",
                     format_func=labels_for("view_"))
+    lesson_takes_the_screen(view)
     sync_url(choices, view)
     publish(data)  # a teacher's page goes to the class
     if data is None:
@@ -112,13 +116,18 @@ def main() -> None:
     with shown_errors(), st.spinner(t("running", model=choices.model, n=len(choices.layers))):
         analysis = get_analysis(choices.model, digest, data, choices.size, choices.layers, choices.what)
 
-    input_and_predictions(analysis, bundle, choices.size)
-    send_photo_button(data)
     ctx = Context(choices, bundle, analysis, digest)
+    if view != "lesson":  # the lesson shows its step first, the photo after it
+        input_and_predictions(analysis, bundle, choices.size)
+        send_photo_button(data)
     gallery_panel(ctx)
     st.divider()
     with shown_errors():
         VIEWS[view](ctx)
+    if view == "lesson":
+        st.divider()
+        input_and_predictions(analysis, bundle, choices.size)
+        send_photo_button(data)
 
 
 if __name__ == "__main__":  # Streamlit runs the page script as __main__, once per rerun of a session

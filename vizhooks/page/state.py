@@ -12,7 +12,7 @@ from vizhooks.layers import architecture_layers, quick_picks, token_model
 from vizhooks.page.analysis import Analysis
 from vizhooks.page.sources.sample import default_sample, samples
 from vizhooks.page.texts import language_from_locale
-from vizhooks.page.urlstate import DEFAULTS, LANGS, parse_query, to_query
+from vizhooks.page.urlstate import DEFAULTS, LANGS, VIEW_KEYS, parse_query, to_query
 from vizhooks.page.widgets import keep_valid
 
 
@@ -58,7 +58,12 @@ def init_state() -> None:
     good, bad = parse_query(params, names)
     for key, value in DEFAULTS.items():
         st.session_state[key] = good.get(key, value)
-    st.session_state["source"] = "sample"
+    # a link names its source; an upload or a camera picture it cannot carry: the page asks for one
+    st.session_state["source"] = good.get("source", "sample")
+    st.session_state["present"] = bool(good.get("present", False))
+    for key in (k for keys in VIEW_KEYS.values() for k in keys):
+        if key in good:
+            st.session_state[key] = good[key]
     st.session_state["sample"] = good.get("sample", default_sample())
     st.session_state["layers"] = good.get("layers") or picks_for(st.session_state["model"])["tour"]
     if "target" in good:
@@ -95,9 +100,16 @@ def model_changed() -> None:
 def sync_url(c: Choices, view: str) -> None:
     """The address bar follows the page, so a copied link opens this exact view."""
     target = st.session_state.get("target")
+    shown = {key: st.session_state.get(key) for key in VIEW_KEYS.get(view, ())}  # this view's own settings
+    if view == "intervene" and shown.get("iv_mode") == "top":
+        shown["iv_channels"] = None
+    elif view == "intervene":
+        shown["iv_k"] = None
     query = to_query({
         "lang": st.session_state.get("lang", "en"), "view": view, "target": target, "model": c.model,
-        "sample": c.sample if c.source == "sample" else None, "layers": c.layers,
+        "present": 1 if st.session_state.get("present") else None,
+        "source": c.source if c.source != "sample" else None,
+        "sample": c.sample if c.source == "sample" else None, "layers": c.layers, **shown,
         "compare": st.session_state.get("compare") if view == "compare" else None,
         "step": st.session_state.get("lesson_step", 1) if view == "lesson" else None,
         "what": c.what, "size": c.size, "channels": c.channels or "all", "order": c.order,

@@ -22,6 +22,15 @@ WHATS = ("output", "input")
 VIEWS = ("maps", "inspector", "atlas", "gradients", "gradcam", "backward", "table", "intervene", "compare",
          "code", "lesson")
 LANGS = ("en", "zh")
+#: The picture sources (vizhooks.page.sources), and Intervene's kinds of edit.
+SOURCES = ("sample", "upload", "camera", "video", "live")
+EDIT_MODES = ("zero", "half", "double", "top")
+#: Settings of one view, kept in the link while that view is shown (their session keys are the names).
+VIEW_KEYS: dict[str, tuple[str, ...]] = {
+    "inspector": ("insp_layer", "insp_channel"),
+    "atlas": ("atlas_layer", "atlas_channel"),
+    "intervene": ("iv_layer", "iv_mode", "iv_channels", "iv_k"),
+}
 
 DEFAULTS: dict[str, object] = {
     "model": "resnet18",
@@ -36,8 +45,9 @@ DEFAULTS: dict[str, object] = {
 }
 
 #: The order of parameters in a shared link.
-KEYS = ("lang", "view", "step", "model", "sample", "compare", "layers", "what", "size", "channels", "order", "cmap",
-        "norm", "columns", "target", "class", "teacher")
+KEYS = ("lang", "present", "view", "step", "model", "source", "sample", "compare", "layers", "what", "size", "channels",
+        "order", "cmap", "norm", "columns", "target", *(k for keys in VIEW_KEYS.values() for k in keys), "class",
+        "teacher")
 
 
 def _one(value: str | Sequence[str]) -> str:
@@ -93,6 +103,15 @@ def parse_query(
         "class": lambda v: code if len(code := normalise_code(v)) == CODE_LENGTH and set(code) <= set(ALPHABET)
         else None,
         "teacher": lambda v: v if re.fullmatch(r"[A-Za-z0-9_-]{16,64}", v) else None,
+        "present": lambda v: {"1": True, "0": False}.get(v),
+        "source": lambda v: v if v in SOURCES else None,
+        # a view's channel is checked against its layer by the view itself (keep_below)
+        "insp_channel": lambda v: n if (n := _int(v)) is not None and n < 100_000 else None,
+        "atlas_channel": lambda v: n if (n := _int(v)) is not None and n < 100_000 else None,
+        "iv_mode": lambda v: v if v in EDIT_MODES else None,
+        "iv_k": lambda v: n if (n := _int(v)) is not None and 1 <= n < 100_000 else None,
+        "iv_channels": lambda v: (sorted({int(x) for x in parts}) if (parts := [p for p in v.split(",") if p])
+                                  and all(_int(x) is not None and int(x) < 100_000 for x in parts) else None),
     }
     for key, check in checks.items():
         if key in params:
@@ -102,11 +121,18 @@ def parse_query(
                 bad.append((key, value))
             else:
                 good[key] = parsed
+    valid = {c.name for c in architecture_layers(str(good.get("model", DEFAULTS["model"])))}
+    for key in ("insp_layer", "atlas_layer", "iv_layer"):  # one layer of the model
+        if key in params:
+            name = _one(params[key])
+            if name in valid:
+                good[key] = name
+            else:
+                bad.append((key, name))
     if "layers" in params:
         raw = params["layers"]
         names = [n.strip() for part in ([raw] if isinstance(raw, str) else raw) for n in part.split(",")]
         names = [n for n in names if n]
-        valid = {c.name for c in architecture_layers(str(good.get("model", DEFAULTS["model"])))}
         keep = [n for n in names if n in valid]
         bad.extend(("layers", n) for n in dict.fromkeys(names) if n not in valid)
         if keep:
@@ -121,5 +147,5 @@ def to_query(choices: Mapping[str, object]) -> dict[str, str]:
         value = choices.get(key)
         if value is None or value == "":
             continue
-        out[key] = ",".join(value) if isinstance(value, (list, tuple)) else str(value)
+        out[key] = ",".join(map(str, value)) if isinstance(value, (list, tuple)) else str(value)
     return out

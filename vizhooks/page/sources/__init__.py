@@ -1,5 +1,5 @@
 """The picture sources: a sample photo, an upload, the camera, a video clip, the live camera.
-A new source is one module here, one entry in SOURCES and its texts."""
+A new source is one module here, one entry in urlstate.SOURCES and its texts."""
 
 from __future__ import annotations
 
@@ -8,8 +8,10 @@ from typing import Any
 from vizhooks.page.sources.camera import camera, camera_bytes
 from vizhooks.page.sources.sample import sample_bytes, sample_picker
 from vizhooks.page.sources.upload import uploaded_bytes, uploader
+from vizhooks.page.urlstate import SOURCES  # the one list, shared with the link's parser
 
-SOURCES = ("sample", "upload", "camera", "video", "live")
+__all__ = ["PHOTO_SOURCES", "SOURCES", "photo_bytes", "photo_picker"]
+
 PHOTO_SOURCES = ("sample", "upload", "camera")  # the Compare view's second picture
 
 

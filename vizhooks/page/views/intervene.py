@@ -13,13 +13,13 @@ from vizhooks.cam import cams_from
 from vizhooks.page.results import cached, get_bundle, grid_png, tensor_bytes
 from vizhooks.page.state import Context
 from vizhooks.page.texts import t
+from vizhooks.page.urlstate import EDIT_MODES
 from vizhooks.page.widgets import class_picker, keep_valid, labels_for, layer_columns, top5_bars
 from vizhooks.render import channel_overlay
 
 if TYPE_CHECKING:
     from torch import Tensor
 
-EDIT_MODES = ("zero", "half", "double", "top")
 CLAMP_LIMITS = (1e-5, 1e-4, 1e-3, 1e-2, 1e-1, 1.0)
 
 

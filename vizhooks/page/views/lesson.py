@@ -11,6 +11,7 @@ import streamlit as st
 from vizhooks.page.analysis import hook_calls_demo
 from vizhooks.page.classes import answer_hidden, poll
 from vizhooks.page.lesson import STEPS, Step, step_index
+from vizhooks.page.present import present_on, scroll_to_step
 from vizhooks.page.results import cached, get_analysis, get_bundle, grid_png
 from vizhooks.page.snippets import lesson_snippet, snippet
 from vizhooks.page.sources import photo_bytes
@@ -88,9 +89,26 @@ def show_live_part(step: Step, ctx: Context) -> None:
                     f"- {t('lesson_remove_removed', calls=counts['removed'])}")
 
 
+def _picked_step() -> None:
+    to_step(st.session_state["lesson_pick"])
+
+
+def step_nav(n: int) -> None:
+    """Present mode's row above the step: Back, the list of steps, Next."""
+    back, pick, nxt = st.columns([1, 3, 1], vertical_alignment="bottom")
+    back.button(t("lesson_back"), key="lesson_back_top", disabled=n == 1, on_click=to_step, args=(n - 1,))
+    st.session_state["lesson_pick"] = n
+    pick.selectbox(t("lesson_steps"), range(1, len(STEPS) + 1), key="lesson_pick", on_change=_picked_step,
+                   format_func=lambda i: f"{i} · {t(f'lesson_{STEPS[i - 1].id}_title')}")
+    nxt.button(t("lesson_next"), key="lesson_next_top", disabled=n == len(STEPS), on_click=to_step, args=(n + 1,))
+
+
 def show(ctx: Context) -> None:
     n = step_index(st.session_state.get("lesson_step", 1))
     step = STEPS[n - 1]
+    scroll_to_step(n)  # Next and Back land on the new step's heading
+    if present_on():
+        step_nav(n)
     st.subheader(t("lesson_step", n=n, total=len(STEPS), title=t(f"lesson_{step.id}_title")))
     st.markdown(t(f"lesson_{step.id}_text"))
     show_live_part(step, ctx)

@@ -1,0 +1,122 @@
+"""Present mode, for a projector (``?present=1``, kept in the link and followed by a class): the
+sidebar folded away (its choices one click off), larger type, code that wraps instead of running off
+the screen, and the lesson's own Back / Next in place of the view buttons, with the arrow keys.
+
+Also what every lesson reader gets: a step change scrolls the main area back to the step's heading.
+"""
+
+from __future__ import annotations
+
+import streamlit as st
+
+from vizhooks.page.texts import t
+
+#: Type sizes on a projector: body text and code that the back row can read.
+BODY_PX, CODE_PX = 22, 18
+
+_STYLE = f"""
+<style>
+/* present mode: larger type, the main area as wide as the screen, code wrapped inside its box */
+[data-testid="stMain"] .stMarkdown p, [data-testid="stMain"] .stMarkdown li,
+[data-testid="stMain"] [data-testid="stCaptionContainer"],
+[data-testid="stMain"] label p {{ font-size: {BODY_PX}px !important; line-height: 1.45; }}
+[data-testid="stMain"] h3 {{ font-size: {BODY_PX * 1.6:.0f}px !important; }}
+[data-testid="stMain"] pre, [data-testid="stMain"] pre code, [data-testid="stMain"] code {{
+    font-size: {CODE_PX}px !important; white-space: pre-wrap !important; overflow-wrap: anywhere; }}
+[data-testid="stMainBlockContainer"] {{ max-width: 100%; padding-left: 2rem; padding-right: 2rem;
+    padding-top: 2.5rem; }}
+</style>
+"""
+
+# Runs once per page: arrows move between lesson steps (by pressing the page's own buttons), except
+# while the reader types in a field.
+_KEYS = """
+<script>
+(function () {
+  const doc = window.parent ? window.parent.document : document;
+  if (doc.__vizhooksArrows) { return; }
+  doc.__vizhooksArrows = true;
+  doc.addEventListener("keydown", function (event) {
+    const tag = (event.target && event.target.tagName || "").toLowerCase();
+    if (tag === "input" || tag === "textarea" || event.altKey || event.ctrlKey || event.metaKey) { return; }
+    const key = event.key === "ArrowRight" ? "lesson_next" : event.key === "ArrowLeft" ? "lesson_back" : null;
+    if (!key || !doc.querySelector(".vizhooks-present")) { return; }
+    const button = doc.querySelector(".st-key-" + key + " button");
+    if (button && !button.disabled) { event.preventDefault(); button.click(); }
+  });
+})();
+</script>
+"""
+
+_SCROLL = """
+<script>
+(function () {
+  const doc = window.parent ? window.parent.document : document;
+  const main = doc.querySelector('[data-testid="stMain"]') || doc.scrollingElement;
+  const top = function () {
+    if (main) { main.scrollTo({top: 0}); }
+    if (doc.scrollingElement) { doc.scrollingElement.scrollTo({top: 0}); }
+    window.scrollTo(0, 0);
+  };
+  top();
+  setTimeout(top, 50);
+})();
+</script>
+<!-- step STEP -->
+"""
+
+
+def present_on() -> bool:
+    return bool(st.session_state.get("present", False))
+
+
+def present_toggle(slot: object = st) -> None:
+    """The "Present" switch (the session key ``present``, kept in the link)."""
+    slot.toggle(t("present"), key="present", help=t("present_help"))  # type: ignore[attr-defined]
+
+
+def present_style() -> None:
+    """Larger type and wrapped code, and a marker the arrow keys look for; only in present mode."""
+    if present_on():
+        st.html(_STYLE + '<div class="vizhooks-present"></div>')
+        st.html(_KEYS, unsafe_allow_javascript=True)
+
+
+def scroll_to_step(step: int) -> None:
+    """Scroll the main area to the top when the lesson step changed since this session's last run
+    (Next and Back keep the reader at the new step's heading, not 2,000 px below it)."""
+    if st.session_state.get("_shown_step") != step:
+        if st.session_state.get("_shown_step") is not None:
+            st.html(_SCROLL.replace("STEP", str(step)), unsafe_allow_javascript=True)
+        st.session_state["_shown_step"] = step
+
+
+def _start_lesson() -> None:
+    st.session_state["view"] = "lesson"
+    st.session_state["lesson_step"] = 1
+
+
+def header() -> None:
+    """The page's head: title and subtitle (not in present mode, where the step comes first), the
+    "Present" switch, and a visible way into the lesson for a first visitor."""
+    if present_on():
+        _, switch = st.columns([5, 1])
+        present_toggle(switch)
+        present_style()
+        return
+    title, switch = st.columns([5, 1], vertical_alignment="bottom")
+    title.title(t("title"))
+    present_toggle(switch)
+    st.caption(t("subtitle"))
+    if st.session_state.get("view") != "lesson" and st.session_state.get("source") not in ("video", "live"):
+        st.button(t("start_lesson"), key="start_lesson", icon=":material/school:", on_click=_start_lesson,
+                  help=t("start_lesson_help"))
+
+
+def lesson_takes_the_screen(view: str) -> bool:
+    """In present mode the lesson's own Back / Next and step list replace the view buttons: they are
+    hidden (not removed, so the view keeps its state). True when that is the case."""
+    if present_on() and view == "lesson":
+        st.html("<style>.st-key-view { display: none !important; }</style>")
+        return True
+    return False
