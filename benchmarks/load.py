@@ -2,7 +2,7 @@
 (benchmarks.loadclient), not browsers: thirty Chromium renderers on our 2 cores would be the
 measurement (issue 18).
 
-    python -m benchmarks.load [--n-a 30 --n-b 30 --n-c 200 --c-window 10] [--only one,a,b,c]
+    python -m benchmarks.load [--n-a 30 --n-b 30 --n-c 200 --c-window 10 --n-d 30] [--only one,a,b,c,d]
 
 Every scenario starts a fresh ``streamlit run app.py`` (tests/e2e/server.start: offline, an empty
 TORCH_HOME, so the seeded random weights and empty caches) on a free port:
@@ -11,7 +11,14 @@ TORCH_HOME, so the seeded random weights and empty caches) on a free port:
   the median upload run is "one analysis", the unit of (b)'s target;
 - a: N visitors open the default page at the same moment;
 - b: N visitors open the default page, switch to Upload, then all upload a different photo at once;
-- c: M visitors open the default page, their starts spread evenly over W seconds.
+- c: M visitors open the default page, their starts spread evenly over W seconds;
+- d: a class: a teacher starts one, N students open ``?class=CODE`` (their pages keep the
+  follower's ``run_every`` check, as a browser does), then the teacher changes the page five times
+  (the lesson, then four steps), a few seconds apart. A student's delay is the finish time of its
+  first full run that shows the teacher's new step minus the finish time of the teacher's run that
+  made the change; a student that shows none within 30 s never caught up. The computations between
+  the end of the teacher's run and the last student's catching up (and during the students'
+  arrival) are the students' own: there should be none.
 
 A run's time is from the request (the rerun BackMsg; for an upload, its first step) to the
 run's ``script_finished``, as the server answers on localhost. Computations and cache hits are
@@ -47,6 +54,8 @@ import httpx2
 from PIL import Image, ImageDraw
 
 from tests.e2e import server
+from vizhooks.page.lesson import STEPS
+from vizhooks.page.texts import EN
 
 from .loadclient import Run, Session, percentile, seconds_of
 
@@ -56,7 +65,9 @@ KIND = "analysis"
 METRICS = {"computations": "vizhooks_computations_total", "cache_hits": "vizhooks_cache_hits_total"}
 SOURCE_KEY, UPLOAD_LABEL, UPLOADER_KEY = "source", "Upload", "upload"
 ONE_PHOTOS = 5  # uploads the lone visitor makes; their median is "one analysis"
-TARGET_A_S, TARGET_B_FACTOR, TARGET_C_S = 5.0, 1.2, 10.0
+TARGET_A_S, TARGET_B_FACTOR, TARGET_C_S, TARGET_D_S = 5.0, 1.2, 10.0, 2.0
+CLASS_START, CATCH_UP_S, CHANGE_GAP_S = "class_start", 30.0, 3.0
+SCENARIOS = ("one", "a", "b", "c", "d")
 
 
 def photo(i: int) -> tuple[str, bytes]:
@@ -129,27 +140,44 @@ def metrics_text(url: str) -> tuple[str | None, str]:
     return response.text, ""
 
 
-def read_metrics(url: str) -> dict[str, float] | None:
-    """The analysis counters of the server's ``/metrics`` (Prometheus text), or None where the
-    server serves no such endpoint or does not declare the counters. A declared counter with no
-    ``kind="analysis"`` sample yet counts 0 (a labelled counter has no sample before its first use)."""
+def read_counters(url: str) -> dict[str, dict[str, float]] | None:
+    """The computations and cache hits of the server's ``/metrics`` (Prometheus text) by kind, or
+    None where the server serves no such endpoint or does not declare the counters."""
     from prometheus_client.parser import text_string_to_metric_families
 
     text, _ = metrics_text(url)
     if text is None:
         return None
     declared: set[str] = set()
-    found = dict.fromkeys(METRICS, 0.0)
+    found: dict[str, dict[str, float]] = {key: {} for key in METRICS}
     try:
         for family in text_string_to_metric_families(text):
             for sample in family.samples:
                 for key, name in METRICS.items():
-                    if sample.name == name and sample.labels.get("kind") == KIND:
-                        found[key] += sample.value
+                    if sample.name == name:
+                        kind = sample.labels.get("kind", "")
+                        found[key][kind] = found[key].get(kind, 0.0) + sample.value
             declared.update(k for k, name in METRICS.items() if family.name == name.removesuffix("_total"))
     except ValueError:
         return None
     return found if declared == set(METRICS) else None
+
+
+def read_metrics(url: str) -> dict[str, float] | None:
+    """The analysis counters of the server's ``/metrics``, or None (see :func:`read_counters`). A
+    declared counter with no ``kind="analysis"`` sample yet counts 0 (a labelled counter has no
+    sample before its first use)."""
+    counters = read_counters(url)
+    return None if counters is None else {key: counters[key].get(KIND, 0.0) for key in METRICS}
+
+
+def counted(before: dict[str, dict[str, float]] | None, after: dict[str, dict[str, float]] | None,
+            key: str = "computations") -> dict[str, int] | None:
+    """What a counter of :func:`read_counters` grew by between two readings, by kind (kinds that grew)."""
+    if before is None or after is None:
+        return None
+    grown = {kind: int(v - before[key].get(kind, 0.0)) for kind, v in after[key].items()}
+    return {kind: n for kind, n in sorted(grown.items()) if n}
 
 
 # --- the visitors --------------------------------------------------------------------------------
@@ -164,6 +192,8 @@ class Outcome:
     failures: list[str] = field(default_factory=list)
     errors: int = 0
     wall_s: float = 0.0
+    delays: list[float] | None = None  # (d) what it times instead of the runs' own seconds
+    extra: dict[str, Any] = field(default_factory=dict)  # more numbers for the report
 
 
 async def _close_all(sessions: list[Session]) -> None:
@@ -248,6 +278,111 @@ async def uploads(url: str, n: int, photos_each: int = 1, assets: bool = False, 
     return outcome
 
 
+def step_heading(n: int) -> str:
+    """The lesson's heading of step ``n`` as the page shows it in English."""
+    return EN["lesson_step"].format(n=n, total=len(STEPS), title=EN[f"lesson_{STEPS[n - 1].id}_title"])
+
+
+#: The teacher's changes in (d): (widget key, value) and the lesson heading every page then shows.
+CHANGES: tuple[tuple[str, Any, str], ...] = (
+    ("view", "Lesson", step_heading(1)),
+    *(("lesson_next", True, step_heading(n)) for n in range(2, 6)),
+)
+
+
+def class_code(run: Run) -> str | None:
+    """The class code the teacher's page shows ("Class code: **K7Q2AB**"), or None."""
+    head, _, tail = EN["class_code"].partition("{code}")
+    for text in run.texts("markdown"):
+        if text.startswith(head) and text.endswith(tail):
+            return text[len(head):len(text) - len(tail)] or None
+    return None
+
+
+def _shows(heading: str) -> Any:
+    return lambda run: heading in run.texts("heading")
+
+
+async def follow(url: str, n: int, changes: tuple[tuple[str, Any, str], ...] = CHANGES, gap: float = CHANGE_GAP_S,
+                 catch_up: float = CATCH_UP_S, media: bool = True, auto_rerun: bool = True) -> Outcome:
+    """(d) A teacher starts a class, ``n`` students follow it, the teacher makes ``changes``."""
+    timed: list[float] = []
+    outcome = Outcome(delays=timed)
+    started = time.perf_counter()
+    teacher = Session(url, fetch_media=media, auto_rerun=True)
+    students: list[Session] = []
+    missed, per_change = 0, []
+    student_comps: dict[str, int] = {}
+    teacher_comps: dict[str, int] = {}
+
+    async def reading() -> dict[str, dict[str, float]] | None:
+        return await asyncio.to_thread(read_counters, url)  # in a thread: the sessions' timers keep ticking
+
+    def add(into: dict[str, int], grown: dict[str, int] | None) -> None:
+        for kind, k in (grown or {}).items():
+            into[kind] = into.get(kind, 0) + k
+
+    def failed(who: str, run: Run) -> None:
+        if not run.ok:
+            outcome.errors += 1
+            if run.status != "ok":
+                outcome.failures.append(f"{who}: run {run.status}")
+            outcome.failures.extend(f"{who}: {e}" for e in run.errors)
+
+    try:
+        for step in (teacher.connect(), teacher.set_widget(CLASS_START, True)):
+            run = await step
+            failed("teacher", run)
+        code = class_code(run)
+        if code is None:
+            raise RuntimeError(f"the teacher's page shows no class code after {CLASS_START!r}: {run.errors}")
+        before = await reading()
+        students = [Session(url, f"class={code}", fetch_media=media, auto_rerun=auto_rerun) for _ in range(n)]
+        joined = await asyncio.gather(*(s.connect() for s in students), return_exceptions=True)
+        for i, result in enumerate(joined):
+            if isinstance(result, BaseException):
+                outcome.errors += 1
+                outcome.failures.append(f"student {i}: {type(result).__name__}: {result}")
+            else:
+                failed(f"student {i}", result)
+        add(student_comps, counted(before, await reading()))
+        for key, value, heading in changes:
+            await asyncio.sleep(gap)
+            before = await reading()
+            run = await teacher.set_widget(key, value)
+            failed("teacher", run)
+            mid = await reading()
+            add(teacher_comps, counted(before, mid))
+            shown = await asyncio.gather(*(s.wait_for(_shows(heading), catch_up) for s in students))
+            add(student_comps, counted(mid, await reading()))
+            if run.finished is None or heading not in run.texts("heading"):
+                outcome.failures.append(f"teacher: {key}={value!r} did not show {heading!r}")
+                outcome.errors += 1
+                continue
+            delays = [r.finished - run.finished for r in shown if r is not None and r.finished is not None]
+            missed += len(students) - len(delays)
+            timed.extend(delays)
+            per_change.append({"change": f"{key}={value}", "shows": heading, "caught_up": len(delays),
+                               "p95_s": _round(percentile(delays, 95))})
+    finally:
+        outcome.wall_s = time.perf_counter() - started
+        await _close_all([teacher, *students])
+    for i, s in enumerate(students):
+        outcome.runs.extend(s.server_runs)
+        for run in s.server_runs:
+            if run.status != "interrupted":
+                failed(f"student {i}", run)
+        outcome.failures.extend(f"student {i}: fragment: {e}" for e in s.fragment_errors)
+        outcome.errors += len(s.fragment_errors)
+    outcome.extra = {
+        "never_caught_up": missed, "student_computations": student_comps, "teacher_computations": teacher_comps,
+        "per_change": per_change, "auto_reruns_sent": sum(s.auto_reruns_sent for s in students),
+        "student_full_runs": sum(len(s.server_runs) for s in students),
+        "student_fragment_runs": sum(s.fragment_runs for s in students),
+    }
+    return outcome
+
+
 # --- the report ----------------------------------------------------------------------------------
 
 
@@ -257,7 +392,7 @@ def _round(x: float | None, digits: int = 3) -> float | None:
 
 def summary(name: str, n: int, outcome: Outcome, before: dict[str, float] | None, after: dict[str, float] | None,
             server_cpu: float | None, client_cpu: float) -> dict[str, Any]:
-    times = seconds_of(outcome.runs)
+    times = seconds_of(outcome.runs) if outcome.delays is None else outcome.delays
     counters = {k: after[k] - before[k] for k in METRICS} if before is not None and after is not None else None
     return {
         "scenario": name, "n": n, "runs_timed": len(times), "wall_s": _round(outcome.wall_s, 2),
@@ -271,6 +406,7 @@ def summary(name: str, n: int, outcome: Outcome, before: dict[str, float] | None
         if outcome.runs else 0,
         "failures": outcome.failures[:50],
         "seconds": sorted(round(t, 3) for t in times),
+        **outcome.extra,
     }
 
 
@@ -300,6 +436,11 @@ def judge(report: dict[str, dict[str, Any]], n_b: int) -> None:
         c = report["c"]
         c["target"] = f"0 errors, p95 <= {TARGET_C_S:g} s"
         c["status"] = verdict(c["errors"] == 0, le(c["p95_s"], TARGET_C_S))
+    if "d" in report:
+        d = report["d"]
+        d["target"] = f"p95 <= {TARGET_D_S:g} s after the teacher's change, all follow, no student computation"
+        quiet = None if d["computations"] is None else not d["student_computations"]
+        d["status"] = verdict(le(d["p95_s"], TARGET_D_S), d["never_caught_up"] == 0, quiet, d["errors"] == 0)
     if "one" in report:
         report["one"]["target"], report["one"]["status"] = "the unit of (b)'s target", "info"
 
@@ -326,6 +467,8 @@ async def _scenario(srv: Server, key: str, args: argparse.Namespace) -> tuple[in
         return args.n_a, await at_once(srv.url, args.n_a, **how)
     if key == "b":
         return args.n_b, await uploads(srv.url, args.n_b, **how)
+    if key == "d":
+        return args.n_d, await follow(srv.url, args.n_d, media=how["media"])
     return args.n_c, await spread(srv.url, args.n_c, args.c_window, **how)
 
 
@@ -348,25 +491,27 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--n-b", type=int, default=30, help="visitors each uploading a photo (b)")
     parser.add_argument("--n-c", type=int, default=200, help="visitors spread over --c-window seconds (c)")
     parser.add_argument("--c-window", type=float, default=10.0, help="seconds over which (c)'s visitors start")
+    parser.add_argument("--n-d", type=int, default=30, help="students following a teacher (d)")
     parser.add_argument("--assets", action="store_true",
                         help="each visitor first fetches the page's HTML and the static files it names")
     parser.add_argument("--no-media", action="store_true",
                         help="a diagnosis only: skip the pictures' GETs that every browser makes")
-    parser.add_argument("--only", default="one,a,b,c", help="scenarios to run, comma-separated: one,a,b,c")
+    parser.add_argument("--only", default=",".join(SCENARIOS),
+                        help=f"scenarios to run, comma-separated: {','.join(SCENARIOS)}")
     parser.add_argument("--out", type=Path, default=OUT, help="where the JSON report goes")
     args = parser.parse_args(argv)
     chosen = [k.strip() for k in args.only.split(",") if k.strip()]
-    unknown = sorted(set(chosen) - {"one", "a", "b", "c"})
+    unknown = sorted(set(chosen) - set(SCENARIOS))
     if unknown:
-        parser.error(f"unknown scenario {', '.join(unknown)}: choose among one, a, b, c")
-    for name in ("n_a", "n_b", "n_c"):
+        parser.error(f"unknown scenario {', '.join(unknown)}: choose among {', '.join(SCENARIOS)}")
+    for name in ("n_a", "n_b", "n_c", "n_d"):
         if getattr(args, name) < 1:
             parser.error(f"--{name.replace('_', '-')} must be at least 1")
 
     args.out.parent.mkdir(parents=True, exist_ok=True)
     log_dir = Path(tempfile.mkdtemp(prefix="vizhooks-load-logs-"))
     report: dict[str, dict[str, Any]] = {}
-    for key in ("one", "a", "b", "c"):
+    for key in SCENARIOS:
         if key in chosen:
             print(f"load: scenario {key} ...", file=sys.stderr, flush=True)
             report[key] = run_scenario(key, args, log_dir)

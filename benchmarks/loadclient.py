@@ -18,6 +18,15 @@ Nothing the server sends needs an answer: a ForwardMsg that the client already h
 ``ref_hash`` only when the client lists its hash in ``cached_message_hashes``; this client lists
 the cacheable messages it kept, as the page does, and resolves their references.
 
+With ``auto_rerun=True`` the client keeps the page's ``run_every`` timers as the browser's App does:
+an ``auto_rerun`` ForwardMsg (interval, fragment id) arms a timer for that fragment (armed again
+with the same interval, it keeps its countdown), each tick sends a ``rerun_script`` BackMsg with
+the fragment's id and ``is_auto_rerun``, a full run's ``new_session`` clears every timer (the run
+arms them again), and ``stop_auto_rerun`` clears the ones it names. A fragment's own run is not a
+page run (its elements are kept apart); a full run the server starts without a request of this
+client (a fragment's ``st.rerun(scope="app")``) is recorded in ``runs`` with ``origin="server"``
+and its finish time.
+
 A rerun carries the widget values this visitor has set so far (the server keeps every other
 widget's value from the previous run, so the outcome is the one a browser gets; a browser also
 repeats the values it never changed, a few hundred bytes).
@@ -37,7 +46,7 @@ import asyncio
 import itertools
 import re
 import time
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 from urllib.parse import urlsplit, urlunsplit
@@ -94,11 +103,16 @@ class Run:
     elements: ``(kind, proto)`` of every element the run sent, in arrival order.
     errors: an exception element's or error alert's text, a compile error, a failed picture GET.
     images: the URLs of the pictures the run showed; media_bytes: their sizes once fetched.
+    origin: "request" (this client asked for it) or "server" (the server started it on its own, e.g.
+        a fragment's ``st.rerun(scope="app")``: ``started`` is then its ``new_session``'s arrival).
+    finished: the ``time.perf_counter()`` at its ``script_finished``; None if it never came.
     """
 
     started: float
     seconds: float | None = None
     status: str = "running"
+    origin: str = "request"
+    finished: float | None = None
     elements: list[tuple[str, Any]] = field(default_factory=list)
     errors: list[str] = field(default_factory=list)
     images: list[str] = field(default_factory=list)
@@ -152,18 +166,23 @@ class Session:
         fetch_media: GET every picture a run shows, as the browser's ``<img>`` tags do.
         run_timeout: seconds one run may take before it counts as ``"timeout"``.
         assets: first GET the page's HTML and the static files it names, as a first visit does.
+        auto_rerun: keep the page's ``run_every`` timers and send their reruns, as a browser does.
 
     ``async with Session(...) as s`` connects and waits for the first run (``s.first_run``).
     """
 
     def __init__(self, url: str, query: str = "", *, locale: str = "en-US", fetch_media: bool = True,
-                 run_timeout: float = RUN_TIMEOUT_S, assets: bool = False) -> None:
+                 run_timeout: float = RUN_TIMEOUT_S, assets: bool = False, auto_rerun: bool = False) -> None:
         self.url = url.rstrip("/")
         self.query = query.removeprefix("?")
         self.locale = locale
         self.fetch_media = fetch_media
         self.run_timeout = run_timeout
         self.assets = assets
+        self.auto_rerun = auto_rerun
+        self.auto_reruns_sent = 0  # rerun BackMsgs sent by run_every timers
+        self.fragment_runs = 0  # fragment runs the server finished
+        self.fragment_errors: list[str] = []  # errors shown by fragment runs
         self.assets_fetched: list[str] = []  # with assets=True: the page and the files it named
         self.session_id = ""
         self.page_script_hash = ""
@@ -176,6 +195,11 @@ class Session:
         self._reader: asyncio.Task[None] | None = None
         self._run: Run | None = None
         self._finished: asyncio.Future[None] | None = None
+        self._sink: Run | None = None  # the run the arriving elements belong to
+        self._fragment = Run(started=0.0, origin="fragment")  # where a fragment run's elements go
+        self._timers: dict[str, tuple[float, asyncio.Task[None]]] = {}  # fragment id -> (interval, timer)
+        self._background: set[asyncio.Task[None]] = set()  # picture GETs of runs no request waits for
+        self._run_ended = asyncio.Event()
         self._file_urls: dict[str, asyncio.Future[Any]] = {}
         self._media: list[asyncio.Task[None]] = []
         self._ids = itertools.count()
@@ -241,7 +265,8 @@ class Session:
         if self._closed:
             return
         self._closed = True
-        for task in self._media:
+        self._clear_timers()
+        for task in [*self._media, *self._background]:
             task.cancel()
         if self._ws is not None:
             await self._ws.close()
@@ -325,6 +350,28 @@ class Session:
         """Run the page again with the same values (the "Rerun" menu item)."""
         return await self._rerun()
 
+    @property
+    def server_runs(self) -> list[Run]:
+        """The full runs the server started on its own (see ``auto_rerun``), in arrival order."""
+        return [r for r in self.runs if r.origin == "server"]
+
+    async def wait_for(self, shows: Callable[[Run], bool], timeout: float) -> Run | None:
+        """The first finished run (of any origin) that ``shows`` accepts, waiting up to ``timeout``
+        seconds for one to come; None if none did."""
+        deadline = time.perf_counter() + timeout
+        while True:
+            for run in self.runs:
+                if run.finished is not None and shows(run):
+                    return run
+            left = deadline - time.perf_counter()
+            if left <= 0 or self._closed:
+                return None
+            self._run_ended.clear()
+            try:
+                await asyncio.wait_for(self._run_ended.wait(), left)
+            except TimeoutError:
+                pass
+
     # --- protocol ------------------------------------------------------------------------------
 
     @staticmethod
@@ -347,16 +394,25 @@ class Session:
             raise LoadClientError("the session is not connected: call connect() first")
         await self._ws.send(msg.SerializeToString())
 
-    async def _rerun(self, started: float | None = None) -> Run:
-        if self._finished is not None and not self._finished.done():
-            raise LoadClientError("one run at a time: wait for the run in progress before asking for another")
+    def _rerun_msg(self, fragment_id: str = "", auto: bool = False) -> BackMsg:
+        """The page's rerun BackMsg: query string, page, widget values, kept messages, context."""
         msg = BackMsg()
         cs = msg.rerun_script
         cs.query_string = self.query
         cs.page_script_hash = self.page_script_hash
         cs.widget_states.widgets.extend(self._values.values())
         cs.cached_message_hashes.extend(self._cache)
+        cs.fragment_id, cs.is_auto_rerun = fragment_id, auto
         self._context(cs)
+        return msg
+
+    def _pending(self) -> bool:
+        return self._finished is not None and not self._finished.done()
+
+    async def _rerun(self, started: float | None = None) -> Run:
+        if self._pending():
+            raise LoadClientError("one run at a time: wait for the run in progress before asking for another")
+        msg = self._rerun_msg()
         # a button's trigger is one click: the browser clears it once the rerun is sent
         self._values = {k: v for k, v in self._values.items() if v.WhichOneof("value") != "trigger_value"}
         run = Run(started=started if started is not None else time.perf_counter())
@@ -376,6 +432,40 @@ class Session:
             await asyncio.gather(*self._media, return_exceptions=True)
             run.media_seconds = time.perf_counter() - run.started
         return run
+
+    # --- run_every timers (auto_rerun=True) -------------------------------------------------------
+
+    def _arm(self, fragment_id: str, interval: float) -> None:
+        """A ``run_every`` timer for ``fragment_id`` ("" the page's own); the same interval keeps
+        the countdown already running, another one replaces the timer."""
+        kept = self._timers.get(fragment_id)
+        if kept is not None and kept[0] == interval:
+            return
+        self._clear_timers([fragment_id])
+        if interval > 0 and not self._closed:
+            task = asyncio.create_task(self._tick(fragment_id, interval), name=f"loadclient-auto-{fragment_id}")
+            self._timers[fragment_id] = (interval, task)
+
+    def _clear_timers(self, fragment_ids: Iterable[str] | None = None) -> None:
+        for fragment_id in list(self._timers if fragment_ids is None else fragment_ids):
+            kept = self._timers.pop(fragment_id, None)
+            if kept is not None:
+                kept[1].cancel()  # asleep: a timer cancels itself before it sends (see _tick)
+
+    async def _tick(self, fragment_id: str, interval: float) -> None:
+        me = asyncio.current_task()
+        while True:
+            await asyncio.sleep(interval)
+            kept = self._timers.get(fragment_id)
+            if kept is None or kept[1] is not me:
+                return
+            if not fragment_id and (self._pending() or self._sink is not None):
+                continue  # a page tick waits for the run in progress, as the browser holds it
+            try:
+                await asyncio.shield(self._send(self._rerun_msg(fragment_id, auto=True)))
+            except (websockets.ConnectionClosed, LoadClientError):
+                return
+            self.auto_reruns_sent += 1
 
     async def _read(self) -> None:
         try:
@@ -404,11 +494,18 @@ class Session:
             kind, msg = cached.WhichOneof("type"), cached
         elif msg.metadata.cacheable and msg.hash:
             self._cache[msg.hash] = msg
-        run = self._run
         if kind == "new_session":
             if msg.new_session.initialize.session_id:
                 self.session_id = msg.new_session.initialize.session_id
             self.page_script_hash = msg.new_session.page_script_hash
+            self._new_run(list(msg.metadata.run.fragment_ids))  # empty for a full run
+            return
+        run = self._sink if self._sink is not None else self._run if self._pending() else None
+        if kind == "auto_rerun":
+            if self.auto_rerun:
+                self._arm(msg.auto_rerun.fragment_id, msg.auto_rerun.interval)
+        elif kind == "stop_auto_rerun":
+            self._clear_timers(msg.stop_auto_rerun.fragment_ids)
         elif kind == "page_info_changed":
             self.query = msg.page_info_changed.query_string  # the address bar follows the page
         elif kind == "delta" and msg.delta.WhichOneof("type") == "new_element":
@@ -426,19 +523,44 @@ class Session:
                     answer.set_result(msg.file_urls_response)
         elif kind == "script_finished":
             status = msg.script_finished
-            if status in (ForwardMsg.FINISHED_EARLY_FOR_RERUN, ForwardMsg.FINISHED_FRAGMENT_RUN_SUCCESSFULLY):
-                return  # the run goes on (st.rerun) or a fragment ran: not the end of the page's run
-            if run is not None and self._finished is not None and not self._finished.done():
-                run.seconds = time.perf_counter() - run.started
-                if run.status == "running":
-                    run.status = "ok" if status == ForwardMsg.FINISHED_SUCCESSFULLY else "compile_error"
+            if run is self._fragment:
+                if status != ForwardMsg.FINISHED_EARLY_FOR_RERUN:
+                    self.fragment_runs += 1
+                    self._sink = None
+                return  # a fragment ran (an st.rerun(scope="app") in it: the full run comes next)
+            if status == ForwardMsg.FINISHED_EARLY_FOR_RERUN or run is None:
+                return  # the run goes on (st.rerun): not the end of the page's run
+            run.finished = time.perf_counter()
+            run.seconds = run.finished - run.started
+            if run.status == "running":
+                run.status = "ok" if status == ForwardMsg.FINISHED_SUCCESSFULLY else "compile_error"
+            self._sink = None
+            if run is self._run and self._finished is not None and not self._finished.done():
                 self._finished.set_result(None)
+            self._run_ended.set()
+
+    def _new_run(self, fragment_ids: list[str]) -> None:
+        """Where the run a ``new_session`` opens belongs: a fragment's run, the run this client
+        asked for, or (no request waiting) a full run the server started on its own."""
+        if fragment_ids:
+            self._sink = self._fragment
+            return
+        if self.auto_rerun:
+            self._clear_timers()  # a full run: the browser clears every timer; the run arms them again
+        left = self._sink
+        if left is not None and left is not self._fragment and left is not self._run and left.status == "running":
+            left.status = "interrupted"  # a server run that a request of this client replaced
+        if self._pending():
+            self._sink = self._run
+        else:
+            self._sink = Run(started=time.perf_counter(), origin="server")
+            self.runs.append(self._sink)
 
     def _element(self, element: Any) -> None:
         kind = element.WhichOneof("type")
         proto = getattr(element, kind)
-        if self._run is not None:
-            self._run.elements.append((kind, proto))
+        if self._sink is not None:
+            self._sink.elements.append((kind, proto))
         widget_id = getattr(proto, "id", "") if kind != "imgs" else ""
         key = widget_key(widget_id) if isinstance(widget_id, str) else None
         if key is not None:
@@ -452,11 +574,17 @@ class Session:
                 self._picture(img.url)
 
     def _picture(self, url: str) -> None:
-        if self._run is None or not url:
+        run = self._sink
+        if run is None or not url:
             return
-        self._run.images.append(url)
+        run.images.append(url)
         if self.fetch_media and not url.startswith("data:"):
-            self._media.append(asyncio.create_task(self._fetch(self._run, url)))
+            task = asyncio.create_task(self._fetch(run, url))
+            if run is self._run:
+                self._media.append(task)
+            else:  # no request waits for it: keep a reference until it is done
+                self._background.add(task)
+                task.add_done_callback(self._background.discard)
 
     async def _fetch(self, run: Run, url: str) -> None:
         assert self._http is not None
@@ -474,7 +602,11 @@ class Session:
             run.media_bytes[url] = len(response.content)
 
     def _error(self, text: str) -> None:
-        if self._run is not None:
+        if self._sink is self._fragment:
+            self.fragment_errors.append(text)
+        elif self._sink is not None:
+            self._sink.errors.append(text)
+        elif self._run is not None and self._pending():
             self._run.errors.append(text)
 
 
