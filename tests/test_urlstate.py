@@ -430,3 +430,40 @@ def test_quick_pick_refuses_unknown_stage():
 
     with pytest.raises(ValueError):
         quick_pick(architecture_convs("resnet18"), "res:3x3")
+
+
+# --------------------------------------------------------------------------------------------
+# a view's own settings, the source, present mode, a class (issues 18 and 23)
+
+
+def test_view_settings_round_trip():
+    query = {"view": "intervene", "iv_layer": "layer2.0.conv1", "iv_mode": "double", "iv_channels": "7,3,3",
+             "iv_k": "5", "insp_layer": "conv1", "insp_channel": "12", "atlas_layer": "layer4.1.conv2",
+             "atlas_channel": "500", "source": "live", "present": "1"}
+    good, bad = parse(query)
+    assert bad == []
+    assert good["iv_channels"] == [3, 7] and good["iv_k"] == 5 and good["insp_channel"] == 12
+    assert good["source"] == "live" and good["present"] is True
+    again, _ = parse(to_query(good))
+    assert again == good
+
+
+@pytest.mark.parametrize(("key", "value"), [
+    ("iv_layer", "layer9"), ("insp_layer", "fc.weight"), ("iv_mode", "triple"), ("iv_channels", "1,x"),
+    ("iv_channels", ""), ("iv_k", "0"), ("insp_channel", "-1"), ("atlas_channel", "1e3"), ("source", "webcam"),
+    ("present", "yes"), ("class", "K7Q2"), ("class", "OOOOOO"), ("teacher", "short"),
+])
+def test_view_settings_invalid(key, value):
+    good, bad = parse({key: value})
+    assert key not in good and bad == [(key, value)]
+
+
+def test_layers_of_a_view_follow_the_linked_model():
+    good, bad = parse({"model": "vgg11", "insp_layer": "features.3"})
+    assert good["insp_layer"] == "features.3" and bad == []
+    assert parse({"insp_layer": "features.3"})[1] == [("insp_layer", "features.3")]  # not a resnet18 layer
+
+
+def test_a_class_code_is_read_as_typed():
+    good, bad = parse({"class": "k7q-2xm"})
+    assert good["class"] == "K7Q2XM" and bad == []

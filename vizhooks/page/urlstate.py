@@ -147,5 +147,7 @@ def to_query(choices: Mapping[str, object]) -> dict[str, str]:
         value = choices.get(key)
         if value is None or value == "":
             continue
+        if isinstance(value, bool):
+            value = int(value)  # present=1
         out[key] = ",".join(map(str, value)) if isinstance(value, (list, tuple)) else str(value)
     return out

@@ -1,0 +1,81 @@
+"""Every view's state in its link (issue 23): change a view's own settings, take the address the page
+wrote, open it in a new session: the same settings are on screen. The browser test
+(tests/e2e/test_present.py) does the same through window.location.href in Chromium."""
+
+from __future__ import annotations
+
+import pytest
+
+from tests.helpers import ok, open_page
+
+LAYERS = "conv1,layer2.0.conv1"
+
+
+def reopen(at):
+    """A new session opened with the address ``at`` shows now."""
+    return open_page(**{k: at.query_params[k][0] if isinstance(at.query_params[k], list) else at.query_params[k]
+                        for k in at.query_params})
+
+
+def test_inspector_layer_and_channel():
+    at = open_page(view="inspector", layers=LAYERS)
+    at.selectbox(key="insp_layer").set_value("layer2.0.conv1").run()
+    at.number_input(key="insp_channel").set_value(7).run()
+    ok(at)
+    again = reopen(at)
+    ok(again)
+    assert again.selectbox(key="insp_layer").value == "layer2.0.conv1"
+    assert again.number_input(key="insp_channel").value == 7
+
+
+def test_intervene_edit():
+    at = open_page(view="intervene", layers=LAYERS)
+    at.selectbox(key="iv_layer").set_value("layer2.0.conv1").run()
+    at.selectbox(key="iv_mode").set_value("double").run()
+    at.multiselect(key="iv_channels").set_value([5, 2]).run()
+    ok(at)
+    again = reopen(at)
+    ok(again)
+    assert again.selectbox(key="iv_layer").value == "layer2.0.conv1"
+    assert again.selectbox(key="iv_mode").value == "double"
+    assert sorted(again.multiselect(key="iv_channels").value) == [2, 5]
+    at.selectbox(key="iv_mode").set_value("top").run()
+    at.number_input(key="iv_k").set_value(3).run()
+    again = reopen(at)
+    assert again.selectbox(key="iv_mode").value == "top" and again.number_input(key="iv_k").value == 3
+
+
+def test_atlas_layer_and_channel():
+    at = open_page(view="atlas", layers=LAYERS)
+    at.selectbox(key="atlas_layer").set_value("layer2.0.conv1").run()
+    at.number_input(key="atlas_channel").set_value(9).run()
+    ok(at)
+    again = reopen(at)
+    assert again.selectbox(key="atlas_layer").value == "layer2.0.conv1"
+    assert again.number_input(key="atlas_channel").value == 9
+
+
+def test_compare_photo_and_lesson_step_language_and_present_mode():
+    at = open_page(view="compare")
+    other = [o for o in at.selectbox(key="compare").options if o != at.selectbox(key="compare").value][0]
+    at.selectbox(key="compare").set_value(other).run()
+    assert reopen(at).selectbox(key="compare").value == other
+    at = open_page(view="lesson", step="4", lang="zh")
+    at.toggle(key="present").set_value(True).run()
+    ok(at)
+    again = reopen(at)
+    assert again.session_state["lesson_step"] == 4 and again.session_state["lang"] == "zh"
+    assert again.toggle(key="present").value is True
+
+
+@pytest.mark.parametrize("source", ["upload", "camera", "video"])
+def test_a_source_the_link_cannot_carry_opens_asking_for_the_picture(source):
+    at = open_page()
+    at.radio(key="source").set_value(source).run()
+    ok(at)
+    assert at.query_params["source"] in (source, [source]) and "sample" not in at.query_params
+    again = reopen(at)
+    ok(again)
+    assert again.radio(key="source").value == source
+    if source != "video":
+        assert any(i.value for i in again.info)  # "Upload a photo ..." / "Take a picture ..."
