@@ -8,7 +8,12 @@ compares what it prints with what the page shows.
 
 from __future__ import annotations
 
+import functools
+from dataclasses import dataclass
+from typing import Any
+
 from ..architectures import SEED, TIMM_PREFIX, build_kwargs, imagenet_weights
+from ..budget import capture_shapes
 from ..images import MAX_SIZE
 from ..maps import channels_last_modules
 from ..models import input_spec, meta_model, resolve_entry
@@ -17,9 +22,12 @@ VIEWS = ("maps", "gradients", "gradcam", "backward", "table")
 #: Bodies used by the lesson only (see vizhooks/page/lesson.py).
 LESSON_BODIES = ("hello", "prepost", "grad_none", "clamp", "remove")
 
+#: The widest line the page shows: a code box at a projector's width holds 88 columns.
+WIDTH = 88
+
 _FREE_SIZE = '''
-# The page's preprocessing: shorter side -> {size} px, aspect kept (longer side at most {cap}),
-# no crop, the model's own interpolation, mean and std.
+# The page's preprocessing: shorter side -> {size} px, aspect kept
+# (longer side at most {cap}), no crop, the model's own interpolation, mean and std.
 image = Image.open({image!r}).convert("RGB")
 w, h = image.size
 short, long = min(w, h), max(w, h)
@@ -29,8 +37,9 @@ image = image.resize(size, Image.Resampling.{resample}, reducing_gap=3.0)
 '''
 
 _FIXED_SIZE = '''
-# The page's preprocessing: this model needs {side} x {side} pixels, so the shorter side goes to
-# {side} and the centre is cropped to a square; the model's own interpolation, mean and std.
+# The page's preprocessing: this model needs {side} x {side} pixels, so the shorter side
+# goes to {side} and the centre is cropped to a square; the model's own interpolation,
+# mean and std.
 image = Image.open({image!r}).convert("RGB")
 w, h = image.size
 scale = {side} / min(w, h)
@@ -40,21 +49,49 @@ left, top = (new_w - {side}) // 2, (new_h - {side}) // 2
 image = image.crop((left, top, left + {side}, top + {side}))
 '''
 
-_NORMALISE = '''x = TF.normalize(TF.to_tensor(image), {mean}, {std}).unsqueeze(0)
+_NORMALISE = '''mean = {mean}
+std = {std}
+x = TF.normalize(TF.to_tensor(image), mean, std).unsqueeze(0)
 modules = dict(model.named_modules())
+'''
 
-CHANNELS_LAST = {channels_last!r}  # modules whose output is (1, H, W, C) (Swin)
-
+# to_map: only the branches the chosen model needs (a CNN's maps pass through unchanged)
+_TO_MAP = '''
 
 def to_map(name, t):
     # any captured tensor as (1, C, H, W) feature maps, as the page shows it
-    if t.ndim == 3:  # transformer tokens (1, 1 + h*w, D): drop the class token, lay out the grid
+{branches}    return t
+'''
+
+_TOKENS = '''    if t.ndim == 3:
+        # transformer tokens (1, 1 + h*w, D): drop the class token, lay out the grid
         side = int((t.shape[1] - 1) ** 0.5)
         return t[:, 1:, :].transpose(1, 2).reshape(1, t.shape[2], side, side)
-    if name in CHANNELS_LAST:
-        return t.permute(0, 3, 1, 2)
-    return t
 '''
+
+_CHANNELS_LAST = '''    if name in CHANNELS_LAST:
+        return t.permute(0, 3, 1, 2)
+'''
+
+_CHANNELS_LAST_LIST = '''
+# modules whose output is (1, H, W, C) (Swin)
+{channels_last}'''
+
+
+def assign(var: str, values: list[str]) -> str:
+    """``var = [...]`` as a line, or one value a line when that is wider than :data:`WIDTH`."""
+    line = f"{var} = {list(values)!r}"
+    if len(line) <= WIDTH:
+        return line + "\n"
+    return f"{var} = [\n" + "".join(f"    {v!r},\n" for v in values) + "]\n"
+
+
+def call(head: str, args: list[str], tail: str = "") -> str:
+    """``head(args)tail`` as a line, or one argument a line when that is wider than :data:`WIDTH`."""
+    line = f"{head}({', '.join(args)}){tail}"
+    if len(line) <= WIDTH:
+        return line + "\n"
+    return f"{head}(\n" + "".join(f"    {a},\n" for a in args) + f"){tail}\n"
 
 
 def _constructor(name: str, pretrained: bool, num_classes: int | None) -> str:
@@ -63,18 +100,27 @@ def _constructor(name: str, pretrained: bool, num_classes: int | None) -> str:
     # random weights are the page's own: the same seed, so every number printed matches the page
     seed = "" if pretrained else f"torch.manual_seed({SEED})\n"
     if arch.startswith(TIMM_PREFIX):
-        return (f"import timm\n\n{seed}model = timm.create_model({arch.removeprefix(TIMM_PREFIX)!r}, "
-                f"pretrained={pretrained}).eval()\n")
+        return "import timm\n\n" + seed + call(
+            "model = timm.create_model", [repr(arch.removeprefix(TIMM_PREFIX)), f"pretrained={pretrained}"], ".eval()")
     if entry.weights not in ("auto", "none", "imagenet"):
         return (f"model = models.{arch}(num_classes={num_classes or 1000})\n"
-                f"model.load_state_dict(torch.load({entry.weights!r}, weights_only=True))\nmodel.eval()\n")
+                + call("model.load_state_dict", [call("torch.load", [repr(entry.weights), "weights_only=True"])
+                                                  .rstrip("\n")]) + "model.eval()\n")
     if pretrained:
-        return f"model = models.{arch}(weights=models.{type(imagenet_weights(arch)).__name__}.DEFAULT).eval()\n"
+        return call(f"model = models.{arch}", [f"weights=models.{type(imagenet_weights(arch)).__name__}.DEFAULT"],
+                    ".eval()")
     # what the pretrained builder would set: the input size (ViT-H/14: 518) shapes every layer, and
     # GoogLeNet / Inception v3 normalise their input again inside (transform_input) and skip their
     # own initialisation (init_weights=False)
-    extra = "".join(f", {k}={v!r}" for k, v in build_kwargs(arch).items() if k != "num_classes")
-    return f"{seed}model = models.{arch}(weights=None{extra}).eval()\n"
+    extra = [f"{k}={v!r}" for k, v in build_kwargs(arch).items() if k != "num_classes"]
+    return seed + call(f"model = models.{arch}", ["weights=None", *extra], ".eval()")
+
+
+@functools.lru_cache(maxsize=64)
+def _has_tokens(name: str, layers: tuple[str, ...], hw: tuple[int, int]) -> bool:
+    """Whether a chosen layer takes or gives transformer tokens (1, T, D), worked out on the meta device."""
+    return any(len(shape) == 3 for what in ("input", "output")
+               for shape in capture_shapes(name, layers, hw, what).values())
 
 
 def _preamble(name: str, image: str, size: int, pretrained: bool, num_classes: int | None,
@@ -92,20 +138,28 @@ def _preamble(name: str, image: str, size: int, pretrained: bool, num_classes: i
         size = max(int(size), spec.min_size)
         head += localise(_FREE_SIZE, lang).format(size=size, cap=min(2 * size, 2 * MAX_SIZE), image=image,
                                                  resample=resample)
-    return head + localise(_NORMALISE, lang).format(mean=list(spec.mean), std=list(spec.std),
-                                    channels_last=sorted(channels_last_modules(model) & set(layers)))
+    head += localise(_NORMALISE, lang).format(mean=list(spec.mean), std=list(spec.std))
+    channels_last = sorted(channels_last_modules(model) & set(layers))
+    branches = ""
+    if _has_tokens(name, tuple(layers), _input_hw(name, size)):
+        branches += _TOKENS
+    if channels_last:
+        head += localise(_CHANNELS_LAST_LIST, lang).format(channels_last=assign("CHANNELS_LAST", channels_last))
+        branches += _CHANNELS_LAST
+    return head + localise(_TO_MAP.format(branches=branches), lang)
 
 
 _MAPS_OUTPUT = '''
 # Forward hooks: called right after each module's forward(), with its output.
-features = {{}}
+{layers_def}features = {{}}
 
 def keep_output(name):
     def hook(module, inputs, output):
-        features[name] = output.detach().clone()  # clone: a later in-place ReLU may change it
+        # clone: a later in-place ReLU may change it
+        features[name] = output.detach().clone()
     return hook
 
-handles = [modules[name].register_forward_hook(keep_output(name)) for name in {layers!r}]
+handles = [modules[name].register_forward_hook(keep_output(name)) for name in layers]
 try:
     with torch.no_grad():
         logits = model(x)
@@ -118,15 +172,16 @@ for name, t in features.items():
 '''
 
 _MAPS_INPUT = '''
-# Forward pre-hooks: called right before each module's forward(), with its inputs (a tuple).
-features = {{}}
+# Forward pre-hooks: called right before each module's forward(), with its inputs
+# (a tuple).
+{layers_def}features = {{}}
 
 def keep_input(name):
     def hook(module, inputs):
         features[name] = inputs[0].detach().clone()
     return hook
 
-handles = [modules[name].register_forward_pre_hook(keep_input(name)) for name in {layers!r}]
+handles = [modules[name].register_forward_pre_hook(keep_input(name)) for name in layers]
 try:
     with torch.no_grad():
         logits = model(x)
@@ -139,19 +194,23 @@ for name, t in features.items():
 '''
 
 _GRADIENTS = '''
-# Tensor hooks: a forward hook registers output.register_hook(...), which PyTorch calls during
-# backward with d(logit) / d(output). No retain_grad() needed.
-activations, gradients = {{}}, {{}}
+# Tensor hooks: a forward hook registers output.register_hook(...), which PyTorch calls
+# during backward with d(logit) / d(output). No retain_grad() needed.
+{layers_def}activations, gradients = {{}}, {{}}
 
 def watch(name):
     def hook(module, inputs, output):
         activations[name] = output.detach().clone()
-        output.register_hook(lambda grad: gradients.__setitem__(name, grad.detach().clone()))
+
+        def keep_grad(grad):
+            gradients[name] = grad.detach().clone()
+
+        output.register_hook(keep_grad)
     return hook
 
 for p in model.parameters():
     p.requires_grad_(False)  # we only want gradients of activations
-handles = [modules[name].register_forward_hook(watch(name)) for name in {layers!r}]
+handles = [modules[name].register_forward_hook(watch(name)) for name in layers]
 try:
     x.requires_grad_(True)
     logits = model(x)
@@ -162,38 +221,47 @@ finally:
         handle.remove()
 
 print("target", target)
-for name in {layers!r}:
+for name in layers:
     g = to_map(name, gradients[name])
     print(name, tuple(g.shape), f"min {{g.min():.6g}} max {{g.max():.6g}}")
 '''
 
 _GRADCAM = _GRADIENTS + '''
-# Grad-CAM: weight each channel by its mean gradient, sum, ReLU, scale to [0, 1], upsample.
+# Grad-CAM: weight each channel by its mean gradient, sum, ReLU, scale to [0, 1],
+# upsample.
 import torch.nn.functional as F
 
-for name in {layers!r}:
+for name in layers:
     A, G = to_map(name, activations[name]), to_map(name, gradients[name])
     weights = G.mean(dim=(2, 3), keepdim=True)
     cam = F.relu((weights * A).sum(dim=1, keepdim=True))
-    cam = (cam - cam.min()) / (cam.max() - cam.min()) if cam.max() > cam.min() else cam * 0
-    cam = F.interpolate(cam, size=x.shape[-2:], mode="bilinear", align_corners=False)[0, 0]
+    low, high = cam.min(), cam.max()
+    cam = (cam - low) / (high - low) if high > low else cam * 0
+    cam = F.interpolate(cam, size=x.shape[-2:], mode="bilinear", align_corners=False)
+    cam = cam[0, 0]
     row, col = divmod(int(cam.argmax()), cam.shape[1])
-    print(name, "Grad-CAM", tuple(cam.shape), f"mean {{cam.mean():.6g}} peak at", (row, col))
+    mean = f"mean {{cam.mean():.6g}}"
+    print(name, "Grad-CAM", tuple(cam.shape), mean, "peak at", (row, col))
 '''
 
 _BACKWARD = '''
-# Full backward hooks: called during backward with the gradients of a module's inputs and
-# outputs. They cannot wrap a module whose output is changed in place later (ResNet's bn1, followed
-# by ReLU(inplace=True)) or an in-place module itself (its relu), so those are left out here.
+# Full backward hooks: called during backward with the gradients of a module's inputs
+# and outputs. They cannot wrap a module whose output is changed in place later
+# (ResNet's bn1, followed by ReLU(inplace=True)) or an in-place module itself (its
+# relu), so those are left out here.
+{skip_def}
 def report(name):
     def hook(module, grad_input, grad_output):
-        shapes = lambda grads: [None if g is None else tuple(g.shape) for g in grads]
-        print(name, type(module).__name__, "grad_input", shapes(grad_input), "grad_output", shapes(grad_output))
+        def shapes(grads):
+            return [None if g is None else tuple(g.shape) for g in grads]
+
+        print(name, type(module).__name__, "grad_input", shapes(grad_input),
+              "grad_output", shapes(grad_output))
     return hook
 
 for p in model.parameters():
     p.requires_grad_(False)
-names = [n for n, _ in model.named_children() if n not in {skip!r}]
+names = [n for n, _ in model.named_children() if n not in skip]
 handles = [modules[n].register_full_backward_hook(report(n)) for n in names]
 try:
     x.requires_grad_(True)
@@ -204,13 +272,13 @@ finally:
     for handle in handles:
         handle.remove()
 
-print("not hooked", {skip!r})
+print("not hooked", skip)
 print("target", target)
 '''
 
 _TABLE = '''
-# A layer table from forward pre-hooks (input shape, start time) and forward hooks (output
-# shape, end time), on every module, in one pass.
+# A layer table from forward pre-hooks (input shape, start time) and forward hooks
+# (output shape, end time), on every module, in one pass.
 import time
 
 rows, started = {{}}, {{}}
@@ -248,18 +316,21 @@ finally:
         handle.remove()
 
 for name, (kind, shape_in, shape_out, params, ms) in rows.items():
-    print(f"{{name:24}} {{kind:18}} {{str(shape_in):20}} -> {{str(shape_out):20}} {{params:>11,}} {{ms:8.2f}} ms")
-print("total params", f"{{sum(row[3] for name, row in rows.items() if '.' not in name):,}}")
+    shapes = f"{{str(shape_in):20}} -> {{str(shape_out):20}}"
+    print(f"{{name:24}} {{kind:18}} {{shapes}} {{params:>11,}} {{ms:8.2f}} ms")
+total = sum(row[3] for name, row in rows.items() if "." not in name)
+print("total params", f"{{total:,}}")
 '''
 
 
 _HELLO = '''
-# A hook is a function PyTorch calls for you at a fixed moment. Nothing in the model's code
-# changes: register it, run the model, remove it.
+# A hook is a function PyTorch calls for you at a fixed moment. Nothing in the model's
+# code changes: register it, run the model, remove it.
+{layers_def}
 def say_hello(module, inputs, output):
     print("hook called on", type(module).__name__, "-> output", tuple(output.shape))
 
-handles = [modules[name].register_forward_hook(say_hello) for name in {layers!r}]
+handles = [modules[name].register_forward_hook(say_hello) for name in layers]
 try:
     with torch.no_grad():
         logits = model(x)
@@ -269,9 +340,11 @@ finally:
 '''
 
 _PREPOST = '''
-# The same layer seen twice: a forward pre-hook gets what goes in, a forward hook what comes out.
+# The same layer seen twice: a forward pre-hook gets what goes in, a forward hook what
+# comes out.
+name = {layer!r}
 seen = {{}}
-layer = modules[{layer!r}]
+layer = modules[name]
 
 def before(module, inputs):
     seen["input"] = inputs[0].detach().clone()
@@ -288,24 +361,29 @@ finally:
         handle.remove()
 
 for kind, t in seen.items():
-    m = to_map({layer!r}, t)
-    print({layer!r}, kind, tuple(m.shape), f"min {{m.min():.6g}} mean {{m.mean():.6g}} max {{m.max():.6g}}")
+    m = to_map(name, t)
+    numbers = f"min {{m.min():.6g}} mean {{m.mean():.6g}} max {{m.max():.6g}}"
+    print(name, kind, tuple(m.shape), numbers)
 '''
 
 _GRAD_NONE = '''
-# .grad is only kept for leaf tensors (inputs, parameters). A layer's output is not a leaf, so
-# after backward its .grad is None; a tensor hook is how you see its gradient.
-kept, gradients = {{}}, {{}}
+# .grad is only kept for leaf tensors (inputs, parameters). A layer's output is not a
+# leaf, so after backward its .grad is None; a tensor hook is how you see its gradient.
+{layers_def}kept, gradients = {{}}, {{}}
 
 def watch(name):
     def hook(module, inputs, output):
         kept[name] = output
-        output.register_hook(lambda grad: gradients.__setitem__(name, grad.detach().clone()))
+
+        def keep_grad(grad):
+            gradients[name] = grad.detach().clone()
+
+        output.register_hook(keep_grad)
     return hook
 
 for p in model.parameters():
     p.requires_grad_(False)
-handles = [modules[name].register_forward_hook(watch(name)) for name in {layers!r}]
+handles = [modules[name].register_forward_hook(watch(name)) for name in layers]
 try:
     x.requires_grad_(True)
     logits = model(x)
@@ -315,19 +393,21 @@ finally:
     for handle in handles:
         handle.remove()
 
-for name in {layers!r}:
+for name in layers:
     g = to_map(name, gradients[name])
     print(name, ".grad:", kept[name].grad, "| from the tensor hook:", tuple(g.shape),
           f"min {{g.min():.6g}} max {{g.max():.6g}}")
 '''
 
 _CLAMP = '''
-# A tensor hook may return a new gradient: here the gradient at {clamp_at!r} is clipped to
-# [-{limit}, {limit}], and every layer before it receives the changed gradient.
+# A tensor hook may return a new gradient: here the gradient at clamp_at is clipped to
+# [-limit, limit], and every layer before it receives the changed gradient.
+{layers_def}clamp_at = {clamp_at!r}
+limit = {limit!r}
 target = {target}
 
 
-def gradients_of(layers, clamp_at=None, limit={limit}):
+def gradients_of(layers, clamp_at=None):
     grads = {{}}
 
     def watch(name):
@@ -335,7 +415,8 @@ def gradients_of(layers, clamp_at=None, limit={limit}):
             def on_grad(grad):
                 grads[name] = grad.detach().clone()
                 if name == clamp_at:
-                    return grad.clamp(-limit, limit)  # the returned tensor replaces the gradient
+                    # the returned tensor replaces the gradient
+                    return grad.clamp(-limit, limit)
             output.register_hook(on_grad)
         return hook
 
@@ -352,16 +433,17 @@ def gradients_of(layers, clamp_at=None, limit={limit}):
 
 for p in model.parameters():
     p.requires_grad_(False)
-plain = gradients_of({layers!r})
-clamped = gradients_of({layers!r}, clamp_at={clamp_at!r})
-for name in {layers!r}:
+plain = gradients_of(layers)
+clamped = gradients_of(layers, clamp_at=clamp_at)
+for name in layers:
     change = (clamped[name] - plain[name]).abs().max().item()
     print(name, tuple(to_map(name, plain[name]).shape), "largest change", change)
 '''
 
 _REMOVE = '''
-# Forgetting handle.remove(): a hook registered in a loop stays on the model, so every pass
-# adds one more and the calls pile up. Removing it after each pass keeps one call per pass.
+# Forgetting handle.remove(): a hook registered in a loop stays on the model, so every
+# pass adds one more and the calls pile up. Removing it after each pass keeps one call
+# per pass.
 layer = modules[{layer!r}]
 calls = []
 
@@ -424,22 +506,43 @@ def localise(template: str, lang: str) -> str:
 TEMPLATES: dict[str, str] = {}  # filled below: every template a snippet is made of, by name
 
 
-def lesson_snippet(body: str, *, model: str, image: str, size: int, layers: list[str], target: int | None = None,
-                   clamp_at: str | None = None, limit: float = 1e-3, pretrained: bool = False,
-                   num_classes: int | None = None, lang: str = "en") -> str:
-    """Python source for one lesson step (``body`` in ``LESSON_BODIES``), with the same preamble as
-    :func:`snippet`: model, preprocessing, ``modules`` and ``to_map``."""
+@dataclass(frozen=True)
+class Code:
+    """A snippet in two parts: the set-up (imports, model, photo, preprocessing, ``to_map``), the
+    same for every step of one page, and the step's own hook lines, which run after it."""
+
+    setup: str
+    steps: str
+
+    @property
+    def full(self) -> str:
+        """The whole runnable file."""
+        return self.setup + self.steps
+
+
+def lesson_code(body: str, *, model: str, image: str, size: int, layers: list[str], target: int | None = None,
+                clamp_at: str | None = None, limit: float = 1e-3, pretrained: bool = False,
+                num_classes: int | None = None, lang: str = "en", setup_layers: list[str] | None = None) -> Code:
+    """One lesson step's code (``body`` in ``LESSON_BODIES``) as set-up and step lines.
+
+    ``setup_layers`` are the layers the set-up prepares ``to_map`` for (default ``layers`` and
+    ``clamp_at``): the page passes all its chosen layers, so every step shares one set-up."""
     if body not in LESSON_BODIES:
         raise ValueError(f"body must be one of {', '.join(LESSON_BODIES)}, not {body!r}.")
-    names = [*layers, *([clamp_at] if clamp_at else [])]
+    names = setup_layers if setup_layers is not None else [*layers, *([clamp_at] if clamp_at else [])]
     head = _preamble(model, image, size, pretrained, num_classes, names, lang)
     target_expr = str(int(target)) if target is not None else "int(model(x)[0].argmax())"
     text = {"hello": _HELLO, "prepost": _PREPOST, "grad_none": _GRAD_NONE, "clamp": _CLAMP, "remove": _REMOVE}[body]
-    return head + localise(text, lang).format(layers=list(layers), layer=layers[0], target=target_expr,
-                                              clamp_at=clamp_at, limit=float(limit))
+    return Code(head, localise(text, lang).format(layers_def=assign("layers", layers), layer=layers[0],
+                                                  target=target_expr, clamp_at=clamp_at, limit=float(limit)))
 
 
-def snippet(
+def lesson_snippet(body: str, **kwargs: Any) -> str:
+    """Python source for one lesson step: :func:`lesson_code` as one runnable file."""
+    return lesson_code(body, **kwargs).full
+
+
+def view_code(
     view: str,
     *,
     model: str,
@@ -451,9 +554,9 @@ def snippet(
     pretrained: bool = False,
     num_classes: int | None = None,
     lang: str = "en",
-) -> str:
-    """Python source for one view. ``image`` is the path written into the code; ``target``
-    None means "the top-1 class" (computed in the snippet)."""
+) -> Code:
+    """One view's code as set-up and step lines. ``image`` is the path written into the code;
+    ``target`` None means "the top-1 class" (computed in the snippet)."""
     if view not in VIEWS:
         raise ValueError(f"view must be one of {', '.join(VIEWS)}, not {view!r}.")
     head = _preamble(model, image, size, pretrained, num_classes, list(layers), lang)
@@ -469,7 +572,13 @@ def snippet(
     skip: list[str] = []
     if view == "backward":
         skip = _inplace_children(model, x_hw=_input_hw(model, size))
-    return head + localise(body, lang).format(layers=list(layers), target=target_expr, skip=skip)
+    return Code(head, localise(body, lang).format(layers_def=assign("layers", list(layers)), target=target_expr,
+                                                  skip_def=assign("skip", skip)))
+
+
+def snippet(view: str, **kwargs: Any) -> str:
+    """Python source for one view: :func:`view_code` as one runnable file."""
+    return view_code(view, **kwargs).full
 
 
 def _input_hw(name: str, size: int) -> tuple[int, int]:
@@ -494,5 +603,6 @@ TEMPLATES.update({
     "free_size": _FREE_SIZE, "fixed_size": _FIXED_SIZE, "normalise": _NORMALISE, "maps_output": _MAPS_OUTPUT,
     "maps_input": _MAPS_INPUT, "gradients": _GRADIENTS, "gradcam": _GRADCAM, "backward": _BACKWARD,
     "table": _TABLE, "hello": _HELLO, "prepost": _PREPOST, "grad_none": _GRAD_NONE, "clamp": _CLAMP,
-    "remove": _REMOVE,
+    "remove": _REMOVE, "to_map": _TO_MAP, "tokens": _TOKENS, "channels_last": _CHANNELS_LAST,
+    "channels_last_list": _CHANNELS_LAST_LIST,
 })
