@@ -50,7 +50,11 @@ def sidebar() -> tuple[Choices, Any]:
         video_sidebar(sb)
     else:
         photo_picker(source, sb)
-    sb.slider(t("size"), SIZE_MIN, SIZE_MAX, step=SIZE_STEP, key="size", help=t("size_help"))
+    if source == "live":  # the live view sets its own (smaller) input size: one size on screen
+        st.session_state["size"] = st.session_state.get("size", DEFAULTS["size"])  # kept for the other sources
+        sb.caption(t("live_size_where"))
+    else:
+        sb.slider(t("size"), SIZE_MIN, SIZE_MAX, step=SIZE_STEP, key="size", help=t("size_help"))
 
     sb.subheader(t("layers_header"))
     model = st.session_state["model"]

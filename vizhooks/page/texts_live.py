@@ -32,7 +32,14 @@ EN: dict[str, str] = {
     "live_latency": "Latency",
     "live_latency_value": "{ms:.0f} ms",
     "live_processed": "Frames processed",
-    "live_dropped": "Frames dropped",
+    "live_dropped": "Dropped for other users",
+    "live_dropped_help": "Frames given up because another session was using the shared model at that moment.",
+    "live_skipped": "Skipped while busy",
+    "live_skipped_help": (
+        "Frames the camera sent while your previous frame was still being computed: skipped so the picture stays "
+        "current (normal on a slow machine)."
+    ),
+    "live_size_where": "Model input size: set it in the live view (smaller is faster).",
     "live_stats": (
         "{fps:.1f} frames per second processed over the last 2 seconds; latency {latency:.0f} ms on average, "
         "{last:.0f} ms for the newest frame; {processed} frames processed, {dropped} dropped while another "
@@ -93,7 +100,11 @@ ZH: dict[str, str] = {
     "live_latency": "延迟",
     "live_latency_value": "{ms:.0f} 毫秒",
     "live_processed": "已处理帧数",
-    "live_dropped": "丢弃帧数",
+    "live_dropped": "因他人占用而丢弃",
+    "live_dropped_help": "其他会话正在使用共享模型，这些帧只好放弃。",
+    "live_skipped": "忙碌时跳过",
+    "live_skipped_help": "上一帧还在计算时摄像头送来的帧：跳过它们，画面才能保持最新（机器较慢时属正常现象）。",
+    "live_size_where": "模型输入尺寸在实时视图中设置（越小越快）。",
     "live_stats": (
         "最近 2 秒每秒处理 {fps:.1f} 帧；平均延迟 {latency:.0f} 毫秒，最新一帧 {last:.0f} 毫秒；已处理 {processed} 帧，"
         "因其他人正在使用模型而丢弃 {dropped} 帧，因上一帧仍在计算而跳过 {skipped} 帧。"

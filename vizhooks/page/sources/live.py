@@ -179,11 +179,14 @@ def _show_stats(stream: _Stream, playing: bool) -> None:
     if not playing and not s.running:
         st.caption(t("live_idle"))
         return
-    fps, latency, processed, dropped = st.columns(4)
+    fps, latency, processed, dropped, skipped = st.columns(5)
     fps.metric(t("live_fps"), f"{s.fps:.1f}")
     latency.metric(t("live_latency"), t("live_latency_value", ms=s.latency_ms))
     processed.metric(t("live_processed"), s.processed)
-    dropped.metric(t("live_dropped"), s.dropped + s.skipped)
+    # two different things: a frame given up because another session held the model, and one the
+    # stream skipped because this session's previous frame was still running (normal, not alarming)
+    dropped.metric(t("live_dropped"), s.dropped, help=t("live_dropped_help"))
+    skipped.metric(t("live_skipped"), s.skipped, help=t("live_skipped_help"))
     st.caption(t("live_stats", fps=s.fps, latency=s.latency_ms, last=s.last_latency_ms, processed=s.processed,
                  dropped=s.dropped, skipped=s.skipped))
 
