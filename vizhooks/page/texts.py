@@ -167,14 +167,26 @@ EN: dict[str, str] = {
     "col_grad_input": "grad_input (leaves)",
     "col_note": "note",
     "backward_reading": (
-        "**Reading the table.** Backward runs the network in reverse: it starts at `fc`, the last "
-        "layer, and walks back to `conv1`. Each module receives `grad_output`, the gradient of the "
-        "score with respect to what it produced, and passes on `grad_input`, the gradient with "
-        "respect to what it was given: the `grad_input` of one row is the `grad_output` of the row "
-        "below it. Shapes shrink towards the top of the table because deeper layers have fewer, "
-        "smaller maps. `bn1` and `relu` carry no full backward hook: `relu` overwrites its input "
-        "(inplace=True) and so changes `bn1`'s output after the fact, which full backward hooks "
-        "refuse. The Gradients view gets around this with tensor hooks."
+        "**Reading the table.** Backward runs the network in reverse: it starts at the last layer "
+        "and walks back to the first. Each module receives `grad_output`, the gradient of the score "
+        "with respect to what it produced, and passes on `grad_input`, the gradient with respect to "
+        "what it was given: the `grad_input` of one row is the `grad_output` of the row below it. A "
+        "row with a note carries no full backward hook: its output is overwritten in place later "
+        "(ResNet's `bn1`, before `relu(inplace=True)`), or it works in place itself, which full "
+        "backward hooks refuse. The Gradients view gets around this with tensor hooks."
+    ),
+    "backward_shapes": (
+        "In this table `{deep}` receives a {deep_shape} gradient and `{shallow}` a {shallow_shape} one: "
+        "the deeper layer has {deep_c} channels of {deep_hw} against {shallow_c} channels of {shallow_hw}."
+    ),
+    "backward_first": (
+        "`{first}`'s `grad_input` is {shape}: the gradient with respect to the photo itself. It is not "
+        "`None` because the page's input requires a gradient: `x.requires_grad_(True)`, with the weights "
+        "frozen, is how backward reaches every layer without filling the weights' `.grad`. An input that "
+        "does not require a gradient gets `None` there."
+    ),
+    "backward_first_none": (
+        "`{first}`'s `grad_input` is `None`: its input does not require a gradient, so backward stops there."
     ),
     "running_table": "Timing every module…",
     "total_params": "Parameters",
@@ -235,16 +247,23 @@ EN: dict[str, str] = {
     "clamp_header": "A tensor hook that changes a gradient",
     "clamp_intro": (
         "`output.register_hook(lambda grad: grad.clamp(-limit, limit))` on one layer clips the "
-        "gradient flowing back through it. Every layer before it then receives a changed gradient, "
-        "and their Grad-CAM maps change with it."
+        "gradient flowing back through it. Backward runs from the score towards the input, so what "
+        "changes is every layer **before** it (upstream, earlier in the forward pass): they receive "
+        "the clipped gradient, and their Grad-CAM maps change with it. The layers after it do not."
     ),
     "clamp_at": "Clamp the gradient at",
-    "clamp_limit": "Limit",
+    "clamp_limit": "Limit: a percentile of the non-zero |gradient| values at that layer, on this photo",
+    "clamp_percentile": "{p}th percentile",
+    "clamp_clipped": (
+        "Limit **{limit:.3g}**, the {p}th percentile of the non-zero |gradient| values at `{layer}`: "
+        "**{share:.1%}** of its {count:,} gradient values are clipped."
+    ),
+    "clamp_changed": "Its gradient changed by {change:.1%} on average (mean |clamped − as it is| / mean |as it is|).",
     "clamp_no_earlier": "No chosen layer comes before this one: choose a later layer to clamp at.",
     "clamp_before": "Gradient, as it is",
-    "clamp_after": "Gradient, clamped downstream",
+    "clamp_after": "Gradient, with the clamp at {layer} (a later layer)",
     "clamp_cam_before": "Grad-CAM, as it is",
-    "clamp_cam_after": "Grad-CAM, clamped downstream",
+    "clamp_cam_after": "Grad-CAM, with the clamp at {layer}",
     # view: compare
     "view_compare": "Compare",
     "compare_intro": (
@@ -268,7 +287,12 @@ EN: dict[str, str] = {
     "lesson_link": "Link to this step",
     "lesson_question": "Question for the class:",
     "lesson_answer": "Answer",
-    "lesson_code": "The same in plain PyTorch (runs as it is, next to the photo):",
+    "lesson_code": (
+        "This step's hooks in plain PyTorch. They run after the set-up below; the whole file runs as "
+        "it is, next to the photo:"
+    ),
+    "lesson_code_setup": "Set-up: model, photo, preprocessing (the same in every step; runs first)",
+    "lesson_code_download": "Download the whole file",
     "lesson_hello_caption": "What the hook printed during one forward pass:",
     "lesson_col_layer": "layer",
     "lesson_col_module": "module",
@@ -342,20 +366,25 @@ EN: dict[str, str] = {
     "lesson_clamp_title": "Changing a gradient in a hook",
     "lesson_clamp_text": (
         "A tensor hook that **returns** a tensor replaces the gradient. Clamping it, "
-        "`grad.clamp(-limit, limit)`, is the idea behind gradient clipping. Clamp at a later "
-        "layer and the layers before it receive a changed gradient: compare them here."
+        "`grad.clamp(-limit, limit)`, is the idea behind gradient clipping. The limit here is a "
+        "percentile of the gradient's own sizes at the clamped layer, so it always clips a share you "
+        "can read below. Backward then carries the clipped gradient on to the layers **before** the "
+        "clamped one (upstream in the forward order): compare their gradients and Grad-CAM maps."
     ),
     "lesson_clamp_q": "Why do the layers after the clamped one not change?",
     "lesson_clamp_a": (
         "Backward runs from the score towards the input: the gradient reaches the later layers "
-        "first, before the clamp happens. Only what flows on through the clamped layer is changed."
+        "first, before the clamp happens. Only what flows on through the clamped layer, to the "
+        "layers before it, is changed."
     ),
     "lesson_backward_title": "The full backward hook: grad_input and grad_output",
     "lesson_backward_text": (
         "`register_full_backward_hook(fn)` calls `fn(module, grad_input, grad_output)` during "
         "backward: the gradient arriving at the module's output, and the one it passes back to its "
-        "input. Both are tuples; an entry is `None` where there is no gradient (the first conv's "
-        "input is a picture that needs none). Modules changed in place cannot carry this hook."
+        "input. Both are tuples; an entry is `None` only where no gradient flows. The first conv's "
+        "`grad_input` is `None` when the input does not require a gradient; here the page (and the code "
+        "below) sets `x.requires_grad_(True)`, so it is the gradient with respect to the photo, as the "
+        "last row shows. Modules changed in place cannot carry this hook."
     ),
     "lesson_backward_q": "Why does backward list the modules in the reverse order of the forward pass?",
     "lesson_backward_a": (

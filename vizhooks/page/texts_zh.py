@@ -146,13 +146,22 @@ ZH: dict[str, str] = {
     "col_grad_input": "grad_input（传出）",
     "col_note": "备注",
     "backward_reading": (
-        "**如何阅读这张表。** 反向传播沿相反方向遍历网络：从最后一层 `fc` 开始，一路回到 `conv1`。"
+        "**如何阅读这张表。** 反向传播沿相反方向遍历网络：从最后一层开始，一路回到第一层。"
         "每个模块接收 `grad_output`，即得分对该模块输出的梯度；并传出 `grad_input`，即得分对该模块"
-        "输入的梯度：某一行的 `grad_input` 就是它下一行的 `grad_output`。越靠近表格顶部，形状越小，"
-        "因为越深的层特征图越少、越小。`bn1` 和 `relu` 没有挂完整反向钩子：`relu` 会覆盖自己的输入"
-        "（inplace=True），从而事后改变了 `bn1` 的输出，而完整反向钩子不允许这种情况。"
-        "“梯度”视图用张量钩子绕开了这个问题。"
+        "输入的梯度：某一行的 `grad_input` 就是它下一行的 `grad_output`。带备注的行没有挂完整反向钩子："
+        "它的输出随后被原地覆盖（ResNet 的 `bn1`，后面紧跟 `relu(inplace=True)`），或者它本身就是原地运算，"
+        "而完整反向钩子不允许这种情况。“梯度”视图用张量钩子绕开了这个问题。"
     ),
+    "backward_shapes": (
+        "在这张表中，`{deep}` 收到的梯度是 {deep_shape}，`{shallow}` 收到的是 {shallow_shape}："
+        "较深的层有 {deep_c} 个 {deep_hw} 的通道，而较浅的层有 {shallow_c} 个 {shallow_hw} 的通道。"
+    ),
+    "backward_first": (
+        "`{first}` 的 `grad_input` 是 {shape}：即对照片本身的梯度。它不是 `None`，因为页面的输入需要梯度："
+        "在冻结权重的同时调用 `x.requires_grad_(True)`，反向传播才能到达每一层，而不会填充权重的 `.grad`。"
+        "如果输入不需要梯度，这里就是 `None`。"
+    ),
+    "backward_first_none": "`{first}` 的 `grad_input` 是 `None`：它的输入不需要梯度，所以反向传播到此为止。",
     "running_table": "正在为每个模块计时…",
     "total_params": "参数量",
     "total_outputs": "输出值数量（所有叶子模块）",
@@ -210,16 +219,22 @@ ZH: dict[str, str] = {
     "clamp_header": "修改梯度的张量钩子",
     "clamp_intro": (
         "在某一层上使用 `output.register_hook(lambda grad: grad.clamp(-limit, limit))`，"
-        "会裁剪反向流经这一层的梯度。于是它之前的每一层收到的梯度都会改变，"
-        "它们的 Grad-CAM 图也随之改变。"
+        "会裁剪反向流经这一层的梯度。反向传播从得分出发朝输入进行，所以改变的是它**之前**的每一层"
+        "（上游，即前向传播中更早的层）：它们收到裁剪后的梯度，Grad-CAM 图也随之改变。它之后的层不变。"
     ),
     "clamp_at": "在此层裁剪梯度",
-    "clamp_limit": "阈值",
+    "clamp_limit": "阈值：该层非零 |梯度| 值的百分位数（基于这张照片）",
+    "clamp_percentile": "第 {p} 百分位数",
+    "clamp_clipped": (
+        "阈值 **{limit:.3g}**，即 `{layer}` 处非零 |梯度| 值的第 {p} 百分位数：它的 {count:,} 个梯度值中"
+        "有 **{share:.1%}** 被裁剪。"
+    ),
+    "clamp_changed": "这一层的梯度平均变化了 {change:.1%}（平均 |裁剪后 − 原样| / 平均 |原样|）。",
     "clamp_no_earlier": "所选的层中没有位于这一层之前的：请选择一个更靠后的层来裁剪梯度。",
     "clamp_before": "梯度（原样）",
-    "clamp_after": "梯度（在下游层裁剪后）",
+    "clamp_after": "梯度（在更靠后的 {layer} 处裁剪后）",
     "clamp_cam_before": "Grad-CAM（原样）",
-    "clamp_cam_after": "Grad-CAM（在下游层裁剪后）",
+    "clamp_cam_after": "Grad-CAM（在 {layer} 处裁剪后）",
     # view: compare
     "view_compare": "对比",
     "compare_intro": (
@@ -243,7 +258,12 @@ ZH: dict[str, str] = {
     "lesson_link": "本步骤的链接",
     "lesson_question": "课堂提问：",
     "lesson_answer": "答案",
-    "lesson_code": "用纯 PyTorch 实现同样的效果（与照片放在同一目录即可直接运行）：",
+    "lesson_code": (
+        "这一步的钩子，用纯 PyTorch 写成。它们在下方的准备代码之后运行；"
+        "完整文件与照片放在同一目录即可直接运行："
+    ),
+    "lesson_code_setup": "准备：模型、照片、预处理（每一步都相同；先运行）",
+    "lesson_code_download": "下载完整文件",
     "lesson_hello_caption": "一次前向传播中钩子打印的内容：",
     "lesson_col_layer": "层",
     "lesson_col_module": "模块",
@@ -308,18 +328,21 @@ ZH: dict[str, str] = {
     "lesson_clamp_title": "在钩子中修改梯度",
     "lesson_clamp_text": (
         "**返回**一个张量的张量钩子会替换梯度。把梯度截断到一个范围内（`grad.clamp(-limit, limit)`），"
-        "正是梯度裁剪的思路。在靠后的层上裁剪，它之前的各层收到的梯度就会改变：在这里对比一下。"
+        "正是梯度裁剪的思路。这里的阈值取自被裁剪层自身梯度大小的百分位数，所以总会裁剪掉一部分，"
+        "比例就写在下方。反向传播随后把裁剪后的梯度继续传给被裁剪层**之前**的各层（前向顺序中的上游）："
+        "对比它们的梯度和 Grad-CAM 图。"
     ),
     "lesson_clamp_q": "为什么被裁剪的层之后的那些层不受影响？",
     "lesson_clamp_a": (
         "反向传播从得分出发，朝输入的方向进行：梯度先到达靠后的层，那时还没有发生裁剪。"
-        "只有继续穿过被裁剪层往前传的梯度才会改变。"
+        "只有继续穿过被裁剪层、传到它之前各层的梯度才会改变。"
     ),
     "lesson_backward_title": "完整反向钩子：grad_input 与 grad_output",
     "lesson_backward_text": (
         "`register_full_backward_hook(fn)` 会在反向传播中调用 `fn(module, grad_input, grad_output)`："
-        "参数是到达模块输出的梯度，以及模块传回给输入的梯度。两者都是元组；没有梯度的位置为 `None`"
-        "（第一个卷积层的输入是一张图片，不需要梯度）。被原地修改的模块不能挂这种钩子。"
+        "参数是到达模块输出的梯度，以及模块传回给输入的梯度。两者都是元组；只有没有梯度流过的位置才是 `None`。"
+        "当输入不需要梯度时，第一个卷积层的 `grad_input` 是 `None`；这里页面（以及下面的代码）调用了 "
+        "`x.requires_grad_(True)`，所以它是对照片的梯度，如表格最后一行所示。被原地修改的模块不能挂这种钩子。"
     ),
     "lesson_backward_q": "为什么反向传播列出模块的顺序与前向传播相反？",
     "lesson_backward_a": "链式法则从得分出发，一步步往回推：每个模块必须先得到其输出的梯度，才能算出其输入的梯度。",

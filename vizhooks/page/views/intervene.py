@@ -3,6 +3,7 @@ later layers change; clamp gradients at one layer and see the earlier ones fade.
 
 from __future__ import annotations
 
+import math
 from typing import TYPE_CHECKING, Any
 
 import streamlit as st
@@ -20,7 +21,12 @@ from vizhooks.render import channel_overlay
 if TYPE_CHECKING:
     from torch import Tensor
 
-CLAMP_LIMITS = (1e-5, 1e-4, 1e-3, 1e-2, 1e-1, 1.0)
+#: The clamp's limit as a percentile of |gradient| at the clamped layer, on this photo: a fixed
+#: number (the old default 0.001) clipped nothing on some models and everything on others.
+CLAMP_PERCENTILES = (10, 25, 50, 75, 90, 99)
+CLAMP_DEFAULT = 50  # the median: half the values are clipped, which every layer before it shows
+#: Channels per gradient grid, two grids a row: few enough to see the change in each map.
+CLAMP_CHANNELS = 4
 
 
 def channel_edit(mode: str, channels: tuple[int, ...], k: int) -> vz.ChannelEdit:
@@ -81,6 +87,27 @@ def show(ctx: Context) -> None:
     show_clamp(ctx, layers, target)
 
 
+def clamp_limit(ctx: Context, clamp_at: str, target: int, percentile: int) -> tuple[float, float, int]:
+    """The limit at ``percentile`` of the non-zero |gradient| values at ``clamp_at`` for this photo
+    and class, the share of all that gradient's values beyond it (the clipped share) and how many
+    values there are. Zeros are left out: behind a ReLU half the gradient is often exactly 0, and a
+    limit of 0 would cut the path rather than clip it."""
+    c, analysis = ctx.choices, ctx.analysis
+    key = ("clamp-limit", c.model, ctx.digest, c.size, clamp_at, target)
+
+    def make() -> Tensor:
+        grad = vz.capture_gradients(get_bundle(c.model).model, analysis.x, [clamp_at], target=target)[clamp_at]
+        return grad.abs().flatten().sort().values
+
+    ordered = cached(key, make, lambda g: tensor_bytes([g]))
+    count = int(ordered.numel())
+    nonzero = ordered[ordered > 0]
+    if not nonzero.numel():
+        return 0.0, 0.0, count
+    limit = float(nonzero[min(max(math.ceil(nonzero.numel() * percentile / 100) - 1, 0), nonzero.numel() - 1)])
+    return limit, float((ordered > limit).sum()) / count, count
+
+
 def show_clamp(ctx: Context, layers: list[str], target: int) -> None:
     """Gradients of the earlier layers with and without a clamp at one layer, and their Grad-CAMs."""
     analysis, bundle, c, digest = ctx.analysis, ctx.bundle, ctx.choices, ctx.digest
@@ -90,19 +117,22 @@ def show_clamp(ctx: Context, layers: list[str], target: int) -> None:
     keep_valid("iv_clamp_at", layers, layers[-1])
     left, right = st.columns(2)
     clamp_at = left.selectbox(t("clamp_at"), layers, key="iv_clamp_at")
-    st.session_state.setdefault("iv_limit", 1e-3)
-    limit = right.select_slider(t("clamp_limit"), CLAMP_LIMITS, key="iv_limit", format_func=lambda v: f"{v:g}")
+    st.session_state.setdefault("iv_clip_pct", CLAMP_DEFAULT)
+    percentile = right.select_slider(t("clamp_limit"), CLAMP_PERCENTILES, key="iv_clip_pct",
+                                     format_func=lambda v: t("clamp_percentile", p=v))
     earlier = [n for n in layers if layers.index(n) < layers.index(clamp_at)]
     if not earlier:
         st.info(t("clamp_no_earlier"))
         return
     hw = (int(analysis.x.shape[-2]), int(analysis.x.shape[-1]))
-    check_capture(c.model, earlier, hw, copies=4)
+    check_capture(c.model, [*earlier, clamp_at], hw, copies=4)
+    limit, clipped, count = clamp_limit(ctx, clamp_at, target, int(percentile))
+    st.markdown(t("clamp_clipped", layer=clamp_at, limit=limit, p=percentile, share=clipped, count=count))
     key = ("clamp", c.model, digest, c.size, tuple(earlier), clamp_at, limit, target)
 
     def make() -> tuple[Any, Any, dict[str, Tensor], dict[str, Tensor]]:
         plain, clamped = vz.clamp_gradients(get_bundle(c.model).model, analysis.x, earlier, clamp_at=clamp_at,
-                                            limit=float(limit), target=target, as_maps=True)
+                                            limit=limit, target=target, as_maps=True)
         return plain, clamped, cams_from(plain, hw), cams_from(clamped, hw)
 
     def size(made: tuple[Any, ...]) -> int:
@@ -115,12 +145,17 @@ def show_clamp(ctx: Context, layers: list[str], target: int) -> None:
     for name in earlier:
         st.subheader(name)
         g0, g1 = plain.gradients[name], clamped.gradients[name]
+        change = float((g1 - g0).abs().mean() / (g0.abs().mean() + 1e-30))
+        st.caption(t("clamp_changed", change=change, layer=clamp_at))
         reach = float(max(g0.abs().max(), g1.abs().max())) or 1.0
-        cols = st.columns(4)
+        cols = st.columns(2)
         for col, grad, head, which in ((cols[0], g0, "clamp_before", "b"), (cols[1], g1, "clamp_after", "a")):
-            png = grid_png(grad, ("clamp", *key, name, which), min(c.channels or 16, 16), "index", "RdBu_r", "layer",
-                           None, f"∂y[{target}] / ∂ {name}", 0.0, (-reach, reach))
-            col.caption(t(head))
-            col.image(png)
-        cols[2].image(channel_overlay(analysis.picture, cams[name], alpha, "jet"), caption=t("clamp_cam_before"))
-        cols[3].image(channel_overlay(analysis.picture, cams_clamped[name], alpha, "jet"), caption=t("clamp_cam_after"))
+            png = grid_png(grad, ("clamp", *key, name, which), min(c.channels or CLAMP_CHANNELS, CLAMP_CHANNELS),
+                           "index", "RdBu_r", "layer", 2, f"∂y[{target}] / ∂ {name}", 0.0, (-reach, reach))
+            col.caption(t(head, layer=clamp_at))
+            col.image(png, width="stretch")
+        cols = st.columns(2)
+        cols[0].image(channel_overlay(analysis.picture, cams[name], alpha, "jet"), caption=t("clamp_cam_before"),
+                      width="stretch")
+        cols[1].image(channel_overlay(analysis.picture, cams_clamped[name], alpha, "jet"),
+                      caption=t("clamp_cam_after", layer=clamp_at), width="stretch")

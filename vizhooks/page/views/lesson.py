@@ -8,12 +8,13 @@ from urllib.parse import urlencode
 
 import streamlit as st
 
+from vizhooks.page import snippets
 from vizhooks.page.analysis import hook_calls_demo
 from vizhooks.page.classes import answer_hidden, poll
 from vizhooks.page.lesson import STEPS, Step, step_index
 from vizhooks.page.present import present_on, scroll_to_step
 from vizhooks.page.results import cached, get_analysis, get_bundle, grid_png
-from vizhooks.page.snippets import lesson_snippet, snippet
+from vizhooks.page.snippets import Code
 from vizhooks.page.sources import photo_bytes
 from vizhooks.page.state import Context
 from vizhooks.page.texts import language, t
@@ -22,26 +23,39 @@ from vizhooks.page.views.code import chosen_target, image_path
 from vizhooks.page.widgets import class_picker
 
 
-def lesson_code(step: Step, ctx: Context) -> str:
+def lesson_code(step: Step, ctx: Context) -> Code:
+    """The step's code as set-up (the same for every step: all the chosen layers) and hook lines."""
     bundle, c = ctx.bundle, ctx.choices
     kind, name = step.code
     common: dict[str, Any] = dict(model=c.model, image=image_path(c), size=c.size, target=chosen_target(),
                                   pretrained=bundle.pretrained, num_classes=len(bundle.categories), lang=language())
-    if kind == "view":
-        return snippet(name, layers=list(c.layers), what="output", **common)
     layers = list(c.layers)
+    if kind == "view":
+        return snippets.view_code(name, layers=layers, what="output", **common)
     clamp_at: str | None = None
+    limit = 0.0
     if name == "clamp":
         chosen = st.session_state.get("iv_clamp_at")
         clamp_at = chosen if chosen in layers else layers[-1]
         layers = [n for n in layers if layers.index(n) < layers.index(clamp_at)] or layers[:1]
-    return lesson_snippet(name, layers=layers, clamp_at=clamp_at, limit=float(st.session_state.get("iv_limit", 1e-3)),
-                          **common)
+        target = chosen_target()
+        top1 = int(ctx.analysis.logits[0].argmax())
+        percentile = int(st.session_state.get("iv_clip_pct", intervene.CLAMP_DEFAULT))
+        limit = intervene.clamp_limit(ctx, clamp_at, top1 if target is None else target, percentile)[0]
+    return snippets.lesson_code(name, layers=layers, clamp_at=clamp_at, limit=limit, setup_layers=list(c.layers),
+                                **common)
+
 
 def show_code(step: Step, ctx: Context) -> None:
-    """The step's code: plain PyTorch that reproduces its live part."""
+    """The step's code: its hook lines first, then the set-up every step shares (folded), and the
+    whole runnable file to download; every line fits 88 columns, so nothing scrolls sideways."""
+    code = lesson_code(step, ctx)
     st.caption(t("lesson_code"))
-    st.code(lesson_code(step, ctx), language="python")
+    st.code(code.steps.strip("\n"), language="python")
+    with st.expander(t("lesson_code_setup"), expanded=False, key="lesson_setup"):
+        st.code(code.setup.rstrip("\n"), language="python")
+    st.download_button(t("lesson_code_download"), code.full, file_name=f"vizhooks_lesson_{step.id}.py",
+                       mime="text/x-python", key="lesson_download", icon=":material/download:")
 
 
 def to_step(n: int) -> None:
