@@ -97,6 +97,22 @@ def test_judge_needs_every_number_it_judges():
     assert report["a"]["status"] == report["b"]["status"] == "UNKNOWN"  # no /metrics; no "one analysis"
 
 
+def test_class_code_and_the_follow_target():
+    from streamlit.proto.Markdown_pb2 import Markdown
+
+    shown = [Markdown(body="Teach a class"), Markdown(body="Class code: **K7Q2AB**")]
+    run = Run(started=0.0, elements=[("markdown", m) for m in shown])
+    assert load.class_code(run) == "K7Q2AB" and load.class_code(Run(started=0.0)) is None
+    row = {"p95_s": 1.5, "errors": 0, "computations": 1, "never_caught_up": 0, "student_computations": {}}
+    report = {"d": dict(row)}
+    load.judge(report, n_b=30)
+    assert report["d"]["status"] == "PASS"
+    for bad in ({"p95_s": 2.5}, {"never_caught_up": 1}, {"student_computations": {"analysis": 1}}):
+        report = {"d": {**row, **bad}}
+        load.judge(report, n_b=30)
+        assert report["d"]["status"] == "MISS", bad
+
+
 def test_errors_count_failed_visitors_and_runs_once_each():
     good = Run(started=0.0, seconds=1.0, status="ok")
     shown = Run(started=0.0, seconds=2.0, status="ok", errors=["error shown: x", "GET /media/a.png answered 404"])
@@ -209,3 +225,18 @@ def test_scenarios_at_small_n(page_server):
     report = {"c": load.summary("c", 3, spread, None, None, None, 0.0)}
     assert report["c"]["errors"] == 0 and report["c"]["p95_s"] > 0
 
+
+
+@pytest.mark.slow
+def test_students_follow_the_teacher_without_computing(page_server):
+    # the teacher opens the lesson: each student's page must show its step by a run the server started
+    # itself (the follower's run_every check, sent by the client as a browser does), computing nothing
+    heading = load.step_heading(1)
+    outcome = asyncio.run(load.follow(page_server, 3, changes=load.CHANGES[:1], gap=0.0, catch_up=20.0))
+    assert not outcome.failures, outcome.failures
+    assert outcome.extra["never_caught_up"] == 0 and outcome.delays is not None and len(outcome.delays) == 3
+    shown = [run for run in outcome.runs if heading in run.texts("heading")]
+    assert len(shown) >= 3 and all(run.origin == "server" and run.ok for run in shown)
+    assert outcome.extra["auto_reruns_sent"] >= 3
+    assert load.read_counters(page_server) is not None, load.metrics_text(page_server)[1]
+    assert outcome.extra["student_computations"] == {}, "a student's page computed what the teacher's had"
