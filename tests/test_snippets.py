@@ -27,6 +27,7 @@ import os
 import re
 import subprocess
 import sys
+import unicodedata
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -38,8 +39,9 @@ from tests.helpers import ROOT, ok, open_page, reading_order
 from vizhooks.cam import cams_from
 from vizhooks.gradients import gradient_pass
 from vizhooks.page.analysis import analyse, hook_calls_demo, layer_stats
-from vizhooks.page.snippets import LESSON_BODIES, VIEWS, lesson_snippet, snippet
-from vizhooks.page.texts import EN
+from vizhooks.page.lesson import STEPS
+from vizhooks.page.snippets import LESSON_BODIES, VIEWS, WIDTH, Code, lesson_code, lesson_snippet, snippet, view_code
+from vizhooks.page.texts import EN, ZH
 
 IMAGE = "sample_images/chelsea.jpg"  # the page's default sample
 TOUR = ("conv1", "layer1.0.conv1", "layer2.0.conv1", "layer3.0.conv1", "layer4.0.conv1")
@@ -106,7 +108,7 @@ def _codes(case: Case) -> dict[str, str]:
     for body in case.lessons:
         clamp_at, names = (layers[-1], layers[:-1]) if body == "clamp" else (None, layers)
         codes[f"lesson:{body}"] = lesson_snippet(body, layers=names, clamp_at=clamp_at, limit=CLAMP_LIMIT,
-                                                 **common)
+                                                 setup_layers=layers, **common)
     return codes
 
 
@@ -441,3 +443,109 @@ def test_lesson_gradient_snippets_print_what_the_lesson_shows(seen):
         expected = float((clamped.gradients[name] - plain.gradients[name]).abs().max())
         assert ast.literal_eval(shape) == tuple(plain.gradients[name].shape)
         assert expected > 0 and math.isclose(float(change), expected, rel_tol=RTOL), (name, change, expected)
+
+
+# --- code the back row can read (issue 23): the lesson's code, step by step ------------------------
+
+#: Models of three families, with layers the page offers for them: convolutions (two of them) and
+#: a transformer whose blocks give tokens. Only code is made here (the meta device), nothing runs.
+READABLE = {
+    "resnet18": ["conv1", "layer1.0.conv1", "layer2.0.conv1", "layer3.0.conv1", "layer4.0.conv1"],
+    "vgg11": ["features.0", "features.3", "features.8", "features.18"],
+    "vit_b_16": ["conv_proj", "encoder.layers.encoder_layer_0", "encoder.layers.encoder_layer_11"],
+}
+
+
+def _step_codes(model: str, layers: list[str], lang: str, target: int | None = None, size: int = 128,
+                limit: float = CLAMP_LIMIT) -> dict[str, Code]:
+    """Every lesson step's code as views.lesson.lesson_code makes it: the view's code for the
+    view steps, the lesson body for the others, the set-up prepared for all the chosen layers."""
+    common = dict(model=model, image=IMAGE, size=size, target=target, pretrained=False, num_classes=1000, lang=lang)
+    codes = {}
+    for step in STEPS:
+        kind, name = step.code
+        if kind == "view":
+            codes[step.id] = view_code(name, layers=layers, what="output", **common)
+        else:
+            clamp_at = layers[-1] if name == "clamp" else None
+            names = layers[:-1] if name == "clamp" else layers
+            codes[step.id] = lesson_code(name, layers=names, clamp_at=clamp_at, limit=limit, setup_layers=layers,
+                                         **common)
+    return codes
+
+
+def columns(line: str) -> int:
+    """How wide a line is in a code box: a Chinese character takes two columns."""
+    return sum(2 if unicodedata.east_asian_width(ch) in "WF" else 1 for ch in line)
+
+
+@pytest.mark.parametrize("lang", ["en", "zh"])
+@pytest.mark.parametrize("model", list(READABLE))
+def test_every_lesson_line_fits_the_box_and_the_set_up_is_one(model, lang):
+    codes = _step_codes(model, READABLE[model], lang)
+    assert len(codes) == len(STEPS)
+    for step, code in codes.items():
+        for part in (code.setup, code.steps):
+            wide = [(columns(line), line) for line in part.splitlines() if columns(line) > WIDTH]
+            assert not wide, (step, wide)
+            ast.parse(part)  # each part is Python on its own (wrapped, not cut)
+        ast.parse(code.full)
+    assert len({code.setup for code in codes.values()}) == 1, "the set-up differs between steps"
+    # the steps differ, and none repeats the set-up's lines
+    assert len({code.steps for code in codes.values()}) == len(STEPS)
+    for code in codes.values():
+        assert "model = " not in code.steps and "Image.open" not in code.steps
+
+
+def test_the_set_up_shows_only_the_branches_the_model_uses():
+    for model, layers in READABLE.items():
+        setup = _step_codes(model, layers, "en")["what"].setup
+        tokens, channels_last = "t.ndim == 3" in setup, "CHANNELS_LAST" in setup
+        assert tokens == (model == "vit_b_16"), (model, setup)
+        assert not channels_last, (model, setup)
+    swin = view_code("maps", model="swin_t", image=IMAGE, size=128, layers=["features.1.0", "features.3.1"])
+    assert "CHANNELS_LAST" in swin.setup and "t.ndim == 3" not in swin.setup
+    # a ViT whose chosen layers are all convolutions needs no token branch either
+    conv_only = view_code("maps", model="vit_b_16", image=IMAGE, size=128, layers=["conv_proj"])
+    assert "t.ndim == 3" not in conv_only.setup
+
+
+def test_a_long_call_or_list_is_broken_into_valid_lines():
+    long = [f"features.denseblock4.denselayer{i}.conv2" for i in range(1, 9)]
+    code = view_code("gradients", model="densenet121", image=IMAGE, size=128, layers=long)
+    assert all(columns(line) <= WIDTH for line in code.full.splitlines())
+    tree = ast.parse(code.steps)
+    layers = next(node.value for node in tree.body if isinstance(node, ast.Assign)
+                  and getattr(node.targets[0], "id", "") == "layers")
+    assert ast.literal_eval(layers) == long  # the list is the same list, one name a line
+    googlenet = view_code("maps", model="googlenet", image=IMAGE, size=128, layers=["conv1.conv"]).setup
+    assert "model = models.googlenet(\n" in googlenet and "transform_input=True," in googlenet
+
+
+def test_the_transformer_set_up_runs_and_maps_tokens_as_the_page(tmp_path):
+    """The token branch, shown only for a transformer, turns its tokens into the page's maps."""
+    layers = READABLE["vit_b_16"][:2]
+    code = view_code("maps", model="vit_b_16", image=IMAGE, size=128, layers=layers).full
+    path = tmp_path / "vit.py"
+    path.write_text(code)
+    env = {**os.environ, "VIZHOOKS_OFFLINE": "1", "TORCH_HOME": str(tmp_path / "torch_home")}
+    run = subprocess.run([sys.executable, str(path)], cwd=ROOT, env=env, capture_output=True, text=True, timeout=600)
+    assert run.returncode == 0, run.stderr[-3000:]
+    printed = {line.split(" ", 1)[0]: ast.literal_eval(line.split(" ", 1)[1]) for line in run.stdout.splitlines()}
+    bundle = vz.load_model("vit_b_16", weights="none", device="cpu")
+    x = bundle.preprocess(vz.load_image(ROOT / IMAGE), 128)
+    expected = vz.capture(bundle.model, x, layers, as_maps=True)
+    assert printed == {n: tuple(expected[n].shape) for n in layers}
+
+
+def test_the_lesson_page_shows_the_hook_lines_then_the_set_up_and_offers_the_file():
+    """What views.lesson draws: the step's lines, the set-up in its box, the whole file to download."""
+    for lang, texts, step in (("en", EN, 1), ("zh", ZH, 7)):
+        at = open_page(view="lesson", step=str(step), size="128", lang=lang)
+        ok(at)
+        made = _step_codes("resnet18", list(TOUR), lang)[STEPS[step - 1].id]
+        shown = [c.value for c in at.code if c.language == "python"]
+        assert shown[:2] == [made.steps.strip("\n"), made.setup.rstrip("\n")], lang
+        box = next(e for e in at.expander if e.label == texts["lesson_code_setup"])
+        assert [c.value for c in box.code] == [made.setup.rstrip("\n")]
+        assert any(b.proto.label == texts["lesson_code_download"] for b in at.get("download_button"))
