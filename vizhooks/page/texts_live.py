@@ -80,11 +80,12 @@ EN: dict[str, str] = {
 ZH: dict[str, str] = {
     "source_live": "实时",
     "live_intro": (
-        "**实时摄像头。**摄像头的画面实时传到服务器；每一帧都经过 {model} 运行到所选的层为止（只在这一层挂钩子，"
-        "后面的网络不再计算），再和这一层的特征图并排传回。点 **开始** 并允许使用摄像头；播放时也可以随时修改设置。"
+        "**实时摄像头**：摄像头的画面实时传到服务器，每一帧都送进 {model}，只算到所选的那一层（钩子只挂在这一层上，"
+        "后面的网络直接跳过），再和这一层的特征图并排传回来。点击 **开始** 并允许浏览器使用摄像头；"
+        "播放过程中也可以随时调整设置。"
     ),
     "live_layer": "层",
-    "live_layer_help": "侧栏中选中的层之一；侧栏没有选层时，用这个模型的快速浏览层。",
+    "live_layer_help": "从侧边栏选中的层里选一个；侧边栏一个层都没选时，从这个模型“导览”中的层里选。",
     "live_mode": "显示",
     "live_mode_grid": "画面旁边显示 16 个通道",
     "live_mode_overlay": "一个通道叠加在画面上",
@@ -125,7 +126,9 @@ ZH: dict[str, str] = {
     "live_c_start": "开始",
     "live_c_stop": "停止",
     "live_c_select_device": "选择设备",
-    "live_c_media_api_not_available": "这个浏览器不给这个页面使用摄像头：页面需要 HTTPS 或 localhost。",
+    "live_c_media_api_not_available": (
+        "浏览器不允许这个页面使用摄像头：只有通过 HTTPS 或 localhost 打开的页面才能用。"
+    ),
     "live_c_device_ask_permission": "请允许这个页面使用摄像头。",
     "live_c_device_not_available": "没有找到摄像头。",
     "live_c_device_access_denied": "摄像头权限被拒绝。",

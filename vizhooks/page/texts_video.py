@@ -64,17 +64,17 @@ ZH: dict[str, str] = {
     "video_cams": "正在为 {n} 帧计算 Grad-CAM：每帧一次反向传播…",
     "video_cams_n": "Grad-CAM：第 {i}/{n} 帧",
     "video_summary": (
-        "从 {seconds:.1f} 秒、每秒 {fps:.3g} 帧（{w} × {h}）的视频中均匀抽取了 {total} 帧中的 {n} 帧。"
-        "所有帧都已捕获一次；拖动滑块只会重新绘制。"
+        "这段视频长 {seconds:.1f} 秒、每秒 {fps:.3g} 帧（{w} × {h}），共 {total} 帧，从中均匀抽取了 {n} 帧。"
+        "这些帧都已一次性捕获好，拖动滑块只会重新绘图，不会重新运行模型。"
     ),
     "video_play": "播放",
     "video_pause": "暂停",
     "video_frame": "帧",
     "video_frame_help": "在 {n} 个抽取的帧中选择一帧；点击“播放”逐帧前进。",
     "video_at": "第 {i}/{n} 帧，位于 {s:.2f} 秒",
-    "video_target_each": "每帧各自的第一类别",
+    "video_target_each": "每帧各自的 Top-1 类别",
     "video_target_help": (
-        "对哪个类别的 logit 求导。默认每帧使用它自己预测的第一类别；选定一个类别即可在整段视频中跟踪它。"
+        "对哪个类别的 logit 求导。默认每帧使用它自己的 Top-1 类别；选定一个类别即可在整段视频中跟踪它。"
         "所有帧的热力图只计算一次，之后从缓存读取。"
     ),
     "video_export": "导出",
@@ -83,7 +83,7 @@ ZH: dict[str, str] = {
     "video_make_movie": "为这一层生成动画",
     "video_encoding": "正在把 {layer} 随时间变化的网格编码成视频…",
     "video_download_movie": "下载动画（{ext}）",
-    "video_download_npz": "下载所有帧的激活（.npz）",
+    "video_download_npz": "下载所有帧的激活值（.npz）",
     "video_download_npz_help": "每层一个 float32 数组 (T, C, H, W)，另有 __times__：每帧所在的秒数。",
     "bad_video": "无法使用这段视频：{reason}",
 }

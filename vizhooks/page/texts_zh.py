@@ -6,7 +6,10 @@ ZH: dict[str, str] = {
     # page
     "page_title": "vizhooks：图像网络内部一览",
     "title": "vizhooks：看看图像网络的内部",
-    "subtitle": "在所选的层上注册前向钩子，照片在网络中前向传播一次，就能捕获每个通道的特征图。图块越亮，激活越强。",
+    "subtitle": (
+        "在所选的层上注册前向钩子（hook）函数，照片在网络中前向传播一次，每个通道的特征图就都捕获下来了。"
+        "图块越亮，激活值越大。"
+    ),
     "language": "语言",
     # layer labels: where a layer sits, for any model
     "where_conv": "第 {index}/{count} 个卷积层",
@@ -123,15 +126,15 @@ ZH: dict[str, str] = {
     "target_top1": "Top-1 类别：{label} ({index})",
     "running_backward": "正在为“{label}”做前向和反向传播…",
     "gradients_intro": (
-        "如果特征图中的某个值增大，**{label}** ({index}) 的得分会改变多少：红色表示使得分升高，"
-        "蓝色表示使得分降低，白色表示没有影响。这些梯度由在前向钩子中注册的张量钩子"
-        "（`output.register_hook`）捕获。"
+        "这里显示的是梯度：特征图上某个值稍微变大一点，**{label}**（{index}）的得分会变化多少。"
+        "红色表示得分会升高，蓝色表示会降低，白色表示没有影响。"
+        "梯度由张量钩子（`output.register_hook`）取得，这个张量钩子是在前向钩子里注册的。"
     ),
     "grad_caption": "梯度 {shape} · 最小 {min:.3g} · 最大 {max:.3g} · 每层一个以 0 为中心的颜色标尺",
     "gradcam_intro": (
-        "**{label}** ({index}) 的 Grad-CAM：每个通道按其平均梯度加权，把加权后的通道相加，去掉负值，"
-        "再把得到的图拉伸并叠加到照片上。红色标出这一层为该类别找到证据的位置。深层给出的图粗糙但有意义；"
-        "浅层给出的图精细但噪声多。"
+        "**{label}**（{index}）的 Grad-CAM：用每个通道梯度的平均值作为这个通道的权重，把各通道加权相加，去掉负值，"
+        "再把得到的图拉伸到照片大小、叠在照片上。红色的地方，就是这一层为这个类别找到证据的位置。"
+        "深层给出的图粗糙，但有意义；浅层给出的图精细，但噪声多。"
     ),
     "cam_alpha": "热力图不透明度",
     "cam_caption": "{layer} → {label}",
@@ -167,8 +170,8 @@ ZH: dict[str, str] = {
     "total_outputs": "输出值数量（所有叶子模块）",
     "total_time": "前向耗时",
     "table_intro": (
-        "只需一次前向传播：前向预钩子记录每个模块的输入和开始时间，前向钩子记录它的输出和结束时间。"
-        "容器模块（Sequential 阶段、块）的数据包含其子模块。点击列标题可以排序。"
+        "这张表只需一次前向传播：前向预钩子记下每个模块的输入和开始时间，前向钩子记下它的输出和结束时间。"
+        "容器模块（Sequential 阶段、块）的数值包含其中的子模块。点击列标题即可排序。"
     ),
     "code_view": "代码对应的视图",
     "code_intro": (
@@ -177,28 +180,27 @@ ZH: dict[str, str] = {
     ),
     "hooks_explained": (
         "#### 四种钩子\n\n"
-        "- **`tensor.register_hook(fn)`**，`fn(grad) -> grad or None`。在反向传播中、这个张量的梯度"
-        "算出之后运行。可以读取梯度，也可以返回修改后的梯度（例如梯度裁剪）。"
-        "这样就不必对每个中间张量调用 `retain_grad()` 保留副本。\n"
+        "- **`tensor.register_hook(fn)`**，`fn(grad) -> grad or None`。在反向传播中、这个张量的梯度算出之后运行。"
+        "可以读取梯度，也可以返回修改后的梯度（例如梯度裁剪）。有了它，就不必为每个中间张量调用 `retain_grad()`："
+        "中间张量不是叶子张量（叶子节点），PyTorch 默认不保留它们的 `.grad`。\n"
         "- **`module.register_forward_pre_hook(fn)`**，`fn(module, inputs) -> new inputs or None`。"
-        "在 `forward()` 之前运行；`inputs` 是一个元组。本工具用它捕获“输入”，"
-        "并在层信息表中记录开始时间。\n"
-        "- **`module.register_forward_hook(fn)`**，`fn(module, inputs, output) -> new output or "
-        "None`。在 `forward()` 之后运行。特征图就是这样捕获的。要保存的张量请先克隆一份："
+        "在 `forward()` 之前运行；`inputs` 是一个元组。本工具用它捕获“输入”，并在层信息表中记录开始时间。\n"
+        "- **`module.register_forward_hook(fn)`**，`fn(module, inputs, output) -> new output or None`。"
+        "在 `forward()` 之后运行。特征图就是这样捕获的。要保存的张量请先克隆一份："
         "网络后面的原地（in-place）操作可能会覆盖它。\n"
         "- **`module.register_full_backward_hook(fn)`**，`fn(module, grad_input, grad_output)`。"
         "在反向传播中运行，参数是模块输入和输出的梯度（都是元组；没有梯度的位置为 `None`）。"
         "它取代了 `register_backward_hook`，后者对由多个运算组成的模块会给出错误的 `grad_input`。"
         "它不能用于输出被原地修改的模块。\n\n"
         "每次注册都会返回一个句柄；用完后调用 `handle.remove()`（放在 `finally:` 中），"
-        "否则这个钩子会在之后的每一次传播中继续运行。"
+        "否则这个钩子在之后每一次前向传播或反向传播中都会继续运行。"
     ),
     # view: intervene
     "view_intervene": "干预",
     "intervene_intro": (
         "前向钩子可以**返回新的输出**，网络的其余部分随后就用这个新输出继续计算。"
         "关闭某一层的部分通道，或对它们进行缩放，看看下游会发生什么变化。"
-        "这个钩子只在一次传播中存在，之后即被移除：模型本身始终不会被改变。"
+        "这个钩子只在一次前向传播中存在，之后即被移除：模型本身始终不会被改变。"
     ),
     "iv_layer": "要修改的层",
     "iv_mode": "修改方式",
@@ -209,12 +211,12 @@ ZH: dict[str, str] = {
     "iv_channels": "通道",
     "iv_k": "k",
     "iv_no_channels": "请至少选择一个要修改的通道。",
-    "iv_running": "运行两次传播：一次保持原样，一次应用修改…",
+    "iv_running": "做两次前向传播：一次保持原样，一次应用修改…",
     "iv_before": "修改前的 Top-5",
     "iv_after": "修改后的 Top-5",
     "iv_logit": "修改后“{label}”的 logit（得分）",
     "iv_later": "后面的层（已在上游应用修改）：",
-    "iv_change": "与未修改的传播相比，平均变化 {change:.1%}",
+    "iv_change": "与未修改的前向传播相比，平均变化 {change:.1%}",
     "iv_no_later": "所选的层中没有位于这一层之后的：在侧边栏添加一个更靠后的层，就能看到变化如何向后传递。",
     "clamp_header": "修改梯度的张量钩子",
     "clamp_intro": (
@@ -270,13 +272,14 @@ ZH: dict[str, str] = {
     "lesson_col_shape": "输出形状",
     "lesson_prepost_input": "{layer} 的输入（前向预钩子）",
     "lesson_prepost_output": "{layer} 的输出（前向钩子）",
-    "lesson_remove_forgot": "从不移除句柄时，每次传播的钩子调用次数：{calls}",
-    "lesson_remove_removed": "每次传播后都移除句柄时，每次传播的钩子调用次数：{calls}",
+    "lesson_remove_forgot": "从不移除句柄时，每次前向传播的钩子调用次数：{calls}",
+    "lesson_remove_removed": "每次前向传播后都移除句柄时，每次前向传播的钩子调用次数：{calls}",
     "lesson_what_title": "钩子是什么，为什么要用它",
     "lesson_what_text": (
-        "**钩子**是你交给 PyTorch 的一个函数，PyTorch 会在固定的时刻调用它：模块运行之前、"
-        "运行之后，或者某个梯度算出之后。这样你**无需改动网络的任何一行代码**，就能查看训练好的网络内部："
-        "注册钩子，照常运行模型，再移除钩子。这里在每个所选的层上挂了一个前向钩子，它只打印自己看到的内容。"
+        "**钩子（hook）函数**是你交给 PyTorch、由它在固定时刻调用的函数："
+        "模块运行之前、运行之后，或者某个梯度算出之后。"
+        "这样你**无需改动网络的任何一行代码**，就能查看训练好的网络内部：注册钩子，照常运行模型，再移除钩子。"
+        "这里在每个所选的层上挂了一个前向钩子，它只打印自己看到的内容。"
     ),
     "lesson_what_q": "为什么不直接在模型的 forward() 里加一个 print()？",
     "lesson_what_a": (
@@ -304,9 +307,8 @@ ZH: dict[str, str] = {
     "lesson_prehook_a": "返回值会替换模块的输入：模块随后就用你给的值来运行。返回 None 则保持输入不变。",
     "lesson_shapes_title": "形状在网络中的变化",
     "lesson_shapes_text": (
-        "在**每个**模块上都挂一个前向预钩子和一个前向钩子，只需一次传播，就能记录每个模块的输入形状、"
-        "输出形状和耗时。各种模型摘要工具就是这样生成层信息表的。注意观察：通道数在增加，"
-        "而高度和宽度在缩小。"
+        "在**每个**模块上都挂一个前向预钩子和一个前向钩子，只需一次前向传播，就能记录每个模块的输入形状、"
+        "输出形状和耗时。各种模型摘要工具就是这样生成层信息表的。注意观察：通道数在增加，而高度和宽度在缩小。"
     ),
     "lesson_shapes_q": "为什么表中除了单个的层，还会出现容器模块（阶段、块）？",
     "lesson_shapes_a": (
@@ -354,20 +356,20 @@ ZH: dict[str, str] = {
     ),
     "lesson_gradcam_q": "为什么深层的图粗糙，而浅层的图噪声多？",
     "lesson_gradcam_a": (
-        "深层只有少量较大的单元格（输入为 224 像素时是 7 × 7），每个单元格对应整个物体；"
-        "浅层有许多小单元格，它们响应的是边缘和纹理，而不是类别。"
+        "深层的特征图只有少量较大的单元格（输入为 224 像素时是 7 × 7），每个单元格的感受野大到能覆盖整个物体；"
+        "浅层有许多小单元格，感受野小，只能响应边缘和纹理，还分辨不出类别。"
     ),
     "lesson_remove_title": "移除钩子，以及忘记移除的后果",
     "lesson_remove_text": (
         "每次调用 `register_*` 都会返回一个**句柄**；`handle.remove()` 会把钩子重新取下。"
-        "如果忘了这一步，钩子就会一直留在模型上：在循环中注册钩子，每传播一次就多一个钩子，"
-        "调用次数越积越多（它们占用的内存也一样）。把 `remove()` 放在 `finally:` 中，"
-        "这样即使出错也会执行。"
+        "如果忘了这一步，钩子就会一直留在模型上："
+        "在循环中注册钩子，每做一次前向传播就多一个钩子，调用次数越积越多（它们占用的内存也一样）。"
+        "把 `remove()` 放在 `finally:` 中，这样即使出错也会执行。"
     ),
     "lesson_remove_q": "页面上的模型由全班共用。一个忘记移除的钩子会造成什么后果？",
     "lesson_remove_a": (
-        "它会在每个人的传播中运行，拖慢速度，还会把一个学生的副本混进另一个学生的结果里。"
-        "所以 vizhooks 在返回之前总会移除所有钩子，即使出错也一样。"
+        "它会在每个人的前向传播里都运行一遍，拖慢所有人的速度，还可能把一个学生保存的副本混进另一个学生的结果里。"
+        "所以 vizhooks 每次返回之前都会移除全部钩子，出错时也不例外。"
     ),
     "insp_layer": "层",
     "insp_channel": "通道",
@@ -377,18 +379,19 @@ ZH: dict[str, str] = {
     "insp_range": "该通道的取值：最小 {min:.4g}，平均 {mean:.4g}，最大 {max:.4g}。",
     "view_atlas": "通道图谱",
     "atlas_intro": (
-        "一个通道到底对什么有反应？这里并排给出三个答案：它在这张照片上的特征图；为让它尽可能强烈"
-        "激活而优化出来的图像（特征可视化）；以及在一个照片集中让它反应最强的那些区域（数据集样例）。"
+        "一个通道到底对什么有反应？这里并排给出三个答案：它在这张照片上的特征图；"
+        "一张经过优化、让它尽可能强烈激活的图像（特征可视化）；"
+        "以及照片集中让它反应最强的位置，按这些位置的感受野裁下的图块（数据集样例）。"
     ),
     "atlas_none": (
         "{folder} 中还没有 {model} 的图谱。可以用一个照片文件夹生成："
         "`python -m vizhooks exemplars PHOTOS --model {model} --layers LAYER --out {folder}/{model}`。"
     ),
     "atlas_photo": "{layer} 的第 {channel} 个通道，叠加在这张照片上",
-    "atlas_top": "反应最强的区域：照片集中的前 {n} 个",
+    "atlas_top": "反应最强的位置（按感受野裁剪）：照片集中的前 {n} 个",
     "atlas_source": "来自 {folder} 中的 {images} 张照片（{weights}）。",
     "atlas_exemplar": "{score:.3g} · {name}",
-    "atlas_random": "随机权重：这些区域只反映网络结构，不代表训练好的网络学到了什么",
+    "atlas_random": "随机权重：这些感受野图块只反映网络结构，不代表训练好的网络学到了什么",
     "fv_button": "这个通道对什么最敏感？",
     "fv_running": "正在为 {layer} 优化图像：第 {step}/{steps} 步",
     "fv_caption": "为激活 {layer} 的第 {channel} 个通道而优化的图像（{size} 像素，{steps} 步）",
