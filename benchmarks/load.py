@@ -299,6 +299,13 @@ def class_code(run: Run) -> str | None:
     return None
 
 
+def since(session: Session, change: Run) -> list[str]:
+    """A student's full runs that ended (or still ran) after the teacher's ``change``, in short."""
+    end = change.finished or change.started
+    return [f"{r.origin} {r.status} {r.started - end:+.2f}..{'' if r.finished is None else f'{r.finished - end:+.2f}'}"
+            f" {r.texts('heading')[:1]}" for r in session.runs if r.finished is None or r.finished >= end]
+
+
 def _shows(heading: str) -> Any:
     return lambda run: heading in run.texts("heading")
 
@@ -361,6 +368,8 @@ async def follow(url: str, n: int, changes: tuple[tuple[str, Any, str], ...] = C
                 continue
             delays = [r.finished - run.finished for r in shown if r is not None and r.finished is not None]
             missed += len(students) - len(delays)
+            outcome.failures.extend(f"student {i} never showed {heading!r}; its runs since the change: {since(s, run)}"
+                                    for i, (s, r) in enumerate(zip(students, shown, strict=True)) if r is None)
             timed.extend(delays)
             per_change.append({"change": f"{key}={value}", "shows": heading, "caught_up": len(delays),
                                "p95_s": _round(percentile(delays, 95))})
@@ -370,7 +379,7 @@ async def follow(url: str, n: int, changes: tuple[tuple[str, Any, str], ...] = C
     for i, s in enumerate(students):
         outcome.runs.extend(s.server_runs)
         for run in s.server_runs:
-            if run.status != "interrupted":
+            if run.status not in ("interrupted", "closed"):  # replaced by a newer one; the student left
                 failed(f"student {i}", run)
         outcome.failures.extend(f"student {i}: fragment: {e}" for e in s.fragment_errors)
         outcome.errors += len(s.fragment_errors)

@@ -8,7 +8,9 @@ page's connection makes before it opens the websocket (``/_stcore/health`` and
 context: locale, time zone, URL), the file-upload flow (``file_urls_request`` BackMsg ->
 ``file_urls_response`` ForwardMsg -> HTTP PUT of a multipart form -> the uploader widget's
 ``file_uploader_state_value`` in the next rerun) and an HTTP GET of every picture (``/media/...``)
-a run shows, as the page's ``<img>`` tags do. The query string follows the page as the
+a run shows, as the page's ``<img>`` tags do: once per URL and session (Streamlit's media URLs
+name their content; a page keeps the pictures it loaded and shows one again without a request,
+the HTML standard's "list of available images"). The query string follows the page as the
 browser's address bar does (``page_info_changed``). It skips rendering, and by default the page's
 HTML and its static bundles (content-hashed, uncompressed, served ``immutable`` from files: a
 browser that has visited once keeps them); ``assets=True`` fetches the HTML and every file it
@@ -102,7 +104,8 @@ class Run:
     status: "ok", "compile_error", "timeout" or "disconnected".
     elements: ``(kind, proto)`` of every element the run sent, in arrival order.
     errors: an exception element's or error alert's text, a compile error, a failed picture GET.
-    images: the URLs of the pictures the run showed; media_bytes: their sizes once fetched.
+    images: the URLs of the pictures the run showed; media_bytes: the sizes of those it fetched
+        (a picture the session had fetched already is not fetched again).
     origin: "request" (this client asked for it) or "server" (the server started it on its own, e.g.
         a fragment's ``st.rerun(scope="app")``: ``started`` is then its ``new_session``'s arrival).
     finished: the ``time.perf_counter()`` at its ``script_finished``; None if it never came.
@@ -196,9 +199,11 @@ class Session:
         self._run: Run | None = None
         self._finished: asyncio.Future[None] | None = None
         self._sink: Run | None = None  # the run the arriving elements belong to
+        self._goes_on: Run | None = None  # a run that ended early for an st.rerun: the next full run is its own
         self._fragment = Run(started=0.0, origin="fragment")  # where a fragment run's elements go
         self._timers: dict[str, tuple[float, asyncio.Task[None]]] = {}  # fragment id -> (interval, timer)
         self._background: set[asyncio.Task[None]] = set()  # picture GETs of runs no request waits for
+        self._pictures: set[str] = set()  # the URLs fetched (or being fetched) so far
         self._run_ended = asyncio.Event()
         self._file_urls: dict[str, asyncio.Future[Any]] = {}
         self._media: list[asyncio.Task[None]] = []
@@ -266,6 +271,8 @@ class Session:
             return
         self._closed = True
         self._clear_timers()
+        if self._sink is not None and self._sink.origin == "server" and self._sink.status == "running":
+            self._sink.status = "closed"  # the visitor left while the server ran it
         for task in [*self._media, *self._background]:
             task.cancel()
         if self._ws is not None:
@@ -462,7 +469,7 @@ class Session:
             if not fragment_id and (self._pending() or self._sink is not None):
                 continue  # a page tick waits for the run in progress, as the browser holds it
             try:
-                await asyncio.shield(self._send(self._rerun_msg(fragment_id, auto=True)))
+                await self._send(self._rerun_msg(fragment_id, auto=True))
             except (websockets.ConnectionClosed, LoadClientError):
                 return
             self.auto_reruns_sent += 1
@@ -528,8 +535,11 @@ class Session:
                     self.fragment_runs += 1
                     self._sink = None
                 return  # a fragment ran (an st.rerun(scope="app") in it: the full run comes next)
-            if status == ForwardMsg.FINISHED_EARLY_FOR_RERUN or run is None:
-                return  # the run goes on (st.rerun): not the end of the page's run
+            if run is None:
+                return
+            if status == ForwardMsg.FINISHED_EARLY_FOR_RERUN:
+                self._goes_on = run  # the run goes on (st.rerun): not the end of the page's run
+                return
             run.finished = time.perf_counter()
             run.seconds = run.finished - run.started
             if run.status == "running":
@@ -547,14 +557,16 @@ class Session:
             return
         if self.auto_rerun:
             self._clear_timers()  # a full run: the browser clears every timer; the run arms them again
-        left = self._sink
-        if left is not None and left is not self._fragment and left is not self._run and left.status == "running":
-            left.status = "interrupted"  # a server run that a request of this client replaced
+        left, goes_on, self._goes_on = self._sink, self._goes_on, None
         if self._pending():
             self._sink = self._run
+        elif goes_on is not None and goes_on is not self._fragment:
+            self._sink = goes_on
         else:
             self._sink = Run(started=time.perf_counter(), origin="server")
             self.runs.append(self._sink)
+        if left is not None and left is not self._sink and left.origin == "server" and left.status == "running":
+            left.status = "interrupted"  # replaced by a run this client asked for
 
     def _element(self, element: Any) -> None:
         kind = element.WhichOneof("type")
@@ -578,7 +590,8 @@ class Session:
         if run is None or not url:
             return
         run.images.append(url)
-        if self.fetch_media and not url.startswith("data:"):
+        if self.fetch_media and not url.startswith("data:") and url not in self._pictures:
+            self._pictures.add(url)
             task = asyncio.create_task(self._fetch(run, url))
             if run is self._run:
                 self._media.append(task)
