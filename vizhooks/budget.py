@@ -15,13 +15,14 @@ import torch
 from torch import nn
 
 from ._hooks import call_key, first_tensor, hooks_removed_after
+from .errors import CodedError
 from .models import meta_model
 
 #: Largest capture one request may make (feature maps of all chosen layers), in MB.
 MAX_CAPTURE_MB = float(os.environ.get("VIZHOOKS_MAX_CAPTURE_MB", "600"))
 
 
-class CaptureTooLargeError(ValueError):
+class CaptureTooLargeError(CodedError):
     """The requested capture would need more memory than this server allows."""
 
 
@@ -77,6 +78,7 @@ def check_capture(name: str, layers: list[str], input_hw: tuple[int, int], what:
         raise CaptureTooLargeError(
             f"{len(layers)} layers of {name} at {input_hw[1]} x {input_hw[0]} pixels would need "
             f"{need / 1e6:,.0f} MB for their feature maps{' and gradients' if copies > 1 else ''}; "
-            f"this server allows {limit:,.0f} MB per request. Choose fewer layers or a smaller input size."
-        )
+            f"this server allows {limit:,.0f} MB per request. Choose fewer layers or a smaller input size.",
+            "capture_too_large", layers=len(layers), model=name, width=input_hw[1], height=input_hw[0],
+            need=round(need / 1e6), limit=round(limit), gradients=copies > 1)
     return need

@@ -32,6 +32,7 @@ from PIL import Image, ImageSequence  # noqa: E402
 from torch import nn  # noqa: E402
 
 from .capture import capture_with_output  # noqa: E402
+from .errors import CodedError  # noqa: E402
 from .images import MAX_PIXELS, MAX_SIZE, MIN_SIZE, preprocess, resize_for_model  # noqa: E402
 from .models import ModelBundle  # noqa: E402
 from .render import ORDERS, colormap_lut, grid_layout, retile  # noqa: E402
@@ -60,8 +61,9 @@ _NAMES = {"mp4": "MP4", "mov": "MOV", "webm": "WebM", "avi": "AVI", "gif": "GIF"
 _TRY = "use an MP4, WebM, AVI, MOV or GIF clip"
 
 
-class InvalidVideoError(ValueError):
-    """The input is not a clip vizhooks can use; the message says why and what to do, in one sentence."""
+class InvalidVideoError(CodedError):
+    """The input is not a clip vizhooks can use; the message says why and what to do, in one sentence
+    (and ``code``, ``values`` say it for a page in another language)."""
 
 
 VideoSource = str | os.PathLike | bytes | bytearray | memoryview | BinaryIO
@@ -110,18 +112,19 @@ def _limit_bytes() -> int:
 def _check_bytes(nbytes: int | None) -> None:
     """``nbytes`` None: more than the limit was there to read, exact size unknown."""
     if nbytes == 0:
-        raise InvalidVideoError("The file is empty (0 bytes).")
+        raise InvalidVideoError("The file is empty (0 bytes).", "video_empty")
     limit = _limit_bytes()
     if nbytes is None or nbytes > limit:
         size = "" if nbytes is None else f"{nbytes / 2**20:.1f} MB, "
         raise InvalidVideoError(f"This video is {size}over the limit of {MAX_VIDEO_MB} MB; trim it or save it "
-                                "at a lower resolution first.")
+                                "at a lower resolution first.", "video_too_big", limit=MAX_VIDEO_MB)
 
 
 def _check_length(seconds: float) -> None:
     if seconds > MAX_VIDEO_SECONDS:
         raise InvalidVideoError(f"This clip is {seconds:.1f} seconds long and the limit is {MAX_VIDEO_SECONDS} "
-                                "seconds; trim it to a shorter part first.")
+                                "seconds; trim it to a shorter part first.", "video_too_long",
+                                seconds=round(seconds, 1), limit=MAX_VIDEO_SECONDS)
 
 
 def _container(head: bytes) -> str | None:
@@ -175,17 +178,17 @@ def _kind(head: bytes) -> str | None:
         still = _still_image(head)
         if still:
             raise InvalidVideoError(f"This is a still picture ({still}), not a video; open it as a photo "
-                                    f"instead, or {_TRY}.")
+                                    f"instead, or {_TRY}.", "video_still", kind=still)
         if _looks_like_text(head):
-            raise InvalidVideoError(f"This is a text file, not a video; {_TRY}.")
+            raise InvalidVideoError(f"This is a text file, not a video; {_TRY}.", "video_text")
     return kind
 
 
-def _damaged(kind: str | None) -> str:
+def _damaged(kind: str | None) -> InvalidVideoError:
     if kind is None:
-        return f"This file is not a video vizhooks can read; {_TRY}."
-    return (f"This {_NAMES[kind]} file is truncated or damaged and cannot be read; try saving or "
-            "downloading it again.")
+        return InvalidVideoError(f"This file is not a video vizhooks can read; {_TRY}.", "video_unknown")
+    return InvalidVideoError(f"This {_NAMES[kind]} file is truncated or damaged and cannot be read; try saving or "
+                             "downloading it again.", "video_damaged", kind=_NAMES[kind])
 
 
 # ----------------------------------------------------------------------------------------------
@@ -345,13 +348,13 @@ def _read_gif(path: str, max_frames: int, size: int | None, progress: Progress |
         with Image.open(path) as im:
             width, height = im.size
             if width * height > MAX_PIXELS:
-                raise InvalidVideoError(_too_many_pixels(width, height))
+                raise _too_many_pixels(width, height)
             durations = [max(int(frame.info.get("duration") or 100), 10) / 1000 for frame in
                          ImageSequence.Iterator(im)]
             count = len(durations)
             if count == 1:
                 raise InvalidVideoError(f"This GIF has one frame, a still picture; open it as a photo instead, "
-                                        f"or {_TRY}.")
+                                        f"or {_TRY}.", "video_one_frame")
             duration = float(sum(durations))
             _check_length(duration)
             starts = np.concatenate([[0.0], np.cumsum(durations)[:-1]])
@@ -366,14 +369,16 @@ def _read_gif(path: str, max_frames: int, size: int | None, progress: Progress |
     except InvalidVideoError:
         raise
     except Exception:  # a damaged GIF can raise almost anything inside Pillow
-        raise InvalidVideoError(_damaged("gif")) from None
+        raise _damaged("gif") from None
     return Clip(frames=frames, times=[float(starts[i]) for i in wanted], fps=count / duration,
                 frame_count=count, duration=duration, width=width, height=height)
 
 
-def _too_many_pixels(width: int, height: int) -> str:
-    return (f"This video's frames are {width} x {height} pixels ({width * height / 1e6:.0f} megapixels) and the "
-            f"limit is {MAX_PIXELS / 1e6:.0f} megapixels; save a smaller copy first.")
+def _too_many_pixels(width: int, height: int) -> InvalidVideoError:
+    return InvalidVideoError(
+        f"This video's frames are {width} x {height} pixels ({width * height / 1e6:.0f} megapixels) and the "
+        f"limit is {MAX_PIXELS / 1e6:.0f} megapixels; save a smaller copy first.", "video_too_many_pixels",
+        width=width, height=height, limit=round(MAX_PIXELS / 1e6))
 
 
 def _read_opened(path: str, kind: str | None, max_frames: int, size: int | None,
@@ -385,7 +390,7 @@ def _read_opened(path: str, kind: str | None, max_frames: int, size: int | None,
         if not probe.isOpened():
             if kind == "gif":
                 return _read_gif(path, max_frames, size, progress)
-            raise InvalidVideoError(_damaged(kind))
+            raise _damaged(kind)
         fps = probe.get(cv2.CAP_PROP_FPS)
         claimed = probe.get(cv2.CAP_PROP_FRAME_COUNT)
         width, height = int(probe.get(cv2.CAP_PROP_FRAME_WIDTH)), int(probe.get(cv2.CAP_PROP_FRAME_HEIGHT))
@@ -396,7 +401,7 @@ def _read_opened(path: str, kind: str | None, max_frames: int, size: int | None,
         return _read_gif(path, max_frames, size, progress)
     fps = fps if fps_known else _FALLBACK_FPS
     if width * height > MAX_PIXELS:
-        raise InvalidVideoError(_too_many_pixels(width, height))
+        raise _too_many_pixels(width, height)
     # FFmpeg estimates the count from the duration for some containers and gives -1, 0 or
     # nonsense (-9e18) for others: then the frames are counted.
     if math.isfinite(claimed) and 0 < claimed < 2**31:
@@ -405,23 +410,25 @@ def _read_opened(path: str, kind: str | None, max_frames: int, size: int | None,
     else:
         count = _count_frames(path, fps)
     if count == 0:
-        raise InvalidVideoError(_damaged(kind))
+        raise _damaged(kind)
     if kind == "gif" and count == 1:
-        raise InvalidVideoError(f"This GIF has one frame, a still picture; open it as a photo instead, or {_TRY}.")
+        raise InvalidVideoError(f"This GIF has one frame, a still picture; open it as a photo instead, or {_TRY}.",
+                                "video_one_frame")
     wanted = _sample(count, max_frames)
     frames, grabbed = _decode(path, wanted, size, progress)
     if len(frames) < len(wanted):
         if grabbed == 0:
-            raise InvalidVideoError(_damaged(kind))
+            raise _damaged(kind)
         if count - grabbed > max(2, count // 10):
             raise InvalidVideoError(f"This video is truncated or damaged: only {grabbed} of its {count} frames "
-                                    "could be decoded, so save or download it again.")
+                                    "could be decoded, so save or download it again.", "video_truncated",
+                                    decoded=grabbed, frames=count)
         # The header over-counted by a frame or two (common for WebM): sample the frames there are.
         count = grabbed
         wanted = _sample(count, max_frames)
         frames, grabbed = _decode(path, wanted, size, progress)
         if len(frames) < len(wanted):
-            raise InvalidVideoError(_damaged(kind))
+            raise _damaged(kind)
     return Clip(frames=frames, times=[i / fps for i in wanted], fps=float(fps), frame_count=count,
                 duration=count / fps, width=width, height=height)
 

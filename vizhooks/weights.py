@@ -27,6 +27,7 @@ import torch
 from torch import nn
 
 from .architectures import imagenet_weights, meta_build
+from .errors import CodedError
 
 #: Seconds the automatic download may wait for a connection and for each chunk of data.
 #: The "auto" chain gives up after this and falls back to random weights.
@@ -40,8 +41,9 @@ _offline_since: float | None = None
 _offline_reason = ""
 
 
-class WeightsError(ValueError):
-    """Weights could not be loaded; the message says why and what to do."""
+class WeightsError(CodedError):
+    """Weights could not be loaded; the message says why and what to do (an operator's matter: a page
+    in another language says so in its own words and leaves the details to the server log)."""
 
 
 def offline() -> bool:

@@ -30,6 +30,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from vizhooks.classroom.store import MemoryStore, Store
+from vizhooks.errors import CodedError
 from vizhooks.images import load_image
 
 #: Class codes: 6 symbols from 31 that cannot be mistaken for each other on a projector (no 0/O, 1/I/L).
@@ -42,8 +43,9 @@ FOLLOW_SECONDS = 15.0  # a follower not heard from for this long no longer count
 ACTION_WINDOW = 60.0  # a teacher action older than this (by its number) is refused
 
 
-class ClassError(Exception):
-    """A class request that cannot be done; the sentence says why."""
+class ClassError(CodedError):
+    """A class request that cannot be done; the sentence says why (``code`` and ``values`` for a page
+    in another language)."""
 
 
 class UnknownClassError(ClassError, KeyError):
@@ -144,7 +146,7 @@ class Classroom:
         if len(self.live_codes()) >= self.max_classes:
             raise ClassLimitError(
                 f"This server already runs {self.max_classes} classes, its limit: end one, or ask the "
-                "operator to raise VIZHOOKS_MAX_CLASSES.")
+                "operator to raise VIZHOOKS_MAX_CLASSES.", "class_limit", limit=self.max_classes)
         for _ in range(20):
             code = "".join(secrets.choice(ALPHABET) for _ in range(CODE_LENGTH))
             if self.store.hsetnx(REGISTRY, code, str(self._now() + self.idle_seconds).encode()):
@@ -155,7 +157,7 @@ class Classroom:
             self.store.hdel(REGISTRY, code)
             raise ClassLimitError(
                 f"This server already runs {self.max_classes} classes, its limit: end one, or ask the "
-                "operator to raise VIZHOOKS_MAX_CLASSES.")
+                "operator to raise VIZHOOKS_MAX_CLASSES.", "class_limit", limit=self.max_classes)
         secret = secrets.token_urlsafe(24)
         self.store.hset(self._key(code), "secret", _sha(secret))
         self.store.hset(self._key(code), "started", str(self._now()).encode())
@@ -177,13 +179,17 @@ class Classroom:
         and not used before. Raises UnknownClassError or NotTeacherError."""
         stored = self.store.hget(self._key(teacher.code), "secret")
         if stored is None:
-            raise UnknownClassError(f"Class {teacher.code} has ended or never existed.")
+            raise UnknownClassError(f"Class {teacher.code} has ended or never existed.", "class_unknown",
+                                    class_code=teacher.code)
         if not hmac.compare_digest(stored, _sha(teacher.secret)):
-            raise NotTeacherError(f"Only the teacher of class {teacher.code} can do that.")
+            raise NotTeacherError(f"Only the teacher of class {teacher.code} can do that.", "class_not_teacher",
+                                  class_code=teacher.code)
         if abs(self._now() - number / 1e9) > ACTION_WINDOW:
-            raise NotTeacherError("That teacher action is too old to be taken (a replay?); do it again.")
+            raise NotTeacherError("That teacher action is too old to be taken (a replay?); do it again.",
+                                  "class_replayed")
         if not self.store.hsetnx(self._key(teacher.code, "actions"), str(number), b"1"):
-            raise NotTeacherError("That teacher action was taken already (a replay?); do it again.")
+            raise NotTeacherError("That teacher action was taken already (a replay?); do it again.",
+                                  "class_replayed")
 
     def verify(self, teacher: Teacher) -> bool:
         """Whether ``teacher`` holds the secret of a running class (a teacher link opened)."""
@@ -214,7 +220,8 @@ class Classroom:
     def touch(self, teacher: Teacher) -> None:
         """The teacher is still here (the page calls this while the teacher's tab is open)."""
         if not self.verify(teacher):
-            raise NotTeacherError(f"Only the teacher of class {teacher.code} can do that.")
+            raise NotTeacherError(f"Only the teacher of class {teacher.code} can do that.", "class_not_teacher",
+                                  class_code=teacher.code)
         self._renew(teacher.code)
 
     def state(self, code: str) -> ClassState:
@@ -222,7 +229,7 @@ class Classroom:
         code = normalise_code(code)
         raw = self.store.get(self._key(code, "state"))
         if raw is None or not self.exists(code):
-            raise UnknownClassError(f"There is no class {code} (it may have ended).")
+            raise UnknownClassError(f"There is no class {code} (it may have ended).", "class_unknown", class_code=code)
         state = json.loads(raw)
         return ClassState(code, int(state["version"]), dict(state["page"]))
 
@@ -252,7 +259,7 @@ class Classroom:
         """A student's answer to ``question``: one per session, a new one replaces the old."""
         code = normalise_code(code)
         if not self.exists(code):
-            raise UnknownClassError(f"There is no class {code} (it may have ended).")
+            raise UnknownClassError(f"There is no class {code} (it may have ended).", "class_unknown", class_code=code)
         self.store.hset(self._key(code, "answers"), f"{question}|{session}", str(int(choice)).encode())
         self.store.expire(self._key(code, "answers"), self.idle_seconds)  # answers end with their class
 
@@ -285,19 +292,21 @@ class Classroom:
         same photo sent twice is kept once)."""
         code = normalise_code(code)
         if not self.exists(code):
-            raise UnknownClassError(f"There is no class {code} (it may have ended).")
+            raise UnknownClassError(f"There is no class {code} (it may have ended).", "class_unknown", class_code=code)
         load_image(data)  # the upload's checks: format, size, pixels
         pid = hashlib.sha256(data).hexdigest()[:16]
         index = self._key(code, "gallery")
         if self.store.hget(index, pid) is not None:
             return pid
         if len(self.store.hgetall(index)) >= self.max_photos:
-            raise ClassLimitError(f"The class gallery is full ({self.max_photos} photos).")
+            raise ClassLimitError(f"The class gallery is full ({self.max_photos} photos).", "gallery_full_photos",
+                                  limit=self.max_photos)
         total = self.store.incrby(self._key(code, "gallery_bytes"), len(data))
         if total > self.max_gallery_bytes:
             self.store.incrby(self._key(code, "gallery_bytes"), -len(data))
             raise ClassLimitError(
-                f"The class gallery is full ({self.max_gallery_bytes / 1e6:g} MB of photos).")
+                f"The class gallery is full ({self.max_gallery_bytes / 1e6:g} MB of photos).", "gallery_full_mb",
+                limit=f"{self.max_gallery_bytes / 1e6:g}")
         self.store.set(self._key(code, f"gallery:{pid}"), data, self.idle_seconds)
         if not self.store.hsetnx(index, pid, str(self._now()).encode()):  # the same photo, at the same moment
             self.store.incrby(self._key(code, "gallery_bytes"), -len(data))

@@ -33,6 +33,7 @@ from vizhooks.classroom import (
     open_store,
 )
 from vizhooks.page.analysis import image_digest
+from vizhooks.page.errors import reason
 from vizhooks.page.texts import t
 
 #: The session-state keys a follower takes from the teacher's page (language stays the student's own).
@@ -120,7 +121,7 @@ def join_from_link() -> None:
             st.session_state["_class_notice"] = t("class_unknown", code=code)
             return
     except StoreUnavailableError as exc:
-        st.session_state["_class_notice"] = t("class_store_start", error=exc)
+        st.session_state["_class_notice"] = t("class_store_start", error=reason(exc))
         return
     st.session_state["_class_code"] = code
     st.session_state["_class_following"] = True
@@ -139,7 +140,7 @@ def apply_teacher() -> None:
         _leave(t("class_ended", code=code))
         return
     except StoreUnavailableError as exc:
-        st.session_state["_class_down"] = str(exc)
+        st.session_state["_class_down"] = reason(exc)
         return
     st.session_state.pop("_class_down", None)
     if state.version == st.session_state.get("_class_version"):
@@ -193,8 +194,8 @@ def _check_for_news() -> None:
         st.rerun(scope="app")
         return
     except StoreUnavailableError as exc:
-        if st.session_state.get("_class_down") != str(exc):
-            st.session_state["_class_down"] = str(exc)
+        if st.session_state.get("_class_down") != reason(exc):
+            st.session_state["_class_down"] = reason(exc)
             st.rerun(scope="app")
         return
     if st.session_state.pop("_class_down", None) is not None or version != st.session_state.get("_class_version"):
@@ -251,7 +252,7 @@ def send_photo_button(data: bytes | None) -> None:
         try:
             classroom().send_photo(code, data)
         except (ClassError, StoreUnavailableError, ValueError) as exc:
-            st.error(str(exc))
+            st.error(reason(exc))
         else:
             st.success(t("class_photo_sent"))
 
@@ -283,7 +284,7 @@ def _start() -> None:
     try:
         st.session_state["_class_teacher"] = classroom().start()
     except (ClassError, StoreUnavailableError) as exc:
-        st.session_state["_class_error"] = str(exc)
+        st.session_state["_class_error"] = reason(exc)
         return
     st.session_state.pop("class_passphrase", None)
     for key in ("_class_code", "_class_following", "_class_version", "_class_page", "_class_published"):
@@ -297,7 +298,7 @@ def _end() -> None:
     try:
         classroom().end(lead)
     except (ClassError, StoreUnavailableError) as exc:
-        st.session_state["_class_error"] = str(exc)
+        st.session_state["_class_error"] = reason(exc)
         if not isinstance(exc, UnknownClassError):
             return
     _leave(t("class_ended", code=lead.code))
@@ -327,7 +328,7 @@ def _teacher_watch(lead: Teacher) -> None:
         room.touch(lead)
         n = room.followers(lead.code)
     except (ClassError, StoreUnavailableError) as exc:
-        st.warning(t("class_store_down", error=exc), icon=":material/cloud_off:")
+        st.warning(t("class_store_down", error=reason(exc)), icon=":material/cloud_off:")
         return
     st.caption(t("class_followers", n=n))
 
@@ -380,7 +381,7 @@ def publish(data: bytes | None) -> None:
         _leave(t("class_ended", code=lead.code))
         return
     except (ClassError, StoreUnavailableError) as exc:
-        st.warning(t("class_store_down", error=exc), icon=":material/cloud_off:")
+        st.warning(t("class_store_down", error=reason(exc)), icon=":material/cloud_off:")
         return
     st.session_state["_class_published"] = page
 
@@ -401,7 +402,7 @@ def set_class_part(key: str, value: Any) -> None:
     try:
         classroom().publish(lead, page)
     except (ClassError, StoreUnavailableError) as exc:
-        st.session_state["_class_error"] = str(exc)
+        st.session_state["_class_error"] = reason(exc)
         return
     st.session_state["_class_published"] = page
 
@@ -501,7 +502,7 @@ def _poll_totals(code: str, step_id: str) -> None:
     try:
         totals = classroom().totals(code, step_id, len(choices))
     except StoreUnavailableError as exc:
-        st.warning(t("class_store_down", error=exc), icon=":material/cloud_off:")
+        st.warning(t("class_store_down", error=reason(exc)), icon=":material/cloud_off:")
         return
     st.caption(t("poll_totals", n=sum(totals)) if sum(totals) else t("poll_none_yet"))
     labels = [f"{chr(65 + i)}. {text}" for i, text in enumerate(choices)]
@@ -516,7 +517,7 @@ def _send_answer(code: str, step_id: str) -> None:
     try:
         classroom().answer(code, step_id, session_id(), int(choice))
     except (ClassError, StoreUnavailableError) as exc:
-        st.session_state["_poll_error"] = str(exc)
+        st.session_state["_poll_error"] = reason(exc)
         return
     st.session_state[f"_poll_sent_{step_id}"] = int(choice)
 

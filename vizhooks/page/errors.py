@@ -12,10 +12,23 @@ import vizhooks as vz
 from vizhooks.budget import CaptureTooLargeError
 from vizhooks.ops import is_out_of_memory, release_memory
 from vizhooks.page.cache import StillComputingError
-from vizhooks.page.texts import t
+from vizhooks.page.texts import EN, language, t
 from vizhooks.video import InvalidVideoError
 
 LOG = logging.getLogger("vizhooks.app")
+
+
+def reason(exc: BaseException) -> str:
+    """A refusal's reason in the page's language: from the page's texts when the library gave it a
+    code (vizhooks.errors.CodedError); else its English sentence on the English page, and on the
+    others a pointer to the server's log, so no English sentence reaches a Chinese page."""
+    code = getattr(exc, "code", "")
+    if code and f"err_{code}" in EN:
+        return t(f"err_{code}", **getattr(exc, "values", {}))
+    if language() == "en":
+        return str(exc)
+    LOG.warning("refusal without a code, shown as err_generic: %s", exc)
+    return t("err_generic")
 
 
 @contextmanager
@@ -26,19 +39,19 @@ def shown_errors() -> Iterator[None]:
     try:
         yield
     except vz.InvalidImageError as exc:
-        st.error(t("bad_image", reason=str(exc)))
+        st.error(t("bad_image", reason=reason(exc)))
     except InvalidVideoError as exc:
-        st.error(t("bad_video", reason=str(exc)))
+        st.error(t("bad_video", reason=reason(exc)))
     except vz.WeightsError as exc:
         LOG.warning("model refused: %s", exc)
-        st.error(t("bad_model", reason=str(exc)))
+        st.error(t("bad_model", reason=reason(exc)))
     except CaptureTooLargeError as exc:
-        st.warning(t("too_large", reason=str(exc)))
+        st.warning(t("too_large", reason=reason(exc)))
     except StillComputingError:  # the same request, still running for another session
         st.warning(t("still_computing"))
     except (ValueError, KeyError) as exc:
         LOG.warning("refused: %s", exc)
-        st.error(t("bad_input", reason=str(exc)))
+        st.error(t("bad_input", reason=reason(exc)))
     except (RuntimeError, MemoryError) as exc:
         LOG.exception("model run failed")
         release_memory()

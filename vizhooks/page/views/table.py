@@ -6,7 +6,7 @@ import streamlit as st
 
 from vizhooks.page.results import get_summary
 from vizhooks.page.state import Context
-from vizhooks.page.texts import t
+from vizhooks.page.texts import EN, t
 
 
 def show(ctx: Context) -> None:
@@ -18,8 +18,15 @@ def show(ctx: Context) -> None:
     mid.metric(t("total_outputs"), f"{int(totals['output_elements']):,}")
     right.metric(t("total_time"), f"{totals['time_ms']:.0f} ms")
     st.caption(t("table_intro"))
+    # headers in the page's language; the DataFrame keeps the library's names (and the CSV its own)
+    numbers = {"time_ms": "%.2f", "params": "localized", "output_elements": "localized", "calls": "localized"}
     st.dataframe(frame, hide_index=True, key="layer_table", column_config={
-        "time_ms": st.column_config.NumberColumn(format="%.2f"),
-        "params": st.column_config.NumberColumn(format="localized"),
-        "output_elements": st.column_config.NumberColumn(format="localized"),
+        column: (st.column_config.NumberColumn(header(column), format=numbers[column]) if column in numbers
+                 else st.column_config.Column(header(column)))
+        for column in frame.columns
     })
+
+
+def header(column: str) -> str:
+    """A column's header in the page's language (a column the texts do not know keeps its name)."""
+    return t(f"col_{column}") if f"col_{column}" in EN else column
