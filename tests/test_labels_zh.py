@@ -85,16 +85,16 @@ def test_chinese_categories_match_the_file_and_vizhooks_list():
     assert labels.chinese_categories() is labels.chinese_categories()  # read once
 
 
-def test_labels_for_chinese_only_for_imagenet_on_the_chinese_page():
-    zh = labels.labels_for(list(TORCHVISION), "zh")
+def test_class_labels_chinese_only_for_imagenet_on_the_chinese_page():
+    zh = labels.class_labels(list(TORCHVISION), "zh")
     assert zh == list(labels.chinese_categories())
-    assert labels.labels_for(TORCHVISION, "zh") == zh  # a tuple works too
-    assert labels.labels_for(list(TORCHVISION), "en") == list(TORCHVISION)
+    assert labels.class_labels(TORCHVISION, "zh") == zh  # a tuple works too
+    assert labels.class_labels(list(TORCHVISION), "en") == list(TORCHVISION)
     other = [f"class {i}" for i in range(1000)]
-    assert labels.labels_for(other, "zh") == other  # own checkpoint with 1,000 classes of its own
+    assert labels.class_labels(other, "zh") == other  # own checkpoint with 1,000 classes of its own
     renamed = [*TORCHVISION[:-1], "my class"]
-    assert labels.labels_for(renamed, "zh") == renamed
-    assert labels.labels_for(["cat", "dog"], "zh") == ["cat", "dog"]
+    assert labels.class_labels(renamed, "zh") == renamed
+    assert labels.class_labels(["cat", "dog"], "zh") == ["cat", "dog"]
     zh[0] = "changed"  # the caller's list is its own
     assert labels.chinese_categories()[0] == "丁鲷"
 

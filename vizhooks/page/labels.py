@@ -37,7 +37,7 @@ def chinese_categories() -> tuple[str, ...]:
     return names
 
 
-def labels_for(categories: Sequence[str], lang: str) -> list[str]:
+def class_labels(categories: Sequence[str], lang: str) -> list[str]:
     """The names the page shows for ``categories`` in ``lang``: Chinese names for torchvision's
     ImageNet classes on the Chinese page, ``categories`` unchanged otherwise (other languages, timm,
     checkpoints with their own classes)."""
