@@ -63,6 +63,7 @@ GLOSSARY: tuple[Term, ...] = (
     Term("top-1 class", "Top-1 类别", "梯度、Grad-CAM、视频", (r"第一类别", r"首位类别", r"最高类别", r"第一名类别")),
     Term("token", "词元", "代码视图中 ViT / Swin 的注释（首次出现写作“词元（token）”）",
          (r"\btokens?\b", r"令牌"), gloss="词元（token）"),
+    Term("photo (the one the page looks at)", "照片", "侧边栏、各视图、课堂与班级图库", (r"[你我]的图片",)),
     Term("channel", "通道", "各视图", (r"频道",)),
     Term("in-place", "原地", "课程第 2 步、代码视图、反向钩子", (r"就地", r"原位")),
     Term("heat map", "热力图", "Grad-CAM、实时、视频", (r"热图", r"热度图")),

@@ -53,8 +53,9 @@ EN: dict[str, str] = {
 ZH: dict[str, str] = {
     "class_header": "开始上课",
     "class_intro": (
-        "开始上课后，学生的页面会跟随你的页面：视图、课程步骤、模型、所选层、显示设置和你的图片（会话中的其他内容不会共享）。"
-        "学生可以回答课程中的问题，也可以把自己的图片发给你。"
+        "开始上课后，学生的页面会跟随你的页面："
+        "视图、课程步骤、模型、所选层、显示设置和你的照片（会话中的其他内容不会共享）。"
+        "学生可以回答课程中的问题，也可以把自己的照片发给你。"
     ),
     "class_passphrase": "教师口令",
     "class_passphrase_help": "这台服务器要求输入管理员设置的口令（VIZHOOKS_TEACHER_KEY）。",
@@ -77,15 +78,15 @@ ZH: dict[str, str] = {
     "class_detach": "自己探索",
     "class_rejoin": "跟随老师",
     "class_teaching": "你正在主持课堂 **{code}**，有 {n} 名学生跟随。",
-    "class_send_photo": "把我的图片发给全班",
-    "class_send_photo_help": "只发送你的图片，它会出现在老师看到的班级图库里。",
-    "class_photo_sent": "你的图片已加入班级图库。",
-    "class_photo_from_teacher": "当前图片来自老师。",
-    "gallery_header": "班级图库（{n} 张图片）",
-    "gallery_empty": "还没有图片：学生可以点击“把我的图片发给全班”。",
+    "class_send_photo": "把我的照片发给全班",
+    "class_send_photo_help": "只发送你的照片，它会出现在老师看到的班级图库里。",
+    "class_photo_sent": "你的照片已加入班级图库。",
+    "class_photo_from_teacher": "当前照片来自老师。",
+    "gallery_header": "班级图库（{n} 张照片）",
+    "gallery_empty": "还没有照片：学生可以点击“把我的照片发给全班”。",
     "gallery_layer": "层",
     "gallery_channel": "通道",
-    "gallery_intro": "谁的图片最能激活 {layer} 的第 {channel} 个通道？按特征图均值从高到低排列。",
+    "gallery_intro": "谁的照片最能激活 {layer} 的第 {channel} 个通道？按特征图均值从高到低排列。",
     "gallery_score": "第 {rank} 名 · 均值 {score:.3g}",
     "gallery_show": "展示给全班",
     "gallery_hide": "停止展示",

@@ -21,6 +21,6 @@ ZH: dict[str, str] = {
         "键盘的 ← → 键也可以切换步骤。"
     ),
     "start_lesson": "开始课程",
-    "start_lesson_help": "用九个步骤带你认识 PyTorch 钩子，就用这张图片，每一步都有可以运行的代码。",
+    "start_lesson_help": "用九个步骤带你认识 PyTorch 钩子，就用这张照片，每一步都有可以运行的代码。",
     "lesson_steps": "步骤",
 }
