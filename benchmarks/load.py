@@ -302,8 +302,9 @@ def class_code(run: Run) -> str | None:
 def since(session: Session, change: Run) -> list[str]:
     """A student's full runs that ended (or still ran) after the teacher's ``change``, in short."""
     end = change.finished or change.started
-    return [f"{r.origin} {r.status} {r.started - end:+.2f}..{'' if r.finished is None else f'{r.finished - end:+.2f}'}"
-            f" {r.texts('heading')[:1]}" for r in session.runs if r.finished is None or r.finished >= end]
+    runs = [f"{r.origin} {r.status} {r.started - end:+.2f}..{'' if r.finished is None else f'{r.finished - end:+.2f}'}"
+            f" {r.texts('heading')[-1:]}" for r in session.runs if r.finished is None or r.finished >= end]
+    return [*runs, f"{session.auto_reruns_sent} checks sent, {session.fragment_runs} fragment runs in all"]
 
 
 def _shows(heading: str) -> Any:
@@ -388,6 +389,7 @@ async def follow(url: str, n: int, changes: tuple[tuple[str, Any, str], ...] = C
         "per_change": per_change, "auto_reruns_sent": sum(s.auto_reruns_sent for s in students),
         "student_full_runs": sum(len(s.server_runs) for s in students),
         "student_fragment_runs": sum(s.fragment_runs for s in students),
+        "student_finishes_missing": sum(s.finishes_missing for s in students),
     }
     return outcome
 

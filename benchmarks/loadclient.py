@@ -101,7 +101,8 @@ class Run:
 
     seconds: from sending the request (the rerun BackMsg; for an upload, the
         ``file_urls_request``) to the run's ``script_finished``; None if it never came.
-    status: "ok", "compile_error", "timeout" or "disconnected".
+    status: "ok", "compile_error", "timeout" or "disconnected"; "interrupted" (an st.rerun ended it
+        for a run that is not its own) or "closed" (the visitor left while it ran).
     elements: ``(kind, proto)`` of every element the run sent, in arrival order.
     errors: an exception element's or error alert's text, a compile error, a failed picture GET.
     images: the URLs of the pictures the run showed; media_bytes: the sizes of those it fetched
@@ -186,6 +187,7 @@ class Session:
         self.auto_reruns_sent = 0  # rerun BackMsgs sent by run_every timers
         self.fragment_runs = 0  # fragment runs the server finished
         self.fragment_errors: list[str] = []  # errors shown by fragment runs
+        self.finishes_missing = 0  # runs whose script_finished never came (ended by the next run's start)
         self.assets_fetched: list[str] = []  # with assets=True: the page and the files it named
         self.session_id = ""
         self.page_script_hash = ""
@@ -540,33 +542,48 @@ class Session:
             if status == ForwardMsg.FINISHED_EARLY_FOR_RERUN:
                 self._goes_on = run  # the run goes on (st.rerun): not the end of the page's run
                 return
-            run.finished = time.perf_counter()
-            run.seconds = run.finished - run.started
-            if run.status == "running":
-                run.status = "ok" if status == ForwardMsg.FINISHED_SUCCESSFULLY else "compile_error"
+            self._end(run, "ok" if status == ForwardMsg.FINISHED_SUCCESSFULLY else "compile_error")
             self._sink = None
-            if run is self._run and self._finished is not None and not self._finished.done():
-                self._finished.set_result(None)
-            self._run_ended.set()
+
+    def _end(self, run: Run, status: str) -> None:
+        run.finished = time.perf_counter()
+        run.seconds = run.finished - run.started
+        if run.status == "running":
+            run.status = status
+        if run is self._run and self._finished is not None and not self._finished.done():
+            self._finished.set_result(None)
+        self._run_ended.set()
 
     def _new_run(self, fragment_ids: list[str]) -> None:
         """Where the run a ``new_session`` opens belongs: a fragment's run, the run this client
-        asked for, or (no request waiting) a full run the server started on its own."""
-        if fragment_ids:
-            self._sink = self._fragment
-            return
-        if self.auto_rerun:
-            self._clear_timers()  # a full run: the browser clears every timer; the run arms them again
+        asked for, the run an st.rerun ended early, or (none of these) a full run the server
+        started on its own.
+
+        The run still open here ended without its ``script_finished``: one that an st.rerun ended
+        early for another run is "interrupted"; any other ends now, as the page shows it. (Streamlit
+        drops the finish of a ScriptRunner that ended just as a request made the next one: the
+        session ignores events from a runner that is no longer its current one.)"""
         left, goes_on, self._goes_on = self._sink, self._goes_on, None
-        if self._pending():
-            self._sink = self._run
-        elif goes_on is not None and goes_on is not self._fragment:
-            self._sink = goes_on
+        nxt: Run | None
+        if fragment_ids:
+            nxt = self._fragment
         else:
-            self._sink = Run(started=time.perf_counter(), origin="server")
-            self.runs.append(self._sink)
-        if left is not None and left is not self._sink and left.origin == "server" and left.status == "running":
-            left.status = "interrupted"  # replaced by a run this client asked for
+            if self.auto_rerun:
+                self._clear_timers()  # a full run: the browser clears every timer; the run arms them again
+            if self._pending():
+                nxt = self._run
+            elif goes_on is not None:
+                nxt = goes_on
+            else:
+                nxt = Run(started=time.perf_counter(), origin="server")
+                self.runs.append(nxt)
+        if left is not None and left is not nxt and left is not self._fragment and left.status == "running":
+            if left is goes_on:
+                left.status = "interrupted"
+            else:
+                self.finishes_missing += 1
+                self._end(left, "ok")
+        self._sink = nxt
 
     def _element(self, element: Any) -> None:
         kind = element.WhichOneof("type")
