@@ -121,3 +121,19 @@ def test_the_layer_table_has_chinese_headers():
     labels = {name: spec["label"] for name, spec in columns.items() if "label" in spec}
     assert labels["name"] == "模块" and labels["output_shape"] == "输出形状" and labels["params"] == "参数量"
     assert all(any("\u4e00" <= ch <= "\u9fff" for ch in label) for label in labels.values()), labels
+
+
+def test_top5_and_the_class_menu_use_chinese_imagenet_names_on_the_chinese_page():
+    from vizhooks.models import imagenet_categories
+    from vizhooks.page.labels import chinese_categories
+
+    zh, en = open_page(lang="zh"), open_page(lang="en")
+    bars_zh = [bar.proto.text for bar in zh.get("progress")]
+    bars_en = [bar.proto.text for bar in en.get("progress")]
+    assert len(bars_zh) == len(bars_en) == 5
+    english, chinese = list(imagenet_categories()), chinese_categories()
+    for line_zh, line_en in zip(bars_zh, bars_en, strict=True):
+        name_en, share = line_en.rsplit(" · ", 1)
+        assert line_zh == f"{chinese[english.index(name_en)]} · {share}"  # the same class, its Chinese name
+    at = open_page(lang="zh", view="gradcam")
+    assert at.selectbox(key="target").format_func(0).startswith(chinese[0])  # the class menu: 丁鲷 (0)

@@ -13,6 +13,7 @@ import streamlit as st
 import vizhooks as vz
 from vizhooks.layers import LayerInfo, token_model
 from vizhooks.page.analysis import Analysis, top_classes
+from vizhooks.page.labels import class_labels
 from vizhooks.page.results import FV_SIZE, FV_STEPS, excited_image
 from vizhooks.page.texts import language, set_language, t
 
@@ -101,6 +102,12 @@ def layer_columns(names: Sequence[str]) -> Iterator[tuple[int, str]]:
             yield i, name
 
 
+def shown_labels(bundle: vz.ModelBundle) -> list[str]:
+    """The model's class names as the page shows them: Chinese ImageNet names on the Chinese page
+    (the code view and the exports keep torchvision's English ones)."""
+    return class_labels(bundle.categories, language())
+
+
 def top5_bars(slot: Any, logits: Tensor, categories: Sequence[str]) -> None:
     """The five most likely classes as bars."""
     for p in top_classes(logits, list(categories), 5):
@@ -122,8 +129,9 @@ def class_select(categories: Sequence[str], key: str, placeholder: str, help: st
 
 def class_picker(bundle: vz.ModelBundle, analysis: Analysis) -> int:
     """The class whose logit is differentiated: the top-1 class unless the person picks one."""
-    top = top_classes(analysis.logits, bundle.categories, 1)[0]
-    picked = class_select(bundle.categories, "target", t("target_top1", label=top.label, index=top.index),
+    names = shown_labels(bundle)
+    top = top_classes(analysis.logits, names, 1)[0]
+    picked = class_select(names, "target", t("target_top1", label=top.label, index=top.index),
                           t("target_help"), persist=True)
     return top.index if picked is None else picked
 
@@ -140,7 +148,7 @@ def input_and_predictions(analysis: Analysis, bundle: vz.ModelBundle, size: int)
     right.subheader(t("top5"))
     if not bundle.pretrained:
         right.warning(t("top5_random"))
-    top5_bars(right, analysis.logits, bundle.categories)
+    top5_bars(right, analysis.logits, shown_labels(bundle))
 
 
 def show_excitation(model: str, layer: str, channel: int, slot: Any) -> None:

@@ -23,6 +23,7 @@ from vizhooks.page.widgets import (
     labels_for,
     layer_columns,
     progress_bar,
+    shown_labels,
 )
 from vizhooks.render import channel_overlay
 from vizhooks.video import (
@@ -123,7 +124,7 @@ def show_video_frame(video: VideoAnalysis, bundle: vz.ModelBundle, c: Choices, d
 
 
 def show_video_gradcam(video: VideoAnalysis, frame: int, bundle: vz.ModelBundle, c: Choices, digest: str) -> None:
-    cats = bundle.categories
+    cats = shown_labels(bundle)
     target = class_select(cats, "video_target", t("video_target_each"), t("video_target_help"))
     alpha = st.slider(t("cam_alpha"), 0.0, 1.0, value=0.5, step=0.05, key="video_cam_alpha")
     cams = get_video_cams(c.model, (digest, len(video.pictures), c.size), video, c.layers, target)

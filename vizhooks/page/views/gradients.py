@@ -8,15 +8,15 @@ from vizhooks.page.analysis import layer_stats
 from vizhooks.page.results import get_gradients, grid_png
 from vizhooks.page.state import Context
 from vizhooks.page.texts import t
-from vizhooks.page.widgets import class_picker, layer_columns
+from vizhooks.page.widgets import class_picker, layer_columns, shown_labels
 
 
 def show(ctx: Context) -> None:
     analysis, bundle, c, digest = ctx.analysis, ctx.bundle, ctx.choices, ctx.digest
     target = class_picker(bundle, analysis)
-    with st.spinner(t("running_backward", label=bundle.categories[target])):
+    with st.spinner(t("running_backward", label=shown_labels(bundle)[target])):
         result, _ = get_gradients(c.model, (digest, c.size), c.layers, target, analysis)
-    st.caption(t("gradients_intro", label=bundle.categories[target], index=target))
+    st.caption(t("gradients_intro", label=shown_labels(bundle)[target], index=target))
     for _, name in layer_columns([n for n in c.layers if n in result.gradients]):
         grad = result.gradients[name]
         s = layer_stats(grad)
