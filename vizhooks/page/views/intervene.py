@@ -24,9 +24,13 @@ if TYPE_CHECKING:
 #: The clamp's limit as a percentile of |gradient| at the clamped layer, on this photo: a fixed
 #: number (the old default 0.001) clipped nothing on some models and everything on others.
 CLAMP_PERCENTILES = (10, 25, 50, 75, 90, 99)
-CLAMP_DEFAULT = 50  # the median: half the values are clipped, which every layer before it shows
+#: the 25th percentile: three quarters of the non-zero values are clipped, which changes the
+#: gradient of every layer before it by about half (resnet18 on the sample photo)
+CLAMP_DEFAULT = 25
 #: Channels per gradient grid, two grids a row: few enough to see the change in each map.
 CLAMP_CHANNELS = 4
+#: Both grids of a layer share one colour scale: +- this percentile of the plain |gradient|.
+CLAMP_COLOUR_PERCENTILE = 99
 
 
 def channel_edit(mode: str, channels: tuple[int, ...], k: int) -> vz.ChannelEdit:
@@ -147,7 +151,11 @@ def show_clamp(ctx: Context, layers: list[str], target: int) -> None:
         g0, g1 = plain.gradients[name], clamped.gradients[name]
         change = float((g1 - g0).abs().mean() / (g0.abs().mean() + 1e-30))
         st.caption(t("clamp_changed", change=change, layer=clamp_at))
-        reach = float(max(g0.abs().max(), g1.abs().max())) or 1.0
+        # one colour scale for both, from the plain gradient's 99th percentile: a few extreme values
+        # would otherwise turn every other tile white and hide the change
+        magnitude = g0.abs().flatten()
+        k = max(1, int(CLAMP_COLOUR_PERCENTILE / 100 * magnitude.numel()))
+        reach = float(magnitude.kthvalue(k).values) or float(magnitude.max()) or 1.0
         cols = st.columns(2)
         for col, grad, head, which in ((cols[0], g0, "clamp_before", "b"), (cols[1], g1, "clamp_after", "a")):
             png = grid_png(grad, ("clamp", *key, name, which), min(c.channels or CLAMP_CHANNELS, CLAMP_CHANNELS),
