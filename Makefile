@@ -36,7 +36,7 @@ FAST := not (browser or slow or packaging or bench)
 test-fast: $(VENV)/.dev redis
 	PYTHONPATH=$(CURDIR)/tests/netguard$${PYTHONPATH:+:$$PYTHONPATH} $(PY) -m pytest -q -m "$(FAST)"
 
-## make loadtest: the server under headless visitors (30 at once, 30 uploads, 200 in 10 s), each scenario on a
+## make loadtest: the server under headless visitors (30 at once, 30 uploads, 200 in 10 s, 30 students following a teacher), each on a
 ## fresh server; a PASS/MISS table, tests/artifacts/loadtest.json (benchmarks/load.py)
 loadtest: $(VENV)/.dev
 	PYTHONPATH=$(CURDIR)/tests/netguard$${PYTHONPATH:+:$$PYTHONPATH} $(PY) -m benchmarks.load --n-a 30 --n-b 30 --n-c 200 --c-window 10
