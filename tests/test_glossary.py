@@ -186,3 +186,11 @@ def glossary_markdown() -> str:
     """The table as README.zh-CN shows it."""
     rows = [f"| {t.en} | {t.gloss or t.zh} | {t.where} |" for t in GLOSSARY]
     return "\n".join(["| English | 中文 | 出现的位置 |", "| --- | --- | --- |", *rows])
+
+
+def test_the_chinese_readme_holds_the_glossary():
+    """README.zh-CN's 术语表 is this glossary, word for word: a new entry here needs it there too."""
+    from pathlib import Path
+
+    readme = (Path(__file__).resolve().parents[1] / "README.zh-CN.md").read_text("utf-8")
+    assert glossary_markdown() in readme
