@@ -14,6 +14,11 @@ opened for the same choices with AppTest, and the two are compared:
   value, the vizhooks.page functions the page calls, for the numbers the page only draws (Grad-CAM
   maps) or rounds (captions). Both sides use the same seeded random weights.
 
+The lesson's code is also checked as the back row reads it (issue 23): every line of every step
+within 88 columns (a Chinese character counts two) for three model families in both languages,
+one set-up for all steps, only the ``to_map`` branches the model uses, and the page showing the
+step's lines, then the set-up box, then the whole file to download.
+
 The maps snippets print shapes only (tests/test_app.py and test_app_models.py read those lines
 as they are); their statistics are read from the ``features`` they kept.
 """

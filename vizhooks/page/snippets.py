@@ -4,6 +4,11 @@ The page shows these under "How this was made" so a student can paste them into 
 Each snippet is complete: imports, model, the same preprocessing, the hooks, removal, and a print
 of what was caught. tests/test_snippets.py runs every one of them in a fresh interpreter and
 compares what it prints with what the page shows.
+
+A snippet comes in two parts (:class:`Code`): the set-up (model, photo, preprocessing, ``to_map``
+with only the branches the chosen layers need), the same for every lesson step, and the step's
+hook lines; the lesson shows the hook lines first and folds the set-up. No line is wider than
+:data:`WIDTH` columns, so a code box on a projector never scrolls sideways.
 """
 
 from __future__ import annotations
