@@ -97,7 +97,7 @@ def test_lesson_next_back_and_link(lang):
     assert at.query_params["step"] == "2"
     link = next(m.value for m in at.markdown if texts["lesson_link"] in m.value)
     assert "step=2" in link and f"lang={lang}" in link and "view=lesson" in link
-    assert len([c for c in at.code if c.language == "python"]) == 1 and at.expander  # code, closed answer
+    assert len([c for c in at.code if c.language == "python"]) == 2 and at.expander  # step, set-up; closed answer
     for n in range(2, len(STEPS) + 1):
         ok(at)
         if n < len(STEPS):

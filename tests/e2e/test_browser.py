@@ -228,7 +228,7 @@ def _shows_lesson(page, height, width):
     for name in LINK_LAYERS:
         shape = "×".join(map(str, (1, *_conv_shapes(height, width)[name])))
         expect(table.get_by_text(shape, exact=True)).to_have_count(1)
-    expect(page.get_by_test_id("stMain").get_by_test_id("stCode")).to_contain_text("register_forward_hook")
+    expect(page.get_by_test_id("stMain").get_by_test_id("stCode").first).to_contain_text("register_forward_hook")
 
 
 SHOWS = {"maps": _shows_maps, "inspector": _shows_inspector, "atlas": _shows_atlas, "gradients": _shows_gradients,
