@@ -317,7 +317,7 @@ ZH: dict[str, str] = {
     ),
     "lesson_tensor_title": "张量钩子：一层输出的梯度",
     "lesson_tensor_text": (
-        "调用 `backward()` 之后，PyTorch 只为**叶子张量**（叶子节点：输入、参数）保留 `.grad`。"
+        "调用 `backward()` 之后，PyTorch 只为**叶子张量（叶子节点）**，即输入和参数，保留 `.grad`。"
         "一层的输出不是叶子张量，所以它的 `.grad` 是 `None`。`output.register_hook(fn)` "
         "会在反向传播中以这个梯度为参数调用 `fn(grad)`：它表示如果特征图中的某个值增大，"
         "类别得分会改变多少（红色表示升高，蓝色表示降低）。"
