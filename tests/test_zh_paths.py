@@ -137,3 +137,15 @@ def test_top5_and_the_class_menu_use_chinese_imagenet_names_on_the_chinese_page(
         assert line_zh == f"{chinese[english.index(name_en)]} · {share}"  # the same class, its Chinese name
     at = open_page(lang="zh", view="gradcam")
     assert at.selectbox(key="target").format_func(0).startswith(chinese[0])  # the class menu: 丁鲷 (0)
+
+
+def test_the_backward_table_notes_are_page_texts():
+    """ResNet's ReLUs work in place: the backward table says why they are not hooked, in Chinese."""
+    from vizhooks.page.texts import ZH as zh
+
+    at = open_page(lang="zh", view="backward")
+    assert not at.exception
+    rows = at.dataframe[0].value
+    notes = [n for n in rows[zh["col_note"]] if n]
+    assert notes and set(notes) <= {zh["backward_note_inplace_self"], zh["backward_note_inplace_later"]}
+    assert zh["col_module"] in rows.columns

@@ -160,6 +160,13 @@ def capture_gradients(
 # full backward hooks
 
 
+#: Why a full backward hook cannot wrap a module, by code (a page says them in its own language).
+INPLACE_REASONS = {
+    "inplace_self": "it changes its input in place (inplace=True)",
+    "inplace_later": "a later operation changes its output in place",
+}
+
+
 @dataclass(frozen=True)
 class BackwardRecord:
     """What ``register_full_backward_hook`` saw for one module.
@@ -176,6 +183,8 @@ class BackwardRecord:
     supported: bool = True
     note: str = ""
     order: int = field(default=0, compare=False)
+    #: why a module was not hooked, as a stable code ("inplace_self", "inplace_later"; "" when hooked)
+    note_code: str = field(default="", compare=False)
 
 
 def _shapes(grads: Sequence[torch.Tensor | None]) -> tuple[tuple[int, ...] | None, ...]:
@@ -220,9 +229,9 @@ def inplace_conflicts(model: nn.Module, x: torch.Tensor, names: list[str]) -> di
     for n, calls in seen.items():
         for kind, _, _, out, version in calls:
             if kind == "self":
-                reasons[n] = "it changes its input in place (inplace=True)"
+                reasons[n] = INPLACE_REASONS["inplace_self"]
             elif out._version != version:
-                reasons.setdefault(n, "a later operation changes its output in place")
+                reasons.setdefault(n, INPLACE_REASONS["inplace_later"])
     return reasons
 
 
@@ -263,8 +272,9 @@ def backward_report(
 
     records = list(fired)
     for name, reason in skipped.items():
+        code = next((c for c, text in INPLACE_REASONS.items() if text == reason), "")
         rec = BackwardRecord(name, type(named[name]).__name__, None, None, supported=False,
-                             note=f"not hooked: {reason}, which a full backward hook does not allow")
+                             note=f"not hooked: {reason}, which a full backward hook does not allow", note_code=code)
         # backward meets modules in reverse forward order: insert before the first record that
         # comes earlier in the forward pass
         pos = next((i for i, r in enumerate(records) if forward_index[r.name] < forward_index[name]),

@@ -9,8 +9,8 @@ import streamlit as st
 import vizhooks as vz
 from vizhooks.page.results import get_backward_report
 from vizhooks.page.state import Context
-from vizhooks.page.texts import t
-from vizhooks.page.widgets import class_picker
+from vizhooks.page.texts import EN, t
+from vizhooks.page.widgets import class_picker, shown_labels
 
 
 def shapes_text(shapes: Sequence[Sequence[int] | None] | None) -> str:
@@ -39,16 +39,22 @@ def table_facts(records: Sequence[vz.BackwardRecord]) -> list[str]:
     return facts
 
 
+def note(record: vz.BackwardRecord) -> str:
+    """A record's note in the page's language (the library's English note for an unknown code)."""
+    key = f"backward_note_{record.note_code}"
+    return t(key) if record.note_code and key in EN else record.note
+
+
 def show(ctx: Context) -> None:
     analysis, bundle, c, digest = ctx.analysis, ctx.bundle, ctx.choices, ctx.digest
     target = class_picker(bundle, analysis)
-    with st.spinner(t("running_backward", label=bundle.categories[target])):
+    with st.spinner(t("running_backward", label=shown_labels(bundle)[target])):
         records = get_backward_report(c.model, (digest, c.size), target, analysis)
-    st.markdown(t("backward_intro", label=bundle.categories[target]))
+    st.markdown(t("backward_intro", label=shown_labels(bundle)[target]))
     st.dataframe(
         [{t("col_step"): i + 1, t("col_module"): r.name, t("col_type"): r.type,
           t("col_grad_output"): shapes_text(r.grad_output), t("col_grad_input"): shapes_text(r.grad_input),
-          t("col_note"): r.note} for i, r in enumerate(records)],
+          t("col_note"): note(r)} for i, r in enumerate(records)],
         hide_index=True, key="backward_table",
     )
     st.markdown(t("backward_reading"))

@@ -15,7 +15,7 @@ from vizhooks.page.results import cached, get_bundle, grid_png, tensor_bytes
 from vizhooks.page.state import Context
 from vizhooks.page.texts import t
 from vizhooks.page.urlstate import EDIT_MODES
-from vizhooks.page.widgets import class_picker, keep_valid, labels_for, layer_columns, top5_bars
+from vizhooks.page.widgets import class_picker, keep_valid, labels_for, layer_columns, shown_labels, top5_bars
 from vizhooks.render import channel_overlay
 
 if TYPE_CHECKING:
@@ -43,9 +43,9 @@ def show_top5_pair(bundle: vz.ModelBundle, before: Tensor, after: Tensor, target
     left, right = st.columns(2)
     for col, logits, head in ((left, before, "iv_before"), (right, after, "iv_after")):
         col.markdown(f"**{t(head)}**")
-        top5_bars(col, logits, bundle.categories)
+        top5_bars(col, logits, shown_labels(bundle))
     b, a = float(before[0, target]), float(after[0, target])
-    st.metric(t("iv_logit", label=bundle.categories[target]), f"{a:.3f}", delta=f"{a - b:+.3f}")
+    st.metric(t("iv_logit", label=shown_labels(bundle)[target]), f"{a:.3f}", delta=f"{a - b:+.3f}")
 
 
 def show(ctx: Context) -> None:
@@ -143,7 +143,7 @@ def show_clamp(ctx: Context, layers: list[str], target: int) -> None:
         plain, clamped, _, _ = made
         return tensor_bytes(x for r in (plain, clamped) for x in [*r.activations.values(), *r.gradients.values()])
 
-    with st.spinner(t("running_backward", label=bundle.categories[target])):
+    with st.spinner(t("running_backward", label=shown_labels(bundle)[target])):
         plain, clamped, cams, cams_clamped = cached(key, make, size)
     alpha = 0.5
     for name in earlier:

@@ -29,4 +29,4 @@ def show(ctx: Context) -> None:
 
 def header(column: str) -> str:
     """A column's header in the page's language (a column the texts do not know keeps its name)."""
-    return t(f"col_{column}") if f"col_{column}" in EN else column
+    return t(f"layer_col_{column}") if f"layer_col_{column}" in EN else column
