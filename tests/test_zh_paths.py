@@ -149,3 +149,22 @@ def test_the_backward_table_notes_are_page_texts():
     notes = [n for n in rows[zh["col_note"]] if n]
     assert notes and set(notes) <= {zh["backward_note_inplace_self"], zh["backward_note_inplace_later"]}
     assert zh["col_module"] in rows.columns
+
+
+def test_a_chinese_class_in_present_mode_has_no_english(monkeypatch):
+    """The class's own texts (teacher panel, following, polls) and present mode, on Chinese pages."""
+    from vizhooks.page import classes
+
+    monkeypatch.delenv("VIZHOOKS_CLASS_STORE", raising=False)
+    classes.reset()
+    try:
+        teacher = open_page(lang="zh", view="lesson", step="2", present="1")
+        teacher.button(key="class_start").click().run()
+        code = teacher.session_state["_class_teacher"].code
+        pupil = open_page(**{"lang": "zh", "class": code})
+        for at in (teacher, pupil):
+            assert not at.exception
+            assert english_in(at, allowed_names(at)) == [], at is teacher
+        assert pupil.session_state["lesson_step"] == 2 and pupil.toggle(key="present").value is True
+    finally:
+        classes.reset()
