@@ -552,3 +552,20 @@ def test_ice_servers_from_the_environment_reach_the_stream_or_a_sentence(page, s
     assert [w for w in at.warning if w.value.startswith("VIZHOOKS_ICE_SERVERS is not valid JSON")
             and "local network" in w.value]
     assert streamer_calls[-1]["rtc_configuration"] == {"iceServers": []}
+
+
+def test_a_live_failure_on_the_chinese_page_is_a_chinese_sentence(bundle):
+    """The worker thread speaks the page's language (taken when the stream's callback was made)."""
+    import av
+
+    from vizhooks.page.sources.live import _frames_callback, _Stream
+    from vizhooks.page.texts import ZH, set_language
+
+    stream = _Stream(LiveProcessor(bundle, LiveSettings(layer="layer9", size=SIZE)))
+    set_language("zh")
+    try:
+        callback = _frames_callback(stream)
+    finally:
+        set_language("en")
+    _in_a_worker(callback, [av.VideoFrame.from_ndarray(_frame(0), format="rgb24")])
+    assert stream.error == ZH["live_failed"].format(reason=ZH["err_generic"])

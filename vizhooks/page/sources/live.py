@@ -28,7 +28,8 @@ from vizhooks.layers import architecture_layers, quick_picks, token_model
 from vizhooks.live import CHANNEL_PICKS, MODES, LiveProcessor, LiveSettings, limit_torch_threads_here
 from vizhooks.models import ModelBundle
 from vizhooks.ops import is_out_of_memory
-from vizhooks.page.texts import t
+from vizhooks.page.errors import reason
+from vizhooks.page.texts import language, set_language, t
 from vizhooks.page.widgets import keep_below, keep_valid
 
 LOG = logging.getLogger("vizhooks.live")
@@ -103,15 +104,19 @@ def _frames_callback(stream: _Stream) -> Callable[[list[Any]], Awaitable[list[An
     error becomes a sentence for the page instead of ending the stream."""
     import av
 
+    lang = language()  # the page's, for sentences made in the worker thread
+
     async def on_frames(frames: list[av.VideoFrame]) -> list[av.VideoFrame]:
         limit_torch_threads_here(LIVE_THREADS)  # this stream's worker thread only; once
+        set_language(lang)
         if len(frames) > 1:
             stream.processor.note_skipped(len(frames) - 1)
         frame = frames[-1]
         try:
             out = stream.processor.process(frame.to_ndarray(format="rgb24"))
         except (ValueError, KeyError) as exc:
-            stream.error = t("live_failed", reason=exc.args[0] if exc.args else str(exc))
+            stream.error = t("live_failed", reason=reason(exc) if language() != "en" or not exc.args
+                             else exc.args[0])
             return [frame]
         except (RuntimeError, MemoryError) as exc:
             LOG.warning("live frame failed (out of memory: %s)", is_out_of_memory(exc), exc_info=True)
