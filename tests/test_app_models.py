@@ -122,6 +122,13 @@ def test_a_broken_operator_checkpoint_is_one_sentence(tmp_path, monkeypatch, dam
     at.selectbox(key="model").set_value("resnet18").run()  # the page keeps working
     ok(at)
     assert layer_headings(at)
+    if damage == "truncated":  # the same on the Chinese page: a Chinese sentence, the details in the log
+        from tests.helpers import allowed_names, english_in
+        from vizhooks.page.texts import ZH
+
+        zh = open_page(model="Damaged", lang="zh")
+        assert [e.value for e in zh.error] == [ZH["bad_model"].format(reason=ZH["err_generic"])]
+        assert english_in(zh, allowed_names(zh)) == []
 
 
 class _Payload:
