@@ -324,6 +324,10 @@ class Classroom:
                 photos.append(GalleryPhoto(pid, data, float(sent)))
         return sorted(photos, key=lambda p: (p.sent, p.id))
 
+    def gallery_size(self, code: str) -> int:
+        """How many photos the class gallery holds (its index only: no photo is read)."""
+        return len(self.store.hgetall(self._key(normalise_code(code), "gallery")))
+
     def gallery_photo(self, code: str, pid: str) -> bytes | None:
         return self.store.get(self._key(normalise_code(code), f"gallery:{pid}"))
 

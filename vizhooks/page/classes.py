@@ -34,7 +34,7 @@ from vizhooks.classroom import (
 )
 from vizhooks.page.analysis import image_digest
 from vizhooks.page.errors import reason
-from vizhooks.page.texts import t
+from vizhooks.page.texts import set_language, t
 
 #: The session-state keys a follower takes from the teacher's page (language stays the student's own).
 FOLLOWED = ("model", "layers", "what", "size", "channels", "order", "cmap", "norm", "columns", "view",
@@ -204,6 +204,7 @@ def _check_for_news() -> None:
 
 @st.fragment(run_every=CHECK_SECONDS)
 def _follower_watch() -> None:
+    set_language(st.session_state.get("lang", "en"))  # a fragment's run skips main(), where the language is set
     _check_for_news()
 
 
@@ -323,14 +324,20 @@ def qr_png(text: str) -> bytes:
 
 @st.fragment(run_every=TEACHER_SECONDS)
 def _teacher_watch(lead: Teacher) -> None:
+    set_language(st.session_state.get("lang", "en"))  # a fragment's run skips main(), where the language is set
     try:
         room = classroom()
         room.touch(lead)
         n = room.followers(lead.code)
+        photos = room.gallery_size(lead.code)
     except (ClassError, StoreUnavailableError) as exc:
         st.warning(t("class_store_down", error=reason(exc)), icon=":material/cloud_off:")
         return
     st.caption(t("class_followers", n=n))
+    seen = st.session_state.get("_class_gallery_seen")
+    st.session_state["_class_gallery_seen"] = photos  # a full run passes here before the gallery is drawn
+    if seen is not None and seen != photos:
+        st.rerun(scope="app")  # a student sent a photo: the teacher's gallery shows it
 
 
 def teacher_panel(slot: Any) -> None:
@@ -498,6 +505,7 @@ def _reveal(step_id: str) -> None:
 def _poll_totals(code: str, step_id: str) -> None:
     import pandas as pd
 
+    set_language(st.session_state.get("lang", "en"))  # a fragment's run skips main(), where the language is set
     choices = poll_choices(step_id)
     try:
         totals = classroom().totals(code, step_id, len(choices))
@@ -542,11 +550,12 @@ def poll(step_id: str) -> bool:
             left.success(t("poll_revealed", choice=choices[correct]))
         else:
             left.button(t("poll_reveal"), key=f"poll_reveal_{step_id}", on_click=_reveal, args=(step_id,))
-        try:
-            right.download_button(t("poll_csv"), polls_csv(code), file_name=f"class-{code}-polls.csv",
-                                  mime="text/csv", key="poll_csv")
-        except StoreUnavailableError:
-            pass
+        from vizhooks.page.lesson import STEPS
+
+        questions = [(step.id, poll_choices(step.id)) for step in STEPS]  # in this run's language
+        right.download_button(t("poll_csv"), lambda: classroom().totals_csv(code, questions),  # made on the click
+                              file_name=f"class-{code}-polls.csv", mime="text/csv", key="poll_csv",
+                              on_click="ignore")
         return True
     sent = st.session_state.get(f"_poll_sent_{step_id}")
     st.radio(t("poll_your_answer"), range(len(choices)), key=f"poll_{step_id}", index=sent,

@@ -178,6 +178,7 @@ def _stream_for(bundle: ModelBundle, settings: LiveSettings) -> _Stream:
 
 
 def _show_stats(stream: _Stream, playing: bool) -> None:
+    set_language(st.session_state.get("lang", "en"))  # a fragment's run skips main(), where the language is set
     s = stream.processor.stats()
     if stream.error:
         st.error(stream.error)
