@@ -78,8 +78,20 @@ def init_state() -> None:
     st.session_state["_initialised"] = True
 
 
+#: Widgets whose option labels follow the language (their values travel as labels in Streamlit 1.67).
+RELABELED = ("model", "layers", "quick", "order", "what", "norm", "view", "source", "iv_mode", "target",
+             "video_target", "lesson_pick", "live_mode", "live_pick", "code_view", "compare_source")
+
+
 def keep_a_language() -> None:
-    keep_valid("lang", LANGS, "en")  # a segmented control can be clicked off
+    """A new language: keep one chosen (a segmented control can be clicked off), and give every
+    widget whose labels are translated its value again from here. A selectbox sends its value back
+    as the label the browser last showed; set by the script, the browser takes the new label, so
+    the next run finds it (else "resnet18 · ... parameters" came back as an unknown model)."""
+    keep_valid("lang", LANGS, "en")
+    for key in RELABELED:
+        if key in st.session_state:
+            st.session_state[key] = st.session_state[key]
 
 
 def apply_quick_pick() -> None:
