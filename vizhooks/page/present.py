@@ -19,7 +19,9 @@ _STYLE = f"""
 /* present mode: larger type, the main area as wide as the screen, code wrapped inside its box */
 [data-testid="stMain"] .stMarkdown p, [data-testid="stMain"] .stMarkdown li,
 [data-testid="stMain"] [data-testid="stCaptionContainer"],
-[data-testid="stMain"] label p {{ font-size: {BODY_PX}px !important; line-height: 1.45; }}
+[data-testid="stMain"] label p, [data-testid="stMain"] [data-testid="stExpander"] summary p,
+[data-testid="stMain"] .stButton button p, [data-testid="stMain"] .stDownloadButton button p,
+[data-testid="stMain"] .stSelectbox input {{ font-size: {BODY_PX}px !important; line-height: 1.45; }}
 [data-testid="stMain"] h3 {{ font-size: {BODY_PX * 1.6:.0f}px !important; }}
 [data-testid="stMain"] pre, [data-testid="stMain"] pre code, [data-testid="stMain"] code {{
     font-size: {CODE_PX}px !important; white-space: pre-wrap !important; overflow-wrap: anywhere; }}
