@@ -25,6 +25,10 @@ _STYLE = f"""
 [data-testid="stMain"] h3 {{ font-size: {BODY_PX * 1.6:.0f}px !important; }}
 [data-testid="stMain"] pre, [data-testid="stMain"] pre code, [data-testid="stMain"] code {{
     font-size: {CODE_PX}px !important; white-space: pre-wrap !important; overflow-wrap: anywhere; }}
+/* the step first: no gap for this style and the scripts, no rule between the hidden view buttons and the step */
+[data-testid="stMain"] [data-testid="stElementContainer"]:has(> [data-testid="stHtml"]
+    > :is(style, script):first-child),
+[data-testid="stMain"] .st-key-view + [data-testid="stElementContainer"]:has(hr) {{ display: none; }}
 [data-testid="stMainBlockContainer"] {{ max-width: 100%; padding-left: 2rem; padding-right: 2rem;
     padding-top: 2.5rem; }}
 </style>
