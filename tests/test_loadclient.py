@@ -18,6 +18,16 @@ from tests.e2e import server as e2e
 LAYERS = ["conv1", "layer2.0.conv1"]
 
 
+def run_apart(coroutine):
+    """``asyncio.run`` in a thread of its own: in the whole suite the browser tests' Playwright
+    leaves an event loop running in this thread, where asyncio.run refuses to start."""
+    from concurrent.futures import ThreadPoolExecutor
+
+    with ThreadPoolExecutor(1) as pool:
+        return pool.submit(asyncio.run, coroutine).result()
+
+
+
 @pytest.fixture(scope="module")
 def page_server(tmp_path_factory):
     env = load.server_env(str(tmp_path_factory.mktemp("th")))
@@ -173,7 +183,7 @@ def test_default_run_finishes_with_its_grids(page_server):
         async with Session(page_server, query="layers=" + ",".join(LAYERS), assets=True) as s:
             return s
 
-    s = asyncio.run(visit())
+    s = run_apart(visit())
     run = s.first_run
     assert run.ok, (run.status, run.errors)
     assert run.seconds is not None and run.seconds > 0
@@ -196,7 +206,7 @@ def test_upload_shows_the_photos_own_predictions(page_server):
             assert switched.ok and not switched.images, "the Upload source shows no picture before an upload"
             return [await s.upload("upload", name, data, "image/jpeg") for name, data in photos]
 
-    runs = asyncio.run(visit())
+    runs = run_apart(visit())
     for run, (name, data) in zip(runs, photos, strict=True):
         assert run.ok, (name, run.status, run.errors)
         assert shown_page(run) == expected_page(data), name
@@ -208,7 +218,7 @@ def test_simultaneous_visitors_all_finish_and_share_one_computation(page_server)
     # a picture and layers no other test asks for: this request is new to the server's caches
     query = "sample=brick.png&layers=conv1,layer1.1.conv1"
     before = load.read_metrics(page_server)
-    outcome = asyncio.run(load.at_once(page_server, 3, query=query))
+    outcome = run_apart(load.at_once(page_server, 3, query=query))
     after = load.read_metrics(page_server)
     assert not outcome.failures and len(outcome.runs) == 3
     assert all(grids(run, ["conv1", "layer1.1.conv1"]).keys() == {"conv1", "layer1.1.conv1"} for run in outcome.runs)
@@ -218,8 +228,8 @@ def test_simultaneous_visitors_all_finish_and_share_one_computation(page_server)
 
 @pytest.mark.slow
 def test_scenarios_at_small_n(page_server):
-    spread = asyncio.run(load.spread(page_server, 3, 1.0))
-    uploads = asyncio.run(load.uploads(page_server, 2))
+    spread = run_apart(load.spread(page_server, 3, 1.0))
+    uploads = run_apart(load.uploads(page_server, 2))
     assert not spread.failures and len(spread.runs) == 3
     assert not uploads.failures and len(uploads.runs) == 2
     report = {"c": load.summary("c", 3, spread, None, None, None, 0.0)}
@@ -232,7 +242,7 @@ def test_students_follow_the_teacher_without_computing(page_server):
     # the teacher opens the lesson: each student's page must show its step by a run the server started
     # itself (the follower's run_every check, sent by the client as a browser does), computing nothing
     heading = load.step_heading(1)
-    outcome = asyncio.run(load.follow(page_server, 3, changes=load.CHANGES[:1], gap=0.0, catch_up=20.0))
+    outcome = run_apart(load.follow(page_server, 3, changes=load.CHANGES[:1], gap=0.0, catch_up=20.0))
     assert not outcome.failures, outcome.failures
     assert outcome.extra["never_caught_up"] == 0 and outcome.delays is not None and len(outcome.delays) == 3
     shown = [run for run in outcome.runs if heading in run.texts("heading")]

@@ -67,7 +67,8 @@ def test_each_marker_selects_its_tests_and_the_fast_loop_keeps_the_quick_ones():
     assert "tests/test_network_guard.py::test_chromium_resolves_no_names" in browser
     assert bench == {"tests/test_benchmarks.py::test_quick_benchmark_run_produces_the_table"}
     assert "tests/test_packaging.py::test_installed_page_shows_the_first_grid_in_chromium" in packaging
-    assert all(n.startswith("tests/test_packaging.py::") for n in packaging)
+    # the wheel's tests: the package itself, and the data file it must carry (the Chinese class names)
+    assert all(n.startswith(("tests/test_packaging.py::", "tests/test_labels_zh.py::")) for n in packaging)
     assert "tests/test_exemplars_ray.py::test_ray_engine_gives_the_local_index" in slow
     # every entry of conftest's lists still names a test (a renamed test would silently run again)
     lists = result["all"]["lists"]

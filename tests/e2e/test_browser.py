@@ -197,7 +197,7 @@ def _shows_intervene(page, height, width):
     later = LINK_LAYERS[-1]  # channels of the first layer are switched off; the last one shows the effect
     expect(_after(page, later, 1)).to_have_text(re.compile(r"^mean change [\d.]+% compared with the unedited pass$"))
     _expect_loaded(_after(page, later, 2))
-    for caption in ("Grad-CAM, as it is", "Grad-CAM, clamped downstream"):
+    for caption in ("Grad-CAM, as it is", f"Grad-CAM, with the clamp at {later}"):  # clamped at the last layer
         _expect_loaded(_image(page, caption))
 
 
