@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import hashlib
+import io
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
@@ -55,6 +56,16 @@ class Analysis:
     logits: torch.Tensor
     what: str
     _stats: dict[str, LayerStats] = field(default_factory=dict, compare=False, repr=False)
+    _encoded: list[bytes] = field(default_factory=list, compare=False, repr=False)
+
+    def picture_jpeg(self) -> bytes:
+        """The picture the model saw, encoded once (JPEG, quality 95): every session that shows
+        this shared analysis sends these bytes instead of encoding the picture again on each run."""
+        if not self._encoded:
+            out = io.BytesIO()
+            self.picture.convert("RGB").save(out, "JPEG", quality=95)
+            self._encoded.append(out.getvalue())
+        return self._encoded[0]
 
     def stats(self, layer: str) -> LayerStats:
         """The layer's shape and range, worked out once: every session that shows this (shared,

@@ -39,7 +39,7 @@ from vizhooks.page.texts import set_language, t
 #: The session-state keys a follower takes from the teacher's page (language stays the student's own).
 FOLLOWED = ("model", "layers", "what", "size", "channels", "order", "cmap", "norm", "columns", "view",
             "lesson_step", "target", "present")
-CHECK_SECONDS = 1.0  # how often a follower's page asks the class for news
+CHECK_SECONDS = 0.5  # how often a follower's page asks the class for news
 TEACHER_SECONDS = 2.0  # how often the teacher's panel counts followers
 PASSPHRASE_TRIES = 3  # per session and minute
 

@@ -140,7 +140,7 @@ def input_and_predictions(analysis: Analysis, bundle: vz.ModelBundle, size: int)
     """The picture as the model saw it, beside its top-5 classes."""
     left, right = st.columns([3, 2])
     w, h = analysis.picture.size
-    left.image(analysis.picture, caption=t("model_saw", width=w, height=h))
+    left.image(analysis.picture_jpeg(), caption=t("model_saw", width=w, height=h))
     if bundle.input.fixed_size:
         left.caption(t("input_fixed", name=bundle.name, side=bundle.input.fixed_size))
     elif size < bundle.input.min_size:
