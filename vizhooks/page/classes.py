@@ -489,11 +489,17 @@ def poll_choices(step_id: str) -> list[str]:
     return [t(key) for n in range(1, 7) if (key := f"lesson_{step_id}_c{n}") in EN]
 
 
-def polls_csv(code: str) -> str:
-    """Every lesson poll's totals as CSV (counts only), in the page's language."""
+def poll_questions() -> list[tuple[str, list[str]]]:
+    """Every lesson poll as (step id, its choices), in the page's language."""
     from vizhooks.page.lesson import STEPS
 
-    return classroom().totals_csv(code, [(step.id, poll_choices(step.id)) for step in STEPS])
+    return [(step.id, poll_choices(step.id)) for step in STEPS]
+
+
+def polls_csv(code: str, questions: list[tuple[str, list[str]]] | None = None) -> str:
+    """Every lesson poll's totals as CSV (counts only), in the page's language; ``questions`` (from
+    :func:`poll_questions`) where the caller runs outside the page's run and has no language set."""
+    return classroom().totals_csv(code, poll_questions() if questions is None else questions)
 
 
 def _reveal(step_id: str) -> None:
@@ -550,10 +556,8 @@ def poll(step_id: str) -> bool:
             left.success(t("poll_revealed", choice=choices[correct]))
         else:
             left.button(t("poll_reveal"), key=f"poll_reveal_{step_id}", on_click=_reveal, args=(step_id,))
-        from vizhooks.page.lesson import STEPS
-
-        questions = [(step.id, poll_choices(step.id)) for step in STEPS]  # in this run's language
-        right.download_button(t("poll_csv"), lambda: classroom().totals_csv(code, questions),  # made on the click
+        questions = poll_questions()  # in this run's language: the click's thread has none set
+        right.download_button(t("poll_csv"), lambda: polls_csv(code, questions),  # made on the click
                               file_name=f"class-{code}-polls.csv", mime="text/csv", key="poll_csv",
                               on_click="ignore")
         return True
