@@ -34,7 +34,7 @@ from vizhooks.classroom import (
 )
 from vizhooks.page.analysis import image_digest
 from vizhooks.page.errors import reason
-from vizhooks.page.texts import set_language, t
+from vizhooks.page.texts import t, use_session_language
 
 #: The session-state keys a follower takes from the teacher's page (language stays the student's own).
 FOLLOWED = ("model", "layers", "what", "size", "channels", "order", "cmap", "norm", "columns", "view",
@@ -204,7 +204,7 @@ def _check_for_news() -> None:
 
 @st.fragment(run_every=CHECK_SECONDS)
 def _follower_watch() -> None:
-    set_language(st.session_state.get("lang", "en"))  # a fragment's run skips main(), where the language is set
+    use_session_language()
     _check_for_news()
 
 
@@ -324,7 +324,7 @@ def qr_png(text: str) -> bytes:
 
 @st.fragment(run_every=TEACHER_SECONDS)
 def _teacher_watch(lead: Teacher) -> None:
-    set_language(st.session_state.get("lang", "en"))  # a fragment's run skips main(), where the language is set
+    use_session_language()
     try:
         room = classroom()
         room.touch(lead)
@@ -511,7 +511,7 @@ def _reveal(step_id: str) -> None:
 def _poll_totals(code: str, step_id: str) -> None:
     import pandas as pd
 
-    set_language(st.session_state.get("lang", "en"))  # a fragment's run skips main(), where the language is set
+    use_session_language()
     choices = poll_choices(step_id)
     try:
         totals = classroom().totals(code, step_id, len(choices))

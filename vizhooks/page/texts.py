@@ -462,6 +462,14 @@ def set_language(lang: str) -> None:
     _current.set(lang if lang in LANGUAGES else "en")
 
 
+def use_session_language() -> None:
+    """Set this thread's language to the session's choice, for a fragment: a fragment's run skips the
+    page's main(), where the language is set."""
+    import streamlit as st  # here, so the tables stay importable without Streamlit
+
+    set_language(st.session_state.get("lang", "en"))
+
+
 def language() -> str:
     lang = _current.get() or os.environ.get("VIZHOOKS_LANG", "en")
     return lang if lang in LANGUAGES else "en"
