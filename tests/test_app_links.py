@@ -17,15 +17,16 @@ def reopen(at):
                         for k in at.query_params})
 
 
-def test_inspector_layer_and_channel():
-    at = open_page(view="inspector", layers=LAYERS)
-    at.selectbox(key="insp_layer").set_value("layer2.0.conv1").run()
-    at.number_input(key="insp_channel").set_value(7).run()
+@pytest.mark.parametrize(("view", "prefix", "channel"), [("inspector", "insp", 7), ("atlas", "atlas", 9)])
+def test_layer_and_channel(view, prefix, channel):
+    at = open_page(view=view, layers=LAYERS)
+    at.selectbox(key=f"{prefix}_layer").set_value("layer2.0.conv1").run()
+    at.number_input(key=f"{prefix}_channel").set_value(channel).run()
     ok(at)
     again = reopen(at)
     ok(again)
-    assert again.selectbox(key="insp_layer").value == "layer2.0.conv1"
-    assert again.number_input(key="insp_channel").value == 7
+    assert again.selectbox(key=f"{prefix}_layer").value == "layer2.0.conv1"
+    assert again.number_input(key=f"{prefix}_channel").value == channel
 
 
 def test_intervene_edit():
@@ -43,16 +44,6 @@ def test_intervene_edit():
     at.number_input(key="iv_k").set_value(3).run()
     again = reopen(at)
     assert again.selectbox(key="iv_mode").value == "top" and again.number_input(key="iv_k").value == 3
-
-
-def test_atlas_layer_and_channel():
-    at = open_page(view="atlas", layers=LAYERS)
-    at.selectbox(key="atlas_layer").set_value("layer2.0.conv1").run()
-    at.number_input(key="atlas_channel").set_value(9).run()
-    ok(at)
-    again = reopen(at)
-    assert again.selectbox(key="atlas_layer").value == "layer2.0.conv1"
-    assert again.number_input(key="atlas_channel").value == 9
 
 
 def test_compare_photo_and_lesson_step_language_and_present_mode():
