@@ -9,11 +9,13 @@ after Streamlit's run has finished: nothing is measured while the page is still 
 
 from __future__ import annotations
 
+import contextlib
 import re
+from collections.abc import Iterator
 
 import pytest
+from playwright.sync_api import Page, expect
 from playwright.sync_api import TimeoutError as PlaywrightTimeout
-from playwright.sync_api import expect
 
 from vizhooks.page.lesson import STEPS
 from vizhooks.page.present import BODY_PX, CODE_PX
@@ -209,16 +211,21 @@ def _selected(page, key: str):
     return page.locator(f".st-key-{key} input[role=combobox]")
 
 
-def _reopen(browser, server: str, href: str):
-    """The copied link in a new browser context (no cookies, no session): a student's browser."""
+@contextlib.contextmanager
+def _reopened(browser, server: str, href: str) -> Iterator[Page]:
+    """The copied link in a new browser context (no cookies, no session): a student's browser, closed
+    when the block ends."""
     assert href.startswith(server), href
     context = browser.new_context(viewport=VIEWPORTS["1280x800"])
-    other = context.new_page()
-    other.set_default_timeout(120_000)
-    other.goto(href)
-    _settle(other)
-    assert other.get_by_test_id("stException").count() == 0, href
-    return context, other
+    try:
+        other = context.new_page()
+        other.set_default_timeout(120_000)
+        other.goto(href)
+        _settle(other)
+        assert other.get_by_test_id("stException").count() == 0, href
+        yield other
+    finally:
+        context.close()
 
 
 def _copy(page, **shown: str) -> str:
@@ -240,13 +247,10 @@ def test_inspector_link_keeps_layer_and_channel(server, pages, browser):
     _open(page, server, "view=inspector")
     _pick(page, "insp_layer", "layer3.0.conv1")
     _number(page, "insp_channel", 7)
-    context, other = _reopen(browser, server, _copy(page, insp_layer="layer3.0.conv1", insp_channel="7"))
-    try:
+    with _reopened(browser, server, _copy(page, insp_layer="layer3.0.conv1", insp_channel="7")) as other:
         expect(_selected(other, "insp_layer")).to_have_value("layer3.0.conv1")
         expect(other.locator(".st-key-insp_channel input")).to_have_value("7")
         expect(other.get_by_text(re.compile(r"^layer3\.0\.conv1, channel 7, upsampled from"))).to_be_visible()
-    finally:
-        context.close()
 
 
 def test_atlas_link_keeps_layer_and_channel(server, pages, browser):
@@ -254,13 +258,10 @@ def test_atlas_link_keeps_layer_and_channel(server, pages, browser):
     _open(page, server, "view=atlas")
     layer = _selected(page, "atlas_layer").input_value()
     _number(page, "atlas_channel", 5)
-    context, other = _reopen(browser, server, _copy(page, atlas_layer=layer, atlas_channel="5"))
-    try:
+    with _reopened(browser, server, _copy(page, atlas_layer=layer, atlas_channel="5")) as other:
         expect(_selected(other, "atlas_layer")).to_have_value(layer)
         expect(other.locator(".st-key-atlas_channel input")).to_have_value("5")
         expect(other.get_by_text(f"{layer}, channel 5, over this photo", exact=True)).to_be_visible()
-    finally:
-        context.close()
 
 
 def test_intervene_link_keeps_the_edit(server, pages, browser):
@@ -278,13 +279,10 @@ def test_intervene_link_keeps_the_edit(server, pages, browser):
     chosen = channels.locator("[data-tag]").all_inner_texts()
     assert "9" in chosen, chosen
     link = _copy(page, iv_layer="layer2.0.conv1", iv_mode="double", iv_channels=",".join(chosen))
-    context, other = _reopen(browser, server, link)
-    try:
+    with _reopened(browser, server, link) as other:
         expect(_selected(other, "iv_layer")).to_have_value("layer2.0.conv1")
         expect(_selected(other, "iv_mode")).to_have_value(en["iv_mode_double"])
         expect(other.locator(".st-key-iv_channels [data-tag]")).to_have_text(chosen)
-    finally:
-        context.close()
 
 
 def test_compare_link_keeps_the_second_photo(server, pages, browser):
@@ -293,11 +291,8 @@ def test_compare_link_keeps_the_second_photo(server, pages, browser):
     before = _selected(page, "compare").input_value()
     other_photo = "rocket.jpg" if before != "rocket.jpg" else "brick.png"
     _pick(page, "compare", other_photo)
-    context, other = _reopen(browser, server, _copy(page, compare=other_photo))
-    try:
+    with _reopened(browser, server, _copy(page, compare=other_photo)) as other:
         expect(_selected(other, "compare")).to_have_value(other_photo)
-    finally:
-        context.close()
 
 
 def test_lesson_link_keeps_step_language_and_present_mode(server, pages, browser):
@@ -316,14 +311,11 @@ def test_lesson_link_keeps_step_language_and_present_mode(server, pages, browser
     page.get_by_test_id("stExpandSidebarButton").click()
     page.get_by_test_id("stSidebar").get_by_role("radio", name="简体中文").click()
     expect(page.get_by_role("heading", name=_heading("zh", 3))).to_be_visible()
-    context, other = _reopen(browser, server, _copy(page, view="lesson", step="3", lang="zh", present="1"))
-    try:
+    with _reopened(browser, server, _copy(page, view="lesson", step="3", lang="zh", present="1")) as other:
         expect(other.get_by_role("heading", name=_heading("zh", 3))).to_be_visible()
         expect(other.locator(".st-key-present input[type=checkbox]")).to_be_checked()
         expect(other.locator(".st-key-lesson_next_top button")).to_have_text(zh["lesson_next"])
         expect(other.locator(".st-key-view")).to_be_hidden()
-    finally:
-        context.close()
 
 
 def test_the_page_keeps_working_after_a_language_switch(server, pages):
