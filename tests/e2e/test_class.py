@@ -250,6 +250,23 @@ def next_step(teacher: Page) -> None:
     click(teacher, "lesson_next")
 
 
+def poll_counted(teacher: Page, texts: dict[str, str], n: int) -> None:
+    """The teacher's poll totals (refreshed every 2 s) say ``n`` answers."""
+    expect(teacher.get_by_test_id("stCaptionContainer").filter(
+        has_text=re.compile(f"^{re.escape(texts['poll_totals'].format(n=n))}$"))).to_be_visible()
+
+
+def reveal(teacher: Page, students: list[Page], texts: dict[str, str], step: int) -> None:
+    """The teacher reveals lesson step ``step``'s answer: every student page says which it is."""
+    sid = STEPS[step - 1].id
+    idle(teacher)
+    click(teacher, f"poll_reveal_{sid}")
+    answer = texts["poll_revealed"].format(choice=choices(texts, step)[CORRECT[sid]])
+    for page in students:
+        expect(page.get_by_test_id("stAlertContentSuccess").filter(has_text=texts["poll_revealed"].split("{")[0])
+               ).to_have_text(answer)
+
+
 def shoot(page: Page, name: str) -> None:
     ARTIFACTS.mkdir(parents=True, exist_ok=True)
     page.screenshot(path=str(ARTIFACTS / name), full_page=True)
@@ -299,8 +316,7 @@ def test_a_teacher_leads_three_students_polls_and_the_gallery(server, browser):
     answer_box = students[0].get_by_test_id("stExpander").filter(
         has=students[0].get_by_text(EN["lesson_answer"], exact=True))
     expect(answer_box).to_have_count(0)  # the lesson's answer waits for the reveal
-    expect(teacher.get_by_test_id("stCaptionContainer").filter(
-        has_text=re.compile(f"^{re.escape(EN['poll_totals'].format(n=3))}$"))).to_be_visible()
+    poll_counted(teacher, EN, 3)
     shoot(teacher, "class-teacher-poll.png")
     # the CSV holds the totals the chart shows, as they are when the teacher downloads it
     with teacher.expect_download() as download:
@@ -309,12 +325,7 @@ def test_a_teacher_leads_three_students_polls_and_the_gallery(server, browser):
     counts = [int(row["answers"]) for row in rows if row["question"] == sid]
     assert counts == [picks.count(i) for i in range(len(choices(EN, 4)))], rows
     assert all(int(row["answers"]) == 0 for row in rows if row["question"] != sid), rows
-    idle(teacher)
-    click(teacher, f"poll_reveal_{sid}")
-    answer = EN["poll_revealed"].format(choice=choices(EN, 4)[CORRECT[sid]])
-    for student in students:
-        expect(student.get_by_test_id("stAlertContentSuccess").filter(has_text=EN["poll_revealed"].split("{")[0])
-               ).to_have_text(answer)
+    reveal(teacher, students, EN, 4)
     expect(answer_box).to_have_count(1)
     expect(students[2].get_by_text(EN["poll_wrong"], exact=True)).to_be_visible()
     expect(students[0].get_by_text(EN["poll_correct"], exact=True)).to_be_visible()
@@ -371,15 +382,9 @@ def test_the_class_in_chinese(server, browser):
     expect(key(student, f"poll_send_{sid}")).to_have_text(ZH["poll_send"])
     click(student, f"poll_send_{sid}")
     expect(student.get_by_text(ZH["poll_sent"], exact=True)).to_be_visible()
-    expect(teacher.get_by_test_id("stCaptionContainer").filter(
-        has_text=re.compile(f"^{re.escape(ZH['poll_totals'].format(n=1))}$"))).to_be_visible()
+    poll_counted(teacher, ZH, 1)
     expect(key(teacher, f"poll_reveal_{sid}")).to_have_text(ZH["poll_reveal"])
-    idle(teacher)
-    click(teacher, f"poll_reveal_{sid}")
-    answer = ZH["poll_revealed"].format(choice=choices(ZH, 2)[CORRECT[sid]])
-    for page in students:
-        expect(page.get_by_test_id("stAlertContentSuccess").filter(has_text=ZH["poll_revealed"].split("{")[0])
-               ).to_have_text(answer)
+    reveal(teacher, students, ZH, 2)
     expect(student.get_by_text(ZH["poll_correct"], exact=True)).to_be_visible()
     expect(students[1].get_by_text(plain(ZH["class_following"].format(code=code)), exact=True)).to_be_visible()
     expect(key(students[1], "class_detach")).to_have_text(ZH["class_detach"])
