@@ -214,3 +214,31 @@ def allowed_names(at: AppTest) -> set[str]:
     from vizhooks.models import categories
 
     return set(categories()) | set(at.multiselect(key="layers").value) | {"Grad-CAM", "ImageNet", "PyTorch"}
+
+
+# --- photos for teaching (test_teach.py, test_app_teach.py, e2e/test_teach.py) -----------------
+
+SHAPE_COLOURS = {"disc": (220, 30, 30), "square": (30, 30, 220), "triangle": (30, 200, 30)}
+
+
+def shape_photos(per_class: int = 15, seed: int = 0, side: int = 128) -> dict[str, list[Image.Image]]:
+    """Red discs, blue squares, green triangles on noisy grey backgrounds, sizes and places varying:
+    classes that even a random-weight backbone tells apart."""
+    from PIL import ImageDraw
+
+    rng = np.random.default_rng(seed)
+    photos: dict[str, list[Image.Image]] = {kind: [] for kind in SHAPE_COLOURS}
+    for kind, colour in SHAPE_COLOURS.items():
+        for _ in range(per_class):
+            image = Image.fromarray((rng.random((side, side, 3)) * 40 + 100).astype(np.uint8))
+            draw = ImageDraw.Draw(image)
+            s = int(rng.integers(side // 3, side * 2 // 3))
+            x, y = (int(v) for v in rng.integers(4, side - s - 4, 2))
+            if kind == "disc":
+                draw.ellipse([x, y, x + s, y + s], fill=colour)
+            elif kind == "square":
+                draw.rectangle([x, y, x + s, y + s], fill=colour)
+            else:
+                draw.polygon([(x, y + s), (x + s, y + s), (x + s // 2, y)], fill=colour)
+            photos[kind].append(image)
+    return photos

@@ -200,6 +200,7 @@ COMMAND_LINES = {
     "maps": "feature-map grids of a photo, or videos of a clip (default)",
     "exemplars": "the images of a folder that excite each channel most",
     "visualize": "an image optimised to excite each channel asked",
+    "teach": "teach a model your own classes from a folder",
 }
 
 
@@ -215,11 +216,12 @@ def test_help_lists_every_command_with_its_one_line(capsys, monkeypatch):
     monkeypatch.setenv("COLUMNS", "80")  # argparse wraps to the terminal: a narrow one must still fit
     for flag in ("--help", "-h"):
         out = _help(capsys, flag)
-        assert out.startswith("usage: python -m vizhooks [-h] [--version] {maps,exemplars,visualize} ...")
+        assert " ".join(out.split("\n\n")[0].split()) == (
+            "usage: python -m vizhooks [-h] [--version] {maps,exemplars,visualize,teach} ...")
         listed = {m.group(1): m.group(2) for m in re.finditer(r"^    (\w+) +(.+)$", out, re.M)}
         assert listed == COMMAND_LINES
         assert "Without a command, the arguments are those of `maps`" in out
-        assert max(map(len, out.splitlines()[9:14])) <= 80
+        assert max(len(line) for line in out.splitlines() if re.match(r"^    (\w+) +", line)) <= 80
 
 
 @pytest.mark.parametrize("command,has,lacks", [

@@ -5,7 +5,6 @@ by app.py's st.App under `streamlit run app.py` beside the page."""
 from __future__ import annotations
 
 import os
-import urllib.request
 
 import pytest
 import torch
@@ -91,21 +90,20 @@ def test_the_route_answers_get():
 @pytest.mark.slow
 def test_streamlit_run_app_serves_the_page_and_metrics(tmp_path):
     """`streamlit run app.py` as a person types it: the page, its health, and /metrics beside them."""
-    from tests.e2e.server import start, stop, wait_healthy
+    from tests.e2e.server import get_local, start, stop, wait_healthy
 
     env = {**os.environ, "TORCH_HOME": str(tmp_path / "torch")}
     with open(tmp_path / "server.log", "w") as log:
         proc, url = start(env, log)
         try:
             wait_healthy(url, proc)
-            with urllib.request.urlopen(f"{url}/metrics", timeout=10) as reply:
-                text = reply.read().decode()
-                assert reply.headers["Content-Type"].startswith("text/plain")
-            names = {f.name for f in text_string_to_metric_families(text)}
+            status, kind, body = get_local(f"{url}/metrics")
+            assert status == 200 and kind.startswith("text/plain")
+            names = {f.name for f in text_string_to_metric_families(body.decode())}
             assert {"vizhooks_computations", "vizhooks_script_run_seconds", "vizhooks_model_lock_wait_seconds",
                     "vizhooks_sessions", "vizhooks_classes", "vizhooks_followers"} <= names
-            with urllib.request.urlopen(url, timeout=10) as reply:
-                assert reply.status == 200 and b"<div id=\"root\"" in reply.read()
+            status, _, body = get_local(url)
+            assert status == 200 and b"<div id=\"root\"" in body
         finally:
             stop(proc)
     assert "Traceback" not in (tmp_path / "server.log").read_text()

@@ -10,7 +10,9 @@ Example:
 Beyond these names: picture sources and channel meaning are namespaces (``vizhooks.video``,
 ``vizhooks.live``, ``vizhooks.atlas``), what a server needs around a shared model (lock, hook
 count, memory) is in ``vizhooks.ops``, and a class (teacher, followers, polls, gallery) in
-``vizhooks.classroom``. None of them is imported until it is used.
+``vizhooks.classroom``. :func:`teach` gives a model your own classes (a new head on its frozen
+backbone); the rest of that job comes with ``from vizhooks.teach import TeachError, find_head, ...``
+(the attribute ``vizhooks.teach`` is the function). None of them is imported until it is used.
 """
 
 from __future__ import annotations
@@ -29,6 +31,7 @@ from .layers import LayerInfo, UnknownLayerError, describe_layers, find_layers
 from .models import ModelBundle, list_models, load_model
 from .render import feature_grid, figure_to_png
 from .summary import SummaryRow, layer_summary
+from .teach import Taught, teach
 from .weights import WeightsError
 
 __all__ = [
@@ -40,6 +43,7 @@ __all__ = [
     "LayerInfo",
     "ModelBundle",
     "SummaryRow",
+    "Taught",
     "UnknownLayerError",
     "WeightsError",
     "backward_report",
@@ -58,6 +62,7 @@ __all__ = [
     "list_models",
     "load_image",
     "load_model",
+    "teach",
 ]
 
 #: Namespaces reachable as attributes, imported on first use (OpenCV, Ray, pyarrow stay unloaded).

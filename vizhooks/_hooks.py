@@ -66,6 +66,14 @@ def model_lock(model: nn.Module) -> ModelLock:
         return lock
 
 
+def share_lock(model: nn.Module, owner: nn.Module) -> None:
+    """Give ``model`` the lock of ``owner``: for a model built from ``owner``'s own modules (a taught
+    head on a shared backbone), whose hooks must not interleave with ``owner``'s."""
+    lock = model_lock(owner)
+    with _locks_guard:
+        _locks[model] = lock
+
+
 def model_device(model: nn.Module) -> torch.device:
     param = next(model.parameters(), None)
     return param.device if param is not None else torch.device("cpu")

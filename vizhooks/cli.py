@@ -402,6 +402,70 @@ def _visualize(args: argparse.Namespace) -> int:
     return 0
 
 
+def _teach_arguments(p: argparse.ArgumentParser) -> None:
+    p.description = (
+        "Teach a model your own classes: a new last layer fitted on the frozen network's features.\n"
+        "FOLDER holds one sub-folder per class (its name is the class name), as torchvision's ImageFolder\n"
+        "reads it. Some photos are held out to measure the result (leave-one-out when a class has fewer\n"
+        "than 10); the checkpoint and a labels file are written for load_model(..., weights=, labels=).")
+    p.epilog = ("Examples:\n"
+                f"  {PROG} teach my_photos/ --model resnet18 --out my_model.pth\n"
+                f"  python -c \"import vizhooks; vizhooks.load_model('resnet18', weights='my_model.pth', "
+                "labels='my_model.txt')\"")
+    p.add_argument("folder", metavar="FOLDER", help="a folder with one sub-folder of photos per class")
+    p.add_argument("--model", default="resnet18", metavar="NAME", help="the backbone (default: resnet18)")
+    p.add_argument("--weights", default="auto", help="auto | imagenet | none | PATH (default: auto)")
+    p.add_argument("--out", default="my_model.pth", metavar="FILE",
+                   help="the checkpoint to write; the labels go beside it as .txt (default: my_model.pth)")
+    p.add_argument("--size", type=_whole_number("--size", 32, 1024), default=224,
+                   help="the square side photos are seen at (default: 224)")
+    p.add_argument("--holdout", type=float, default=0.2, help="share of each class held out (default: 0.2)")
+    p.add_argument("--seed", type=_whole_number("--seed", 0, 2**31 - 1), default=0, help="random seed (default: 0)")
+    p.add_argument("--device", default="auto", help="auto, cpu, cuda, cuda:N or mps")
+
+
+def _teach(args: argparse.Namespace) -> int:
+    from pathlib import Path
+
+    from torchvision.datasets.folder import IMG_EXTENSIONS
+
+    from .teach import teach
+
+    folder = Path(args.folder)
+    if not folder.is_dir():
+        raise UsageError(f"there is no folder at {folder}")
+    classes = sorted(d for d in folder.iterdir() if d.is_dir() and not d.name.startswith("."))
+    if len(classes) < 2:
+        raise UsageError(f"{folder} has {len(classes)} class sub-folder(s); teaching needs at least 2, "
+                         "one per class")
+    if not 0 < args.holdout < 1:
+        raise UsageError(f"--holdout must be between 0 and 1, not {args.holdout}")
+    examples: dict[str, list] = {}
+    for d in classes:
+        examples[d.name] = []
+        for path in sorted(p for p in d.rglob("*") if p.suffix.lower() in IMG_EXTENSIONS and p.is_file()):
+            try:
+                examples[d.name].append(load_image(path))
+            except InvalidImageError as exc:
+                print(f"skipped {path}: {exc}", file=sys.stderr)
+    bundle = load_model(args.model, weights=args.weights, device=args.device)
+    print(f"Model: {bundle.name} on {bundle.device}. {bundle.weights_status}", file=sys.stderr)
+
+    def bar(done: int, total: int, stage: str) -> None:
+        unit = "photos" if stage == "features" else "fits"
+        print(f"\r{stage}: {done}/{total} {unit}", end="\n" if done >= total else "", file=sys.stderr, flush=True)
+
+    taught = teach(bundle, examples, seed=args.seed, holdout=args.holdout, size=args.size, progress=bar)
+    print(f"held-out accuracy ({taught.method}, {taught.heldout} predictions):")
+    rows = taught.confusion.sum(axis=1)
+    for name, accuracy, count in zip(taught.bundle.categories, taught.per_class, rows, strict=True):
+        print(f"  {name}: {accuracy:.0%} of {count}" if count else f"  {name}: none held out")
+    print(f"  overall: {taught.accuracy:.0%}")
+    weights, labels = taught.save(args.out)
+    print(f"wrote {weights} and {labels}")
+    return 0
+
+
 @dataclass(frozen=True)
 class Command:
     """One subcommand: the one line ``--help`` lists for it, the function that declares its arguments
@@ -419,6 +483,7 @@ COMMANDS: tuple[Command, ...] = (
     Command("maps", "feature-map grids of a photo, or videos of a clip (default)", _maps_arguments, _run),
     Command("exemplars", "the images of a folder that excite each channel most", _exemplars_arguments, _exemplars),
     Command("visualize", "an image optimised to excite each channel asked", _visualize_arguments, _visualize),
+    Command("teach", "teach a model your own classes from a folder", _teach_arguments, _teach),
 )
 _BY_NAME = {c.name: c for c in COMMANDS}
 #: First arguments the top-level parser answers itself; anything else that is not a command is maps.
@@ -437,13 +502,14 @@ def _new_parser(prog: str) -> _Parser:
 def build_parser() -> argparse.ArgumentParser:
     """The top-level parser: ``--help`` lists every command with its one line, ``--version``."""
     p = _Parser(prog=PROG, formatter_class=_top_help_format)
-    p.description = ("Look inside image models with PyTorch hooks: feature maps, dataset exemplars and feature "
-                     "visualization.\n"
+    p.description = ("Look inside image models with PyTorch hooks: feature maps, dataset exemplars, feature "
+                     "visualization,\nand teaching a model your own classes.\n"
                      f"Without a command, the arguments are those of `{COMMANDS[0].name}`.")
     p.epilog = ("Examples:\n"
                 f"  {PROG} sample_images/chelsea.jpg --layers conv1 --out out/   (maps, the default)\n"
                 f"  {PROG} exemplars photos/ --layers layer3.0.conv1 --top 9 --out atlas/\n"
                 f"  {PROG} visualize --layer layer3.0.conv1 --channels 0 1 2 --out vis/\n"
+                f"  {PROG} teach my_photos/ --model resnet18 --out my_model.pth\n"
                 f"  {PROG} --list-models   |   --list-layers --model vgg16   |   --download-weights vgg16\n"
                 f"Each command has its own help: {PROG} COMMAND --help")
     p.add_argument("--version", action="version", version=f"vizhooks {__version__}")

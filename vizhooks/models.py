@@ -63,6 +63,8 @@ FAMILIES: tuple[tuple[str, tuple[str, ...]], ...] = (
     ("MaxViT", ("maxvit",)),
 )
 OPERATOR_FAMILY = "This server's models"
+#: A taught model's name: the backbone's name, this mark, and its head's key (vizhooks.teach).
+TAUGHT_MARK = "+my:"
 
 
 @dataclass(frozen=True)
@@ -255,12 +257,26 @@ def _entry_problem(item: object, base: Path) -> str | None:
     return None
 
 
+def taught_name(backbone: str, key: str) -> str:
+    """The name of ``backbone`` with a head taught new classes (see :mod:`vizhooks.teach`)."""
+    return f"{backbone}{TAUGHT_MARK}{key}"
+
+
+def backbone_name(name: str) -> str:
+    """The model a name is built on: itself, or a taught model's backbone."""
+    return name.split(TAUGHT_MARK, 1)[0]
+
+
 def resolve_entry(name: str) -> ModelEntry:
-    """The :class:`ModelEntry` for a name; torchvision and ``timm:`` names stand for themselves.
+    """The :class:`ModelEntry` for a name; torchvision and ``timm:`` names stand for themselves, a
+    taught model's name stands for its backbone's architecture (its layers, its input).
 
     Raises:
         ValueError: an unknown name, with close matches.
     """
+    if TAUGHT_MARK in name:
+        base = resolve_entry(backbone_name(name))
+        return ModelEntry(name=name, arch=base.arch, description=base.description)
     entries = operator_models()[0]
     if name in entries:
         return entries[name]
@@ -503,6 +519,9 @@ def load_model(
         >>> bundle.pretrained, bundle.input.fixed_size
         (False, None)
     """
+    if TAUGHT_MARK in name:
+        raise ValueError(f"{name} is a taught model: it lives in the session that taught it. Load its saved "
+                         f"checkpoint with load_model({backbone_name(name)!r}, weights=..., labels=...).")
     entry = resolve_entry(name)
     dev = resolve_device(device)
     weights = os.fspath(weights)
@@ -567,6 +586,7 @@ def load_model(
 
 __all__ = [
     "ARCHITECTURES", "IMAGENET_MEAN", "IMAGENET_STD", "InputSpec", "ModelBundle", "ModelEntry", "WeightsError",
-    "build", "categories", "checkpoint_path", "family", "input_spec", "list_models", "load_model",
-    "meta_model", "offline", "operator_models", "read_labels", "resolve_device", "resolve_entry",
+    "TAUGHT_MARK", "backbone_name", "build", "categories", "checkpoint_path", "family", "input_spec", "list_models",
+    "load_model", "meta_model", "offline", "operator_models", "read_labels", "resolve_device", "resolve_entry",
+    "taught_name",
 ]

@@ -7,6 +7,7 @@ import socket
 import subprocess
 import sys
 import time
+import urllib.parse
 import urllib.request
 from pathlib import Path
 
@@ -40,6 +41,15 @@ def start(env: dict, log, port: int | None = None, script: str | Path = "app.py"
         cwd=cwd, env=env, stdout=log, stderr=subprocess.STDOUT,
     )
     return proc, f"http://127.0.0.1:{port}"
+
+
+def get_local(url: str, timeout: float = 10) -> tuple[int, str, bytes]:
+    """GET ``url`` from the server this module started: status, content type and body. Only
+    http://127.0.0.1 addresses are asked; anything else is a mistake in the test."""
+    if urllib.parse.urlsplit(url).hostname != "127.0.0.1":
+        raise ValueError(f"{url} is not on this machine's loopback address")
+    with urllib.request.urlopen(url, timeout=timeout) as reply:
+        return reply.status, reply.headers.get("Content-Type", ""), reply.read()
 
 
 def wait_healthy(url: str, proc: subprocess.Popen, limit: float = 120.0, poll: float = 0.2) -> None:
