@@ -35,7 +35,7 @@ from vizhooks.page.sidebar import show_model_status, sidebar
 from vizhooks.page.sources import photo_bytes
 from vizhooks.page.sources.video import show_video
 from vizhooks.page.state import Context, init_state, sync_url
-from vizhooks.page.texts import set_language, t
+from vizhooks.page.texts import t, use_session_language
 from vizhooks.page.urlstate import VIEWS as VIEW_NAMES
 from vizhooks.page.views import (
     atlas,
@@ -49,6 +49,7 @@ from vizhooks.page.views import (
     lesson,
     maps,
     table,
+    teach,
 )
 from vizhooks.page.widgets import input_and_predictions, labels_for
 
@@ -66,12 +67,14 @@ VIEWS: dict[str, Callable[[Context], None]] = {
     "code": code.show,
     "lesson": lesson.show,
 }
+#: Views with a main area of their own (no picture analysed first): each is shown the session's model.
+OWN_AREA: dict[str, Callable[[str], None]] = {"teach": teach.show}
 
 
 def main() -> None:
     use_root(Path(__file__).resolve().parent)  # sample_images/ and atlas/ beside this file
     init_state()
-    set_language(st.session_state.get("lang", "en"))
+    use_session_language()
     st.set_page_config(page_title=t("page_title"), layout="wide",  # present mode folds the sidebar away
                        initial_sidebar_state="collapsed" if st.session_state.get("present") else "auto")
     join_from_link()
@@ -106,6 +109,9 @@ def main() -> None:
     lesson_takes_the_screen(view)
     sync_url(choices, view)
     publish(data)  # a teacher's page goes to the class
+    if view in OWN_AREA:  # its own main area, not one picture's views
+        OWN_AREA[view](choices.model)
+        return
     if data is None:
         st.info(t("no_upload" if choices.source == "upload" else "no_camera"))
         return

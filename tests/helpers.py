@@ -178,7 +178,7 @@ def clear_caches() -> None:
 
     st.cache_data.clear()
     st.cache_resource.clear()
-    results.model_option.cache_clear()
+    results.plain_option.cache_clear()
 
 
 CODE_SPAN = re.compile(r"`[^`]*`")

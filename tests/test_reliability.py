@@ -346,9 +346,13 @@ def test_streamlit_config_is_safe():
     assert cfg["server"]["maxUploadSize"] == MAX_VIDEO_MB <= 100
     upload = (ROOT / "vizhooks" / "page" / "sources" / "upload.py").read_text()
     assert re.search(r"^PHOTO_MB = 20\b", upload, re.M) and upload.count("max_upload_size=PHOTO_MB") == 1
-    # one photo uploader (the sidebar's and the Compare view's) and the video's; no other
+    # one photo uploader (the sidebar's and the Compare view's) and the video's, and the Teach view's
+    # photos (20 MB each, as the photo uploader) and taught checkpoint; no other
     uploaders = {p.relative_to(ROOT).as_posix(): n for p in PAGE_FILES if (n := p.read_text().count("file_uploader("))}
-    assert uploaders == {"vizhooks/page/sources/upload.py": 1, "vizhooks/page/sources/video.py": 1}
+    assert uploaders == {"vizhooks/page/sources/upload.py": 1, "vizhooks/page/sources/video.py": 1,
+                         "vizhooks/page/views/teach.py": 2}
+    teach = (ROOT / "vizhooks" / "page" / "views" / "teach.py").read_text()
+    assert teach.count("max_upload_size=PHOTO_MB") == 1
     assert cfg["client"]["showErrorDetails"] == "none"
     assert cfg["browser"]["gatherUsageStats"] is False
 
@@ -368,7 +372,7 @@ def test_weights_are_only_loaded_safely_and_only_from_operator_paths():
     for path, text in _sources().items():
         for call in re.findall(r"torch\.load\([^)]*\)", text):
             assert "weights_only=True" in call, (path.name, call)
-    page = "\n".join(p.read_text() for p in PAGE_FILES)
+    page = "\n".join(p.read_text() for p in PAGE_FILES if not p.name.startswith("texts"))  # code, not sentences
     loads = re.findall(r"load_model\(([^)]*)\)", page)
     assert loads == ["name"]  # the page never passes a weights path; only env / CLI can
     assert "write_bytes" not in page and not re.search(r"open\([^)]*['\"]w", page)  # uploads stay in memory

@@ -381,21 +381,29 @@ def read_labels(path: str | os.PathLike, classes: int | None = None) -> list[str
         text = path.read_text(encoding="utf-8-sig")
     except (OSError, UnicodeDecodeError) as exc:
         raise WeightsError(f"Labels file {path} could not be read ({exc.__class__.__name__}).") from None
+    return parse_labels(text, str(path), classes)
+
+
+def parse_labels(text: str, source: str = "the labels", classes: int | None = None) -> list[str]:
+    """Class names from a labels file's text (see :func:`read_labels`); ``source`` names it in errors."""
     labels: object
     if text.lstrip().startswith("["):
         try:
             labels = json.loads(text)
         except json.JSONDecodeError as exc:
-            raise WeightsError(f"Labels file {path} is not a valid JSON list ({exc.msg}, line {exc.lineno}).") from None
+            raise WeightsError(f"Labels file {source} is not a valid JSON list ({exc.msg}, line {exc.lineno}).",
+                               "labels_json", source=source, line=exc.lineno) from None
         if not isinstance(labels, list) or not all(isinstance(x, (str, int, float)) for x in labels):
-            raise WeightsError(f"Labels file {path} must be a JSON list of strings.")
+            raise WeightsError(f"Labels file {source} must be a JSON list of strings.", "labels_json", source=source,
+                               line=1)
         labels = [str(x) for x in labels]
     else:
         labels = [line.strip() for line in text.splitlines() if line.strip()]
     if not labels:
-        raise WeightsError(f"Labels file {path} holds no labels.")
+        raise WeightsError(f"Labels file {source} holds no labels.", "labels_empty", source=source)
     if classes is not None and len(labels) != classes:
-        raise WeightsError(f"Labels file {path} has {len(labels)} labels but the model has {classes} classes.")
+        raise WeightsError(f"Labels file {source} has {len(labels)} labels but the model has {classes} classes.",
+                           "labels_count", source=source, n=len(labels), classes=classes)
     return labels
 
 
@@ -587,6 +595,7 @@ def load_model(
 __all__ = [
     "ARCHITECTURES", "IMAGENET_MEAN", "IMAGENET_STD", "InputSpec", "ModelBundle", "ModelEntry", "WeightsError",
     "TAUGHT_MARK", "backbone_name", "build", "categories", "checkpoint_path", "family", "input_spec", "list_models",
-    "load_model", "meta_model", "offline", "operator_models", "read_labels", "resolve_device", "resolve_entry",
+    "load_model", "meta_model", "offline", "operator_models", "parse_labels", "read_labels", "resolve_device",
+    "resolve_entry",
     "taught_name",
 ]

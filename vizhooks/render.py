@@ -506,6 +506,51 @@ class GridFigure(Figure):
         return fmt.lower() == "png"
 
 
+#: Fonts with Chinese characters, tried in this order after DejaVu Sans (names a person types are
+#: in any language; Debian's fonts-wqy-zenhei is what `make chromium` installs).
+CJK_FONTS = ("WenQuanYi Zen Hei", "Noto Sans CJK SC", "Noto Sans SC", "Source Han Sans SC", "Microsoft YaHei",
+             "PingFang SC", "SimHei")
+
+
+@functools.cache
+def text_fonts() -> tuple[str, ...]:
+    """DejaVu Sans, then the first font of :data:`CJK_FONTS` this machine has: matplotlib falls back
+    glyph by glyph along the list, so Latin and Chinese names both show."""
+    from matplotlib import font_manager
+
+    have = {f.name for f in font_manager.fontManager.ttflist}
+    return ("DejaVu Sans", *[name for name in CJK_FONTS if name in have][:1])
+
+
+def confusion_figure(confusion: np.ndarray, names: list[str], title: str = "", truth: str = "true class",
+                     guess: str = "predicted class") -> Figure:
+    """A confusion matrix as a picture: counts in the cells, row = true class, column = predicted,
+    the diagonal (right answers) in green and mistakes in red."""
+    counts = np.asarray(confusion)
+    k = len(names)
+    side = 1.2 + 0.75 * k
+    fig = Figure(figsize=(side + 1.2, side))
+    ax = fig.add_subplot()
+    right = np.eye(k, dtype=bool)
+    shade = counts / max(1, counts.max())
+    rgb = np.ones((k, k, 3))
+    rgb[right] = 1 - shade[right][:, None] * np.array([0.6, 0.15, 0.6])
+    rgb[~right] = 1 - shade[~right][:, None] * np.array([0.1, 0.6, 0.6])
+    ax.imshow(rgb)
+    fonts = list(text_fonts())
+    for i in range(k):
+        for j in range(k):
+            ax.text(j, i, str(int(counts[i, j])), ha="center", va="center", fontsize=12, family=fonts)
+    ax.set_xticks(range(k), [n[:14] for n in names], rotation=30, ha="right", family=fonts)
+    ax.set_yticks(range(k), [n[:14] for n in names], family=fonts)
+    ax.set_xlabel(guess, family=fonts)
+    ax.set_ylabel(truth, family=fonts)
+    if title:
+        ax.set_title(title, family=fonts)
+    fig.tight_layout()
+    return fig
+
+
 def figure_to_png(fig: Figure, dpi: int = 100) -> bytes:
     """Render a figure (any ``matplotlib.figure.Figure``) to PNG bytes with vizhooks' fast PNG
     writer settings; for a :func:`feature_grid` figure this is the same as

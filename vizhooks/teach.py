@@ -264,33 +264,37 @@ def heldout_folds(labels: Sequence[int], holdout: float, seed: int) -> tuple[str
 # teach
 
 
-def check_examples(examples: Mapping[str, Sequence[object]]) -> list[str]:
+def check_classes(names: Sequence[str], counts: Sequence[int]) -> list[str]:
     """The class names, stripped, after the checks every caller needs; one sentence per problem.
 
     Raises:
-        TeachError: fewer than 2 classes, an empty or repeated name, a name on several lines, a class
-            with fewer than 2 or more than 200 photos.
+        TeachError: fewer than 2 classes, an empty or repeated name (case aside), a name on several
+            lines, a class with fewer than 2 or more than 200 photos.
     """
-    names = [str(n).strip() for n in examples]
-    if len(names) < MIN_CLASSES:
-        raise TeachError(f"Teaching needs at least {MIN_CLASSES} classes; this has {len(names)}.",
-                         "teach_few_classes", n=len(names))
+    stripped = [str(n).strip() for n in names]
+    if len(stripped) < MIN_CLASSES:
+        raise TeachError(f"Teaching needs at least {MIN_CLASSES} classes; this has {len(stripped)}.",
+                         "teach_few_classes", n=len(stripped))
     seen: set[str] = set()
-    for raw, name in zip(examples, names, strict=True):
+    for name, count in zip(stripped, counts, strict=True):
         if not name or "\n" in name:
             raise TeachError("Every class needs a name on one line; one is empty.", "teach_empty_name")
         if name.casefold() in seen:
             raise TeachError(f"Two classes are both called {name!r}; give each class its own name.",
                              "teach_same_name", name=name)
         seen.add(name.casefold())
-        count = len(examples[raw])
         if count < MIN_PHOTOS:
             raise TeachError(f"Class {name!r} has {count} photo(s); each class needs at least {MIN_PHOTOS}.",
                              "teach_few_photos", name=name, n=count, least=MIN_PHOTOS)
         if count > MAX_PHOTOS:
             raise TeachError(f"Class {name!r} has {count} photos; at most {MAX_PHOTOS} per class are taught.",
                              "teach_too_many", name=name, n=count, most=MAX_PHOTOS)
-    return names
+    return stripped
+
+
+def check_examples(examples: Mapping[str, Sequence[object]]) -> list[str]:
+    """:func:`check_classes` of a mapping name -> photos."""
+    return check_classes(list(examples), [len(v) for v in examples.values()])
 
 
 def teach(bundle: ModelBundle, examples: Mapping[str, Sequence[Image.Image]], *, seed: int = 0,
@@ -369,5 +373,5 @@ def taught_bundle(bundle: ModelBundle, head_path: str, head: nn.Linear, names: S
                                               f"{bundle.weights_status}")
 
 
-__all__ = ["MAX_CLASSES", "MAX_PHOTOS", "MIN_PHOTOS", "TeachError", "Taught", "check_examples", "features",
-           "find_head", "fit_head", "heldout_folds", "photo_digest", "taught_bundle", "teach", "with_head"]
+__all__ = ["MAX_CLASSES", "MAX_PHOTOS", "MIN_PHOTOS", "TeachError", "Taught", "check_classes", "check_examples",
+           "features", "find_head", "fit_head", "heldout_folds", "photo_digest", "taught_bundle", "teach", "with_head"]

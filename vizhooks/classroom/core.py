@@ -41,6 +41,7 @@ REGISTRY = "vz:classes"
 IDLE_SECONDS = 3 * 3600
 FOLLOW_SECONDS = 15.0  # a follower not heard from for this long no longer counts
 ACTION_WINDOW = 60.0  # a teacher action older than this (by its number) is refused
+MAX_MODEL_BYTES = 2_000_000  # a shared taught head: 6 classes x 4096 features of VGG is 0.1 MB
 
 
 class ClassError(CodedError):
@@ -121,7 +122,7 @@ class Classroom:
         return f"{PREFIX}{code}{':' + part if part else ''}"
 
     def _keys(self, code: str) -> list[str]:
-        parts = ["", "state", "photo", "followers", "answers", "gallery", "gallery_bytes", "actions"]
+        parts = ["", "state", "photo", "model", "followers", "answers", "gallery", "gallery_bytes", "actions"]
         photos = [f"gallery:{pid}" for pid in self.store.hgetall(self._key(code, "gallery"))]
         return [self._key(code, part) for part in (*parts, *photos)]
 
@@ -216,6 +217,19 @@ class Classroom:
         self.store.set(self._key(teacher.code, "state"), json.dumps(state).encode(), self.idle_seconds)
         self._renew(teacher.code)
         return ClassState(teacher.code, number, page)
+
+    def share_model(self, teacher: Teacher, blob: bytes, number: int | None = None) -> None:
+        """A model the teacher taught (its new last layer and class names, a few kilobytes), so that a
+        student whose server does not hold it can use it; it replaces the one shared before."""
+        self.authorize(teacher, number or action_number())
+        if len(blob) > MAX_MODEL_BYTES:
+            raise ClassError(f"A shared model may hold at most {MAX_MODEL_BYTES // 1_000_000} MB.",
+                             "class_model_large", most=MAX_MODEL_BYTES // 1_000_000)
+        self.store.set(self._key(teacher.code, "model"), blob, self.idle_seconds)
+
+    def shared_model(self, code: str) -> bytes | None:
+        """The model the teacher shared last (see :meth:`share_model`), or None."""
+        return self.store.get(self._key(normalise_code(code), "model"))
 
     def touch(self, teacher: Teacher) -> None:
         """The teacher is still here (the page calls this while the teacher's tab is open)."""

@@ -34,6 +34,7 @@ from vizhooks.classroom import (
 )
 from vizhooks.page.analysis import image_digest
 from vizhooks.page.errors import reason
+from vizhooks.page.taught import head_blob, is_taught, keep_blob, names_of
 from vizhooks.page.texts import t, use_session_language
 
 #: The session-state keys a follower takes from the teacher's page (language stays the student's own).
@@ -146,6 +147,10 @@ def apply_teacher() -> None:
     if state.version == st.session_state.get("_class_version"):
         return
     page = state.page
+    if is_taught(str(page.get("model", ""))) and not names_of(page["model"]):  # taught on another server
+        blob = classroom().shared_model(code)
+        if blob is None or keep_blob(blob) != page["model"]:
+            page = {k: v for k, v in page.items() if k != "model"}  # gone everywhere: the student keeps their own
     for key in FOLLOWED:
         if key in page:
             st.session_state[key] = page[key] if key != "layers" else list(page[key])
@@ -383,6 +388,9 @@ def publish(data: bytes | None) -> None:
     if page == last:
         return
     try:
+        blob = head_blob(page["model"]) if page["model"] != last.get("model") and is_taught(page["model"]) else None
+        if blob is not None:  # a model the teacher taught: students on another server need its head
+            classroom().share_model(lead, blob)
         classroom().publish(lead, page, photo=data if digest != last.get("photo") else None)
     except UnknownClassError:
         _leave(t("class_ended", code=lead.code))

@@ -19,10 +19,11 @@ from vizhooks.atlas import Atlas, load_atlas, visualize_channels
 from vizhooks.budget import check_capture
 from vizhooks.cam import cams_from
 from vizhooks.gradients import BackwardRecord, backward_report, gradient_pass
-from vizhooks.models import OPERATOR_FAMILY, family, resolve_entry
+from vizhooks.models import OPERATOR_FAMILY, backbone_name, family, resolve_entry
 from vizhooks.page.analysis import Analysis, analyse
 from vizhooks.page.cache import ByteLRU
 from vizhooks.page.metrics import computed, counted, observe_cache
+from vizhooks.page.taught import compose, is_taught, names_of
 from vizhooks.page.texts import set_language, t
 from vizhooks.render import grid_layout, palette_png
 from vizhooks.summary import summary_dataframe, summary_totals
@@ -35,12 +36,29 @@ FV_SIZE, FV_STEPS, FV_SEED = 128, 128, 0
 
 
 @st.cache_resource(max_entries=2, show_spinner=False)
-def get_bundle(name: str) -> vz.ModelBundle:
+def plain_bundle(name: str) -> vz.ModelBundle:
     return vz.load_model(name)
 
 
-@functools.lru_cache(maxsize=4096)
+def get_bundle(name: str) -> vz.ModelBundle:
+    """The shared model of ``name``; a taught model's name gives its head on the shared backbone
+    (vizhooks.page.taught), so teaching never loads or changes a second copy of the network."""
+    if is_taught(name):
+        return compose(name, plain_bundle(backbone_name(name)))
+    return plain_bundle(name)
+
+
 def model_option(name: str, lang: str) -> str:
+    """The selector's line for a model (see :func:`plain_option`); a taught model's names its
+    backbone and its classes."""
+    if is_taught(name):
+        set_language(lang)
+        return t("model_taught_option", name=backbone_name(name), classes=", ".join(names_of(name)) or "?")
+    return plain_option(name, lang)
+
+
+@functools.lru_cache(maxsize=4096)
+def plain_option(name: str, lang: str) -> str:
     """The selector's line for a model, without building it: family, parameters, input size. (The
     language is part of the cache key.) A plain process-wide cache: the menu asks for every model on
     every run, and Streamlit's cache hashed its arguments 80 times a run."""

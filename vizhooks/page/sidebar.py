@@ -15,6 +15,7 @@ from vizhooks.page.sources import SOURCES, photo_picker
 from vizhooks.page.sources.sample import default_sample
 from vizhooks.page.sources.video import video_sidebar
 from vizhooks.page.state import Choices, apply_quick_pick, keep_a_language, model_changed, picks_for
+from vizhooks.page.taught import offered_models, switch_pending
 from vizhooks.page.texts import LANGUAGE_NAMES, language, t
 from vizhooks.page.urlstate import CHANNEL_CHOICES, DEFAULTS, LANGS, SIZE_MAX, SIZE_MIN, SIZE_STEP
 from vizhooks.page.widgets import keep_valid, labels_for, layer_label, pick_label
@@ -28,7 +29,8 @@ def sidebar() -> tuple[Choices, Any]:
     # switching language only redraws: no cache key holds the language
     sb.segmented_control(t("language"), LANGS, key="lang", format_func=LANGUAGE_NAMES.__getitem__,
                          selection_mode="single", on_change=keep_a_language)
-    models = list_models()
+    switch_pending()  # a model just taught (or uploaded) in the Teach view becomes the choice
+    models = [*list_models(), *offered_models()]
     keep_valid("model", models, DEFAULTS["model"])  # an operator entry removed since
     lang = language()
     sb.selectbox(t("model"), models, key="model", help=t("model_help"),

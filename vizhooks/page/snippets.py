@@ -22,6 +22,7 @@ from ..budget import capture_shapes
 from ..images import MAX_SIZE
 from ..maps import channels_last_modules
 from ..models import input_spec, meta_model, resolve_entry
+from .taught import TaughtModelGoneError, checkpoint_files, head, is_taught
 
 VIEWS = ("maps", "gradients", "gradcam", "backward", "table")
 #: Bodies used by the lesson only (see vizhooks/page/lesson.py).
@@ -99,9 +100,29 @@ def call(head: str, args: list[str], tail: str = "") -> str:
     return f"{head}(\n" + "".join(f"    {a},\n" for a in args) + f"){tail}\n"
 
 
+def _taught_constructor(name: str, arch: str) -> str:
+    """A taught model: its architecture with the new last layer put in, then the downloaded checkpoint
+    (the Teach view's file: every weight of the backbone and of the new layer)."""
+    found = head(name)
+    if found is None:
+        raise TaughtModelGoneError(name)
+    file = repr(checkpoint_files(name)[0])
+    load = call("model.load_state_dict", [call("torch.load", [file, "weights_only=True"]).rstrip("\n")])
+    classes = len(found.names)
+    if arch.startswith(TIMM_PREFIX):
+        return "import timm\n\n" + call("model = timm.create_model", [
+            repr(arch.removeprefix(TIMM_PREFIX)), f"num_classes={classes}"]) + load + "model.eval()\n"
+    extra = [f"{k}={v!r}" for k, v in build_kwargs(arch).items() if k != "num_classes"]
+    attribute = "model" + "".join(f"[{part}]" if part.isdigit() else f".{part}" for part in found.path.split("."))
+    return (call(f"model = models.{arch}", ["weights=None", *extra])
+            + f"{attribute} = torch.nn.Linear({found.weight.shape[1]}, {classes})\n" + load + "model.eval()\n")
+
+
 def _constructor(name: str, pretrained: bool, num_classes: int | None) -> str:
     entry = resolve_entry(name)
     arch = entry.arch
+    if is_taught(name):
+        return _taught_constructor(name, arch)
     # random weights are the page's own: the same seed, so every number printed matches the page
     seed = "" if pretrained else f"torch.manual_seed({SEED})\n"
     if arch.startswith(TIMM_PREFIX):

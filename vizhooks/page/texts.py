@@ -443,10 +443,11 @@ EN: dict[str, str] = {
     "insp_range": "Values in this channel: min {min:.4g}, mean {mean:.4g}, max {max:.4g}.",
 }
 
-from . import texts_class, texts_errors, texts_live, texts_polls, texts_present, texts_tables, texts_video  # noqa: E402  (each source with many sentences keeps its own pair)
+from . import texts_class, texts_errors, texts_live, texts_polls, texts_present, texts_tables, texts_teach, texts_video  # noqa: E402,E501  (each source with many sentences keeps its own pair)
 from .texts_zh import ZH  # noqa: E402  (the table above is the reference the other follows)
 
-for _part in (texts_video, texts_live, texts_class, texts_polls, texts_present, texts_errors, texts_tables):
+for _part in (texts_video, texts_live, texts_class, texts_polls, texts_present, texts_errors, texts_tables,
+              texts_teach):
     EN.update(_part.EN)
     ZH.update(_part.ZH)
 

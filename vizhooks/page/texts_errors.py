@@ -49,6 +49,7 @@ EN: dict[str, str] = {
         "This server already runs {limit} classes, its limit: end one, or ask the operator to raise "
         "VIZHOOKS_MAX_CLASSES."
     ),
+    "err_class_model_large": "A shared model may hold at most {most} MB.",
     "err_class_unknown": "There is no class {class_code} (it may have ended).",
     "err_class_not_teacher": "Only the teacher of class {class_code} can do that.",
     "err_class_replayed": "That teacher action was already taken or is too old; do it again.",
@@ -91,6 +92,7 @@ ZH: dict[str, str] = {
     "err_class_limit": (
         "这台服务器已经同时开了 {limit} 个课堂，达到上限：请先结束一个，或请管理员调高 VIZHOOKS_MAX_CLASSES。"
     ),
+    "err_class_model_large": "分享的模型最多 {most} MB。",
     "err_class_unknown": "没有代码为 {class_code} 的课堂（可能已经下课）。",
     "err_class_not_teacher": "只有课堂 {class_code} 的老师才能这样做。",
     "err_class_replayed": "这个老师操作已经执行过或已过期，请重新操作一次。",

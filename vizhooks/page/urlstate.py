@@ -14,13 +14,14 @@ from ..layers import architecture_layers
 from ..models import list_models
 from ..render import CMAPS, NORMS, ORDERS
 from .lesson import STEPS
+from .taught import names_of
 
 SIZE_MIN, SIZE_MAX, SIZE_STEP = 128, 512, 32
 CHANNEL_CHOICES: tuple[int | str, ...] = (1, 2, 4, 8, 16, 32, 64, 128, 256, 512, "all")
 WHATS = ("output", "input")
 #: The page's views, in menu order.
 VIEWS = ("maps", "inspector", "atlas", "gradients", "gradcam", "backward", "table", "intervene", "compare",
-         "code", "lesson")
+         "code", "lesson", "teach")
 LANGS = ("en", "zh")
 #: The picture sources (vizhooks.page.sources), and Intervene's kinds of edit.
 SOURCES = ("sample", "upload", "camera", "video", "live")
@@ -79,7 +80,7 @@ def parse_query(
             bad.append((key, _one(params[key])))
     model = _one(params.get("model", ""))
     if "model" in params:
-        if model in list_models():
+        if model in list_models() or names_of(model):  # a taught model this server holds
             good["model"] = model
         else:
             bad.append(("model", model))

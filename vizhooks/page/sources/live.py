@@ -29,7 +29,7 @@ from vizhooks.live import CHANNEL_PICKS, MODES, LiveProcessor, LiveSettings, lim
 from vizhooks.models import ModelBundle
 from vizhooks.ops import is_out_of_memory
 from vizhooks.page.errors import reason
-from vizhooks.page.texts import language, set_language, t
+from vizhooks.page.texts import language, set_language, t, use_session_language
 from vizhooks.page.widgets import keep_below, keep_valid
 
 LOG = logging.getLogger("vizhooks.live")
@@ -178,7 +178,7 @@ def _stream_for(bundle: ModelBundle, settings: LiveSettings) -> _Stream:
 
 
 def _show_stats(stream: _Stream, playing: bool) -> None:
-    set_language(st.session_state.get("lang", "en"))  # a fragment's run skips main(), where the language is set
+    use_session_language()  # a fragment's run skips main(), where the language is set
     s = stream.processor.stats()
     if stream.error:
         st.error(stream.error)

@@ -13,7 +13,7 @@ from vizhooks.page.analysis import VideoAnalysis, frame_cams, frames_input, imag
 from vizhooks.page.errors import shown_errors
 from vizhooks.page.results import cached, get_bundle
 from vizhooks.page.state import Choices, Context, sync_url
-from vizhooks.page.texts import set_language, t
+from vizhooks.page.texts import t, use_session_language
 from vizhooks.page.views import inspector, maps
 from vizhooks.page.widgets import (
     class_select,
@@ -102,7 +102,7 @@ def toggle_play() -> None:
 def show_video_frame(video: VideoAnalysis, bundle: vz.ModelBundle, c: Choices, digest: str, view: str) -> None:
     """The slider and the chosen view of the current frame; while playing, this part alone reruns
     every PLAY_SECONDS and moves one frame on. Nothing here runs the model."""
-    set_language(st.session_state.get("lang", "en"))  # a fragment's run skips main(), where the language is set
+    use_session_language()  # a fragment's run skips main(), where the language is set
     count = len(video.pictures)
     frame = min(int(st.session_state.get("video_frame", 0)), count - 1)
     if st.session_state.get("video_playing"):
