@@ -27,6 +27,7 @@ OUTLINE: dict[str, str] = {
     "## Video and live camera": "## 视频和实时摄像头",
     "### Video": "### 视频",
     "### Live camera": "### 实时摄像头",
+    "## Your own classes": "## 教网络认识你自己的类别",
     "## Library": "## Python 库",
     "## Command line": "## 命令行",
     "## Models": "## 模型",
