@@ -13,11 +13,15 @@ Benchmarks (each module in this package has the details):
              decoding and encoding reported beside
   live      10. the live camera: LiveProcessor frames/s on the server alone, and processed frames/s end
              to end (the page in Chromium with its fake camera, over WebRTC)
+  teach     11. teaching your own classes: features() vs a bare batched forward (resnet18, 120 photos),
+             teach() after features per model family (resnet18, mobilenet_v3_small, vgg16, vit_b_16),
+             and a taught model's page view (analyse) vs the plain model's
 
 --repeat N (default 5) is the number of measured repetitions: A/B pairs for grids, 3N pairs for
-hooks and gpu, N reruns of each kind for page, min(N, 3) launches for coldstart; memory runs each
-case once in a fresh process. --quick is a smoke test (about a minute): one repetition, two layers
-for grids, one memory case, no profiles; its numbers are not measurements.
+hooks and gpu, N reruns of each kind for page, min(N, 3) launches for coldstart, min(N, 3) feature
+pairs and cached teach() calls and 3N page-view pairs for teach; memory runs each case once in a
+fresh process. --quick is a smoke test (about a minute): one repetition, two layers for grids, one
+memory case, no profiles; its numbers are not measurements.
 
 Everything runs offline: VIZHOOKS_OFFLINE=1, an empty temporary TORCH_HOME, random weights.
 Targets are reported as PASS / MISS and never asserted; a benchmark that fails to run is an ERROR
@@ -56,6 +60,7 @@ BENCHES = {
     "exemplars": "8. Dataset exemplars (scan vs bare batched forward)",
     "video": "9. Video (frames in batches vs one capture per frame)",
     "live": "10. Live camera (processed frames per second)",
+    "teach": "11. Teaching your own classes",
 }
 DEFAULT_HEADER = """# vizhooks benchmarks
 

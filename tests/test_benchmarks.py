@@ -12,7 +12,8 @@ import sys
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
-BENCHES = {"grids", "hooks", "page", "coldstart", "memory", "gpu", "featurevis", "exemplars", "video", "live"}
+BENCHES = {"grids", "hooks", "page", "coldstart", "memory", "gpu", "featurevis", "exemplars", "video", "live",
+           "teach"}
 
 
 def test_quick_benchmark_run_produces_the_table(tmp_path):
@@ -40,7 +41,8 @@ def test_quick_benchmark_run_produces_the_table(tmp_path):
     if Path("/usr/bin/chromium").exists():
         assert not any(r["status"].startswith("skipped") for r in rows if r["bench"] in ("coldstart", "live"))
     targets = [r for r in rows if r["target"] != "—"]
-    assert {r["bench"] for r in targets} == {"grids", "hooks", "page", "exemplars", "featurevis", "video", "live"}
+    assert {r["bench"] for r in targets} == {"grids", "hooks", "page", "exemplars", "featurevis", "video", "live",
+                                             "teach"}
 
     text = out.read_text()
     assert "| Benchmark | Case | Measured (median) | Target | Result |" in text
