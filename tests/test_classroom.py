@@ -13,6 +13,7 @@ import pytest
 from PIL import Image
 
 from vizhooks.classroom import (
+    ClassError,
     ClassLimitError,
     Classroom,
     MemoryStore,
@@ -23,7 +24,7 @@ from vizhooks.classroom import (
     normalise_code,
     open_store,
 )
-from vizhooks.classroom.core import ALPHABET, CODE_LENGTH, FOLLOW_SECONDS
+from vizhooks.classroom.core import ALPHABET, CODE_LENGTH, FOLLOW_SECONDS, MAX_MODEL_BYTES
 from vizhooks.images import InvalidImageError
 
 
@@ -90,6 +91,21 @@ def test_a_forged_action_is_refused(room, clock):
     with pytest.raises(NotTeacherError):
         room.end(Teacher(teacher.code, "guessed-secret"), numbered(clock))
     assert room.state(teacher.code).page == {}
+
+
+def test_the_teacher_shares_a_taught_model_and_only_the_teacher(room, clock):
+    teacher = room.start()
+    assert room.shared_model(teacher.code) is None
+    room.share_model(teacher, b"head-1", numbered(clock))
+    room.share_model(teacher, b"head-2", numbered(clock))  # the newer one replaces it
+    assert room.shared_model(teacher.code.lower()) == b"head-2"
+    with pytest.raises(NotTeacherError):
+        room.share_model(Teacher(teacher.code, "guessed-secret"), b"forged", numbered(clock))
+    with pytest.raises(ClassError, match="at most 2 MB"):
+        room.share_model(teacher, b"x" * (MAX_MODEL_BYTES + 1), numbered(clock))
+    assert room.shared_model(teacher.code) == b"head-2"
+    room.end(teacher, numbered(clock))
+    assert room.shared_model(teacher.code) is None
 
 
 def test_a_replayed_action_is_refused(room, clock):
