@@ -185,3 +185,15 @@ def test_a_student_on_another_server_gets_the_teachers_taught_model(taught_en, m
     at = open_page(**{"class": lead.code})
     ok(at)
     assert at.session_state["model"] == name and taught.names_of(name) == tuple(CLASSES)
+
+
+def test_the_live_camera_classifies_with_the_taught_model(taught_en, monkeypatch):
+    monkeypatch.setattr("streamlit_webrtc.component.get_this_session_info", lambda: None)  # as tests/test_live.py
+    name = taught_en.session_state["model"]
+    at = open_page(model=name).radio(key="source").set_value("live").run()
+    ok(at)
+    processor = at.session_state["_live_stream"].processor
+    assert processor.settings.classify and processor.bundle.name == name
+    assert processor.bundle.categories == list(CLASSES)
+    plain = open_page().radio(key="source").set_value("live").run()
+    assert not plain.session_state["_live_stream"].processor.settings.classify  # ImageNet: maps only

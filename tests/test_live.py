@@ -94,6 +94,25 @@ def test_maps_are_the_layer_output_of_an_ordinary_pass(bundle):
     np.testing.assert_allclose(live.last.maps, want[:16].numpy(), rtol=1e-4, atol=1e-5)
 
 
+def test_classify_names_the_frames_top_class_and_keeps_the_same_maps(bundle):
+    """A taught model on the live camera: each frame's top class (a whole ordinary pass), and the
+    layer's maps exactly as without classifying; no hook left, the stats say the class."""
+    frame = _frame(2)
+    plain = LiveProcessor(bundle, LiveSettings(layer=LAYER, size=SIZE))
+    plain.process(frame)
+    assert plain.stats().top is None
+    live = LiveProcessor(bundle, LiveSettings(layer=LAYER, size=SIZE, classify=True))
+    live.process(frame)
+    with torch.no_grad():
+        probs = bundle.model(bundle.preprocess(Image.fromarray(frame), SIZE)).softmax(1)[0]
+    index, probability = live.stats().top
+    assert index == int(probs.argmax()) and probability == pytest.approx(float(probs.max()), rel=1e-4)
+    np.testing.assert_allclose(live.last.maps, plain.last.maps, rtol=1e-5, atol=1e-6)
+    assert count_hooks(bundle.model) == 0
+    with pytest.raises(ValueError, match="classify must be True or False"):
+        LiveSettings(layer=LAYER, classify="yes")
+
+
 def test_grid_tiles_are_the_colormap_of_each_channel(bundle):
     """Every activation cell of every tile, against matplotlib's colormap of the extractor's
     maps stretched to their own min..max (one of 252 levels apart at most)."""

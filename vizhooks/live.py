@@ -30,7 +30,15 @@ import numpy as np
 import torch
 from torch import nn
 
-from ._hooks import forward_until, missing_layers, model_lock, preserved_state
+from ._hooks import (
+    first_tensor,
+    forward_until,
+    hooks_removed_after,
+    keep,
+    missing_layers,
+    model_lock,
+    preserved_state,
+)
 from .images import MAX_SIZE, MIN_SIZE
 from .layers import resolve_layers
 from .maps import maps_of
@@ -66,6 +74,9 @@ class LiveSettings:
         cmap: a matplotlib colormap name.
         size: shorter side of the model's input in pixels (the model's own rules apply).
         opacity: the overlay's heat map opacity, 0 (picture only) to 1 (map only).
+        classify: also run the rest of the network and keep the frame's top class (see
+            :meth:`LiveProcessor.stats`): a whole pass instead of a part, for a model whose classes
+            the person chose (a taught model).
 
     Raises:
         ValueError: any field out of range, with the allowed values.
@@ -78,6 +89,7 @@ class LiveSettings:
     cmap: str = "viridis"
     size: int = 160
     opacity: float = 0.5
+    classify: bool = False
 
     def __post_init__(self) -> None:
         if not isinstance(self.layer, str) or not self.layer:
@@ -102,6 +114,8 @@ class LiveSettings:
             raise ValueError(f"size must be a whole number of pixels from {MIN_SIZE} to {MAX_SIZE}, not {self.size!r}.")
         if isinstance(self.opacity, bool) or not isinstance(self.opacity, numbers.Real) or not 0 <= self.opacity <= 1:
             raise ValueError(f"opacity must be a number from 0 to 1, not {self.opacity!r}.")
+        if not isinstance(self.classify, bool):
+            raise ValueError(f"classify must be True or False, not {self.classify!r}.")
 
 
 @dataclass(frozen=True)
@@ -118,6 +132,8 @@ class LiveStats:
         skipped: frames the stream skipped while this processor was still busy (reported by the
             caller through :meth:`LiveProcessor.note_skipped`).
         running: a frame was processed since the stream (re)started and it has not ended.
+        top: (class index, probability) of the newest frame when its settings asked to classify,
+            else None.
     """
 
     fps: float
@@ -127,6 +143,7 @@ class LiveStats:
     dropped: int
     skipped: int
     running: bool
+    top: tuple[int, float] | None = None
 
 
 @dataclass(frozen=True)
@@ -315,6 +332,7 @@ class LiveProcessor:
         self._last_latency = 0.0
         self._running = False
         self._last_out: np.ndarray | None = None
+        self._top: tuple[int, float] | None = None
         self._modules: dict[str, nn.Module] = {}
         self._means: tuple[tuple[str, int], np.ndarray] | None = None  # running channel means for "top"
         #: the newest processed frame before rendering (for tests and callers that want numbers)
@@ -382,7 +400,10 @@ class LiveProcessor:
             # Preprocessing needs no lock, but done first it would be paid for every dropped frame
             # too: with many streams most frames are dropped.
             x, seen = self.preprocess(frame, settings.size)
-            out = self._run_to_layer(x, settings.layer)
+            if settings.classify:
+                out, top = self._run_whole(x, settings.layer)
+            else:
+                out, top = self._run_to_layer(x, settings.layer), None
         finally:
             lock.release()
         # the layer's output is ours alone now: choosing, copying and drawing need no lock
@@ -397,6 +418,7 @@ class LiveProcessor:
             self._times.append((done, done - start))
             self._trim(done)
             self._last_out = picture
+            self._top = top
         self.last = LiveFrame(x=x, layer=settings.layer, channels=channels, maps=maps)
         return picture
 
@@ -421,6 +443,27 @@ class LiveProcessor:
             seen = run(lambda: model(x.to(self.bundle.device, dtype, non_blocking=True)))
         missing_layers([layer], seen)
         return maps_of(model, {layer: seen[layer]}, (int(x.shape[-2]), int(x.shape[-1])))[layer]
+
+    def _run_whole(self, x: torch.Tensor, layer: str) -> tuple[torch.Tensor, tuple[int, float]]:
+        """``layer``'s (1, C, h, w) output and the (class, probability) of the top class, from one
+        whole pass. Call with the model's lock held."""
+        model = self.bundle.model
+        module = self._module(layer)
+        found: dict[str, torch.Tensor] = {}
+
+        def hook(_module: nn.Module, _args: Any, output: Any) -> None:
+            found.setdefault(layer, keep(first_tensor(output)))  # a copy: later in-place ops rewrite it
+
+        param = next(model.parameters(), None)
+        dtype = param.dtype if param is not None and param.dtype.is_floating_point else torch.float32
+        with preserved_state(model), torch.inference_mode(), hooks_removed_after([]) as handles:
+            handles.append(module.register_forward_hook(hook))
+            logits = first_tensor(model(x.to(self.bundle.device, dtype, non_blocking=True)))
+        missing_layers([layer], found)
+        probs = logits[0].float().softmax(0)
+        best = int(probs.argmax())
+        maps = maps_of(model, found, (int(x.shape[-2]), int(x.shape[-1])))[layer]
+        return maps, (best, float(probs[best]))
 
     def _pick(self, out: torch.Tensor, settings: LiveSettings) -> tuple[int, ...]:
         count = int(out.shape[1])
@@ -472,4 +515,4 @@ class LiveProcessor:
             mean = sum(lat for _, lat in times) / len(times) if times else 0.0
             return LiveStats(fps=fps, latency_ms=mean * 1000, last_latency_ms=self._last_latency * 1000,
                              processed=self._processed, dropped=self._dropped, skipped=self._skipped,
-                             running=self._running)
+                             running=self._running, top=self._top)

@@ -9,6 +9,8 @@ EN: dict[str, str] = {
         "chosen layer (a hook on that one layer, the rest of the network skipped) and comes back beside the "
         "layer's feature maps. Press **Start** and allow the camera; settings change while it plays."
     ),
+    "live_top": "The camera sees",
+    "live_top_value": "{label} · {p:.0%}",
     "live_layer": "Layer",
     "live_layer_help": "One of the layers chosen in the sidebar; with none chosen, the model's quick tour.",
     "live_mode": "Show",
@@ -84,6 +86,8 @@ ZH: dict[str, str] = {
         "后面的网络直接跳过），再和这一层的特征图并排传回来。点击 **开始** 并允许浏览器使用摄像头；"
         "播放过程中也可以随时调整设置。"
     ),
+    "live_top": "摄像头看到的是",
+    "live_top_value": "{label} · {p:.0%}",
     "live_layer": "层",
     "live_layer_help": "从侧边栏选中的层里选一个；侧边栏一个层都没选时，从这个模型“导览”中的层里选。",
     "live_mode": "显示",

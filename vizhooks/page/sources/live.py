@@ -29,8 +29,9 @@ from vizhooks.live import CHANNEL_PICKS, MODES, LiveProcessor, LiveSettings, lim
 from vizhooks.models import ModelBundle
 from vizhooks.ops import is_out_of_memory
 from vizhooks.page.errors import reason
+from vizhooks.page.taught import is_taught
 from vizhooks.page.texts import language, set_language, t, use_session_language
-from vizhooks.page.widgets import keep_below, keep_valid
+from vizhooks.page.widgets import keep_below, keep_valid, shown_labels
 
 LOG = logging.getLogger("vizhooks.live")
 ICE_ENV = "VIZHOOKS_ICE_SERVERS"
@@ -162,8 +163,9 @@ def _controls(model: str, bundle: ModelBundle, layers: tuple[str, ...], cmap: st
     size = int(left.select_slider(t("live_size"), SIZES, key="live_size", help=t("live_size_help")))
     if bundle.input.fixed_size:
         st.caption(t("live_fixed", name=bundle.name, side=bundle.input.fixed_size))
+    # a taught model's classes are the student's own: each frame also runs to the end and is named
     return LiveSettings(layer=layer, channels=pick, mode=mode, channel=channel, cmap=cmap, size=size,
-                        opacity=opacity)
+                        opacity=opacity, classify=is_taught(model))
 
 
 def _stream_for(bundle: ModelBundle, settings: LiveSettings) -> _Stream:
@@ -185,6 +187,10 @@ def _show_stats(stream: _Stream, playing: bool) -> None:
     if not playing and not s.running:
         st.caption(t("live_idle"))
         return
+    if s.top is not None:
+        index, probability = s.top
+        st.metric(t("live_top"), t("live_top_value", label=shown_labels(stream.processor.bundle)[index],
+                                   p=probability))
     fps, latency, processed, dropped, skipped = st.columns(5)
     fps.metric(t("live_fps"), f"{s.fps:.1f}")
     latency.metric(t("live_latency"), t("live_latency_value", ms=s.latency_ms))
