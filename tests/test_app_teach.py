@@ -197,3 +197,17 @@ def test_the_live_camera_classifies_with_the_taught_model(taught_en, monkeypatch
     assert processor.bundle.categories == list(CLASSES)
     plain = open_page().radio(key="source").set_value("live").run()
     assert not plain.session_state["_live_stream"].processor.settings.classify  # ImageNet: maps only
+
+
+def test_every_view_runs_on_the_taught_model(taught_en):
+    """Maps, the inspector, the atlas, gradients, Grad-CAM, backward hooks, the table, Intervene,
+    Compare, the code and the lesson: each one on the taught model, with no error."""
+    from vizhooks.page.urlstate import VIEWS
+
+    name = taught_en.session_state["model"]
+    at = open_page(model=name, size="128", layers="conv1,layer4.1.conv2")
+    for view in VIEWS:
+        at.radio(key="view").set_value(view).run()
+        assert not at.exception, (view, [e.value for e in at.exception])
+        assert not at.error, (view, [e.value for e in at.error])
+        assert at.session_state["model"] == name, view
