@@ -100,15 +100,16 @@ ZH: dict[str, str] = {
     "view_teach": "教新类别",
     "model_taught_option": "{name} + 我的类别：{classes}",
     "teach_intro": (
-        "**教网络认识你自己的类别。** 给每个类别起个名字，再配上几张照片（用摄像头拍、上传或选示例图片）。"
-        "点 **训练** 后，{model} 已有的各层保持不变，只在网络从每张照片中看到的特征上拟合一个新的最后一层，"
-        "几秒钟就好。之后每个视图讲解的都是*你的*分类器：前 5 名预测是你的类别，Grad-CAM 显示它在哪里找它们。"
+        "**教网络认识你自己的类别。** 给每个类别起个名字，再配上几张照片（用摄像头拍、上传，或用示例照片）。"
+        "点 **训练** 后，{model} 原有的各层保持不变，只根据网络在每张照片中看到的特征，训练一个新的最后一层，"
+        "几秒钟就能完成。之后，每个视图讲解的都是*你的*分类器：Top-5 里是你的类别，"
+        "Grad-CAM 显示它在照片的哪些位置寻找这些类别。"
     ),
     "teach_classes": "类别数",
     "teach_name": "类别 {n} 的名称",
     "teach_name_placeholder": "例如：杯子",
     "teach_count": "{n} 张照片",
-    "teach_add_to": "把照片加到",
+    "teach_add_to": "把照片加到哪个类别",
     "teach_unnamed": "类别 {n}",
     "teach_snapshot": "拍照：每按一次加入一张",
     "teach_upload": "上传照片（可一次选多张）",
@@ -117,67 +118,71 @@ ZH: dict[str, str] = {
     "teach_remove": "移除",
     "teach_clear": "清空这个类别",
     "teach_more": "……还有 {n} 张",
-    "teach_added": "已向“{name}”加入 {n} 张照片。",
-    "teach_not_image": "{file} 没有加入：{reason}",
-    "teach_full_class": "“{name}”已有 {most} 张照片，已达上限；请先移除一些。",
-    "teach_full_session": "本会话已保存 {mb} MB 照片，达到上限（{most} MB）：请先移除一些。",
+    "teach_added": "已把 {n} 张照片加入“{name}”。",
+    "teach_not_image": "{file} 未能加入：{reason}",
+    "teach_full_class": "“{name}”已有 {most} 张照片，达到每个类别的上限：请先移除一些。",
+    "teach_full_session": "本次会话保存的照片已有 {mb} MB，达到上限（{most} MB）：请先移除一些。",
     "teach_train": "训练",
-    "teach_features": "正在查看第 {done} 张，共 {total} 张照片…",
-    "teach_fitting": "正在拟合新的最后一层（{done}/{total}）…",
-    "teach_done": "完成：**{model}** 现在是本会话的模型，所有视图都用它。侧边栏顶部的模型菜单可以切换回 {backbone}。",
+    "teach_features": "正在查看照片（{done}/{total} 张）…",
+    "teach_fitting": "正在训练新的最后一层（{done}/{total}）…",
+    "teach_done": (
+        "训练完成：本会话的所有视图现在都使用 **{model}**。用侧边栏顶部的“模型”菜单可以换回 {backbone}。"
+    ),
     "teach_accuracy": "留出集准确率",
-    "teach_accuracy_help": "网络没有学过的照片中猜对的比例。",
-    "teach_method_holdout": "留出了 {n} 张照片（每个类别约 {share:.0%}），先用其余照片训练，再让它猜这些照片。",
+    "teach_accuracy_help": "在网络没有学过的照片中，猜对的比例。",
+    "teach_method_holdout": (
+        "先留出 {n} 张照片（每个类别约 {share:.0%}）不参与训练，用其余照片训练后，再让网络猜这些照片。"
+    ),
     "teach_method_loo": (
-        "有类别不足 10 张照片，所以每张照片轮流留出一次（留一法）：用其余所有照片训练这一层，再让它猜这张"
-        "（共猜 {n} 次）。"
+        "有的类别不到 10 张照片，所以用留一法：每次留出一张照片，用其余所有照片训练这一层，再让它猜留出的那张；"
+        "每张照片轮流留出一次，共猜 {n} 次。"
     ),
     "teach_per_class": "{name}：猜对 {acc:.0%}",
-    "teach_confusion": "猜对与猜错",
+    "teach_confusion": "猜对和猜错的情况（混淆矩阵）",
     "teach_truth": "真实类别",
     "teach_guess": "猜测类别",
     "teach_chance": (
-        "随便猜的准确率是 {chance:.0%}。每类少于 10 张照片，或不同类别的照片看起来很像，结果都不太可靠："
-        "请多拍些背景和角度不同的照片。"
+        "随便猜的准确率是 {chance:.0%}。每个类别少于 10 张照片，或者不同类别的照片看起来很像，结果都不太可靠："
+        "请多加一些背景和角度不同的照片。"
     ),
-    "teach_stale": "上次训练后照片有变化：请再点一次 **训练**，把它们也算进去。",
+    "teach_stale": "上次训练后照片有改动：请再点一次 **训练**，让改动生效。",
     "teach_keep": "保存模型",
     "teach_download": "下载模型（.pth）",
     "teach_download_labels": "下载类别名称（.txt）",
     "teach_keep_help": (
-        "在 Python 中用 `vizhooks.load_model(\"{backbone}\", weights=\"{file}\", labels=\"{labels}\")` 可以重新加载，"
-        "预测结果完全相同；也可以用下面的上传框把它带回这个页面。"
+        "在 Python 中，用 `vizhooks.load_model(\"{backbone}\", weights=\"{file}\", labels=\"{labels}\")` "
+        "就能重新加载这个模型，预测结果完全一样；也可以在下面上传这两个文件，把它带回这个页面。"
     ),
-    "teach_upload_model": "上传之前教过的模型（.pth 和对应的 .txt）",
+    "teach_upload_model": "上传以前教过的模型（.pth 和对应的 .txt）",
     "teach_upload_go": "使用上传的模型",
-    "teach_upload_needs_both": "请同时选择两个文件：.pth 检查点和对应的 .txt 类别名称。",
+    "teach_upload_needs_both": "请同时选择两个文件：.pth 检查点和对应的 .txt 类别名称文件。",
     "teach_upload_other": (
-        "这个检查点不是在本服务器的 {backbone} 上教出来的（其他权重不同）：请先选择那个模型，"
-        "或请管理员把这个检查点单独添加为一个模型。"
+        "这个检查点不是用这台服务器上的 {backbone} 教出来的（除最后一层外，其余权重对不上）："
+        "请先选择教它时用的那个模型，或者请管理员把这个检查点单独添加为一个模型。"
     ),
-    "teach_uploaded": "已加载：**{model}**，现在所有视图都用它。",
+    "teach_uploaded": "已加载 **{model}**，所有视图现在都使用它。",
     "teach_back": "换回 {backbone}",
     "teach_class_follows": (
-        "你正在带一个班：学生的页面会像跟随你的其他选择一样跟随你的模型，所以他们也在用 {model}"
-        "（他们的服务器通过班级拿到这个新层）。"
+        "你正在主持课堂：学生的页面会跟随你选的模型，就像跟随你的其他选择一样，所以他们也在使用 {model}"
+        "（他们的服务器会通过课堂拿到这个新的最后一层）。"
     ),
-    "err_teach_few_classes": "至少需要 2 个类别才能教；现在只有 {n} 个。",
-    "err_teach_few_photos": "类别“{name}”只有 {n} 张照片；每个类别至少需要 {least} 张。",
-    "err_teach_empty_name": "每个类别都需要名称；有一个是空的。",
-    "err_teach_same_name": "有两个类别都叫“{name}”；请给每个类别起不同的名字。",
-    "err_teach_too_many": "类别“{name}”有 {n} 张照片；每个类别最多 {most} 张。",
+    "err_teach_few_classes": "教网络至少需要 2 个类别，现在只有 {n} 个。",
+    "err_teach_few_photos": "类别“{name}”只有 {n} 张照片，每个类别至少需要 {least} 张。",
+    "err_teach_empty_name": "每个类别都要有名称，现在有一个类别的名称是空的。",
+    "err_teach_same_name": "有两个类别都叫“{name}”，请给每个类别起不同的名称。",
+    "err_teach_too_many": "类别“{name}”有 {n} 张照片，每个类别最多只能用 {most} 张。",
     "err_teach_head": (
-        "这个模型的最后一层（{layer}）是 {kind}，不是 Linear（全连接层），所以不能教它新类别；"
+        "这个模型的最后一层（{layer}）是 {kind}，不是 Linear（全连接层），所以无法教它新类别；"
         "请选择以 Linear 层结尾的模型（ResNet、VGG、MobileNet、ViT 等）。"
     ),
-    "err_teach_not_checkpoint": ".pth 文件不是模型的 PyTorch 检查点（state_dict）。",
-    "err_teach_labels_text": "类别名称文件不是 UTF-8 文本。",
-    "err_labels_json": "类别名称文件 {source} 不是由名称组成的 JSON 列表（第 {line} 行）。",
-    "err_labels_empty": "类别名称文件 {source} 里没有名称。",
+    "err_teach_not_checkpoint": "这个 .pth 文件不是 PyTorch 模型的检查点（state_dict）。",
+    "err_teach_labels_text": "类别名称文件不是 UTF-8 编码的文本。",
+    "err_labels_json": "类别名称文件 {source} 不是由名称组成的 JSON 列表（第 {line} 行有问题）。",
+    "err_labels_empty": "类别名称文件 {source} 里没有任何名称。",
     "err_labels_count": "类别名称文件 {source} 有 {n} 个名称，但模型有 {classes} 个类别。",
-    "err_teach_no_head": "这个模型没有哪一层为每个类别各给一个输出（{classes} 个），无法教它新类别。",
+    "err_teach_no_head": "这个模型中找不到每个类别各对应一个输出（共 {classes} 个）的层，无法教它新类别。",
     "err_taught_gone": (
-        "本服务器上已经没有这个教过的模型（服务器重启过，或链接来自另一台服务器）："
-        "请重新教一次，或在“教新类别”视图上传它的检查点。"
+        "这台服务器上已经没有这个教过的模型（服务器重启过，或者链接来自另一台服务器）："
+        "请重新教一次，或者在“教新类别”视图中上传它的检查点。"
     ),
 }
