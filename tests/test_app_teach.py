@@ -13,7 +13,7 @@ import torch
 from streamlit.testing.v1 import AppTest
 
 import vizhooks as vz
-from tests.helpers import ok, open_page
+from tests.helpers import ROOT, ok, open_page
 from vizhooks.classroom import Classroom, MemoryStore
 from vizhooks.page import classes, taught
 from vizhooks.page.results import get_bundle, plain_bundle
@@ -211,3 +211,62 @@ def test_every_view_runs_on_the_taught_model(taught_en):
         assert not at.exception, (view, [e.value for e in at.exception])
         assert not at.error, (view, [e.value for e in at.error])
         assert at.session_state["model"] == name, view
+
+
+def _sample(name: str) -> bytes:
+    return (ROOT / "sample_images" / name).read_bytes()
+
+
+@pytest.mark.parametrize("lang", ["en", "zh"])
+def test_several_uploads_at_once_and_a_file_that_is_not_a_picture(lang):
+    texts = _texts(lang)
+    at = open_page(view="teach", lang=lang, size="128")
+    at.text_input(key="teach_name_0").set_value("cat").run()
+    uploader = next(u for u in at.file_uploader if u.key and u.key.startswith("teach_up_"))
+    uploader.set_value([("a.jpg", _sample("chelsea.jpg"), "image/jpeg"), ("notes.png", b"just some text", "image/png"),
+                        ("b.jpg", _sample("coffee.jpg"), "image/jpeg")]).run()
+    assert not at.exception
+    notices = [i.value for i in at.info]
+    assert notices[0] == texts["teach_added"].format(n=2, name="cat")
+    assert notices[1].startswith(texts["teach_not_image"].split("{")[0] + "notes.png" if lang == "en" else "notes.png")
+    assert _counts(at)[0] in ("2 photo(s)", "2 张照片")
+
+
+def test_each_snapshot_adds_one_photo_and_the_camera_is_ready_again():
+    at = open_page(view="teach", size="128")
+    for i, name in enumerate(("chelsea.jpg", "coffee.jpg")):
+        camera = next(c for c in at.camera_input if c.key and c.key.startswith("teach_cam_"))
+        camera.set_value(("snap.jpg", _sample(name), "image/jpeg")).run()
+        ok(at)
+        assert _counts(at)[0] == f"{i + 1} photo(s)"
+        assert next(c for c in at.camera_input if c.key.startswith("teach_cam_")).key != camera.key
+
+
+def test_the_session_and_class_limits_refuse_and_keep_what_was_added(monkeypatch):
+    from vizhooks.page.views import teach as view
+
+    monkeypatch.setattr(view, "MAX_PHOTOS", 1)
+    at = _fill(open_page(view="teach", size="128"), {"a": ("chelsea.jpg",), "b": ()})
+    at.radio(key="teach_into").set_value(0).run()
+    at.selectbox(key="teach_sample_pick").set_value("coffee.jpg").run()
+    at.button(key="teach_add_sample").click().run()
+    assert _counts(at) == ["1 photo(s)", "0 photo(s)"]
+    assert at.info[0].value == EN["teach_full_class"].format(name="a", most=1)
+    monkeypatch.setattr(view, "MAX_SESSION_MB", 0.001)  # 1 kB: nothing more fits
+    at.radio(key="teach_into").set_value(1).run()
+    at.selectbox(key="teach_sample_pick").set_value("rocket.jpg").run()
+    at.button(key="teach_add_sample").click().run()
+    assert _counts(at) == ["1 photo(s)", "0 photo(s)"]
+    assert at.info[0].value.startswith(EN["teach_full_session"].split("{")[0])
+
+
+def test_a_downloaded_model_uploaded_again_becomes_the_sessions_model(taught_en):
+    name = taught_en.session_state["model"]
+    weights, labels = checkpoint_files(name)
+    at = open_page(view="teach", size="128")
+    at.file_uploader(key="teach_model_files").set_value([
+        (weights, checkpoint_bytes(name), "application/octet-stream"),
+        (labels, ("\n".join(taught.names_of(name)) + "\n").encode(), "text/plain")]).run()
+    at.button(key="teach_upload_go").click().run()
+    ok(at)
+    assert at.session_state["model"] == name
