@@ -66,6 +66,30 @@ def model_lock(model: nn.Module) -> ModelLock:
         return lock
 
 
+@contextlib.contextmanager
+def one_torch_thread() -> Iterator[None]:
+    """Torch's operators on one intra-op thread in the calling thread while the block runs; every
+    other thread, and threads started meanwhile, keep the process's setting.
+
+    For many tiny operations in a row (L-BFGS on a small problem): on a busy server, threads that
+    must meet after every operation wait for cores, and two threads ran 40 times slower than one.
+    ``torch.set_num_threads`` sets this thread's OpenMP threads and the default of threads started
+    later; a helper thread puts the default back at once (as vizhooks.live does for a stream).
+    """
+    before = torch.get_num_threads()
+    if before == 1:
+        yield
+        return
+    torch.set_num_threads(1)
+    helper = threading.Thread(target=torch.set_num_threads, args=(before,), name="vizhooks-threads")
+    helper.start()
+    helper.join()
+    try:
+        yield
+    finally:
+        torch.set_num_threads(before)
+
+
 def share_lock(model: nn.Module, owner: nn.Module) -> None:
     """Give ``model`` the lock of ``owner``: for a model built from ``owner``'s own modules (a taught
     head on a shared backbone), whose hooks must not interleave with ``owner``'s."""
