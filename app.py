@@ -48,6 +48,7 @@ from vizhooks.page.views import (
     intervene,
     lesson,
     maps,
+    overview,
     table,
     teach,
 )
@@ -56,6 +57,7 @@ from vizhooks.page.widgets import input_and_predictions, labels_for
 #: Every view of one picture, by its name in the URL (``?view=``); the menu follows VIEW_NAMES.
 VIEWS: dict[str, Callable[[Context], None]] = {
     "maps": maps.show,
+    "overview": overview.show,
     "inspector": inspector.show,
     "atlas": atlas.show,
     "gradients": gradients.show,

@@ -14,6 +14,7 @@ import functools
 import io
 import math
 import os
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
@@ -549,6 +550,80 @@ def confusion_figure(confusion: np.ndarray, names: list[str], title: str = "", t
         ax.set_title(title, family=fonts)
     fig.tight_layout()
     return fig
+
+
+def _label_font(size: int) -> Any:
+    """A TrueType font for names a person wrote or a page translated: the first CJK font of
+    :func:`text_fonts` (it has Latin letters too), else DejaVu Sans."""
+    from matplotlib import font_manager
+    from PIL import ImageFont
+
+    face = text_fonts()[-1]
+    path = next(f.fname for f in font_manager.fontManager.ttflist if f.name == face)
+    return ImageFont.truetype(path, size)
+
+
+def overview_png(rows: Sequence[Any], top: Sequence[tuple[str, float]] = (), cmap: str = "viridis",
+                 label_width: int = 300) -> bytes:
+    """The whole network as one picture (see :func:`vizhooks.overview.overview`): one row per
+    layer, its name, map size and channel count on the left and its strongest channels as tiles
+    (each on its own colour scale, its channel number in the corner); a band with the map size
+    where a new resolution (a stage) begins; then the top classes as bars. Drawn with PIL, tile by
+    tile, in one image: no Axes per thumbnail.
+
+    Args:
+        rows: :class:`~vizhooks.overview.OverviewRow` objects, all with tiles of one size.
+        top: ``(label, probability)`` pairs for the strip at the end (labels in any language).
+    """
+    from PIL import Image, ImageDraw
+
+    if not rows:
+        raise ValueError("An overview needs at least one layer.")
+    table = colormap_lut(cmap)
+    th, tw = rows[0].tiles.shape[-2:]
+    k = max(len(r.picked) for r in rows)
+    gap, margin, band, line = 4, 12, 26, 20
+    row_h = max(th, 2 * line) + gap
+    changes = sum(1 for i in range(len(rows)) if i == 0 or rows[i].hw != rows[i - 1].hw)
+    strip = (band + len(top) * (line + 6) + gap) if top else 0
+    width = 2 * margin + label_width + k * (tw + gap)
+    height = 2 * margin + len(rows) * row_h + changes * band + strip
+    image = Image.new("RGB", (width, height), (255, 255, 255))
+    draw = ImageDraw.Draw(image)
+    name_font, small = _font(15, "DejaVu Sans"), _font(13, "DejaVu Sans")
+    y = margin
+    for i, row in enumerate(rows):
+        if i == 0 or row.hw != rows[i - 1].hw:  # a stage begins: its resolution, across the picture
+            draw.rectangle([margin, y + 3, width - margin, y + band - 3], fill=(232, 236, 244))
+            draw.text((margin + 6, y + band // 2), f"{row.hw[0]}×{row.hw[1]}", fill=(40, 60, 110), font=name_font,
+                      anchor="lm")
+            y += band
+        name = row.name if len(row.name) <= 34 else "…" + row.name[-33:]
+        draw.text((margin, y + 2), name, fill=(20, 20, 20), font=name_font)
+        draw.text((margin, y + 2 + line), f"{row.channels} × {row.hw[0]}×{row.hw[1]}", fill=(90, 90, 90), font=small)
+        levels = channel_levels(row.tiles)
+        x = margin + label_width
+        for channel, level in zip(row.picked, levels, strict=True):
+            image.paste(Image.fromarray(np.take(table, level, axis=0)), (x, y))
+            tag = f"#{channel}"
+            box = draw.textbbox((x, y), tag, font=small)
+            draw.rectangle([x, y, box[2] + 3, box[3] + 1], fill=(20, 20, 20))
+            draw.text((x + 1, y), tag, fill=(255, 255, 255), font=small)
+            x += tw + gap
+        y += row_h
+    if top:
+        draw.line([margin, y + band // 2, width - margin, y + band // 2], fill=(180, 180, 180), width=1)
+        y += band
+        font = _label_font(15)
+        bar_w = width - 2 * margin - label_width
+        for label, p in top:
+            draw.rectangle([margin + label_width, y + 2, margin + label_width + max(1, round(bar_w * p)), y + line],
+                           fill=(90, 130, 200))
+            draw.text((margin, y + 1), f"{label[:28]}  {p:.1%}", fill=(20, 20, 20), font=font)
+            y += line + 6
+    buffer = io.BytesIO()
+    image.save(buffer, "PNG", optimize=False, compress_level=1)
+    return buffer.getvalue()
 
 
 def figure_to_png(fig: Figure, dpi: int = 100) -> bytes:

@@ -20,12 +20,13 @@ from vizhooks.budget import check_capture
 from vizhooks.cam import cams_from
 from vizhooks.gradients import BackwardRecord, backward_report, gradient_pass
 from vizhooks.models import OPERATOR_FAMILY, backbone_name, family, resolve_entry
+from vizhooks.overview import Overview, overview
 from vizhooks.page.analysis import Analysis, analyse
 from vizhooks.page.cache import ByteLRU
 from vizhooks.page.metrics import computed, counted, observe_cache
 from vizhooks.page.taught import compose, is_taught, names_of
 from vizhooks.page.texts import set_language, t
-from vizhooks.render import grid_layout, palette_png
+from vizhooks.render import grid_layout, overview_png, palette_png
 from vizhooks.summary import summary_dataframe, summary_totals
 
 if TYPE_CHECKING:
@@ -33,6 +34,7 @@ if TYPE_CHECKING:
 
 LOG = logging.getLogger("vizhooks.app")
 FV_SIZE, FV_STEPS, FV_SEED = 128, 128, 0
+OVERVIEW_TILE = 72  # thumbnails' longer side: 8 of them and the labels fill a projector's 1280 px
 
 
 @st.cache_resource(max_entries=2, show_spinner=False)
@@ -145,6 +147,21 @@ def cached_summary(model: str, key: tuple, _analysis: Analysis) -> tuple[Any, di
 
 def get_summary(model: str, key: tuple, analysis: Analysis) -> tuple[Any, dict[str, float]]:
     return counted("summary", lambda: cached_summary(model, key, analysis))
+
+
+def get_overview(model: str, key: tuple, k: int, analysis: Analysis) -> Overview:
+    """The whole network for this picture: every conv (or block), its ``k`` strongest channels as
+    thumbnails, from one pass (vizhooks.overview); a few kilobytes per layer, shared by sessions."""
+    return cached(("overview", model, key, k),
+                  lambda: overview(get_bundle(model).model, analysis.x, k=k, tile=OVERVIEW_TILE),
+                  lambda made: sum(row.tiles.nbytes for row in made.rows) + tensor_bytes([made.logits]))
+
+
+@st.cache_data(max_entries=32, show_spinner=False)
+def overview_picture(_rows: tuple, key: tuple, top: tuple[tuple[str, float], ...], cmap: str) -> bytes:
+    """The overview's picture (key: the overview's key and the rows shown); redrawn only for
+    another colormap, page of stages or language."""
+    return overview_png(_rows, top, cmap)
 
 
 @st.cache_data(max_entries=64, show_spinner=False)

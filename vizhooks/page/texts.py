@@ -443,11 +443,21 @@ EN: dict[str, str] = {
     "insp_range": "Values in this channel: min {min:.4g}, mean {mean:.4g}, max {max:.4g}.",
 }
 
-from . import texts_class, texts_errors, texts_live, texts_polls, texts_present, texts_tables, texts_teach, texts_video  # noqa: E402,E501  (each source with many sentences keeps its own pair)
+from . import (  # noqa: E402,E501  (each source with many sentences keeps its own pair)
+    texts_class,
+    texts_errors,
+    texts_live,
+    texts_overview,
+    texts_polls,
+    texts_present,
+    texts_tables,
+    texts_teach,
+    texts_video,
+)
 from .texts_zh import ZH  # noqa: E402  (the table above is the reference the other follows)
 
 for _part in (texts_video, texts_live, texts_class, texts_polls, texts_present, texts_errors, texts_tables,
-              texts_teach):
+              texts_teach, texts_overview):
     EN.update(_part.EN)
     ZH.update(_part.ZH)
 

@@ -20,7 +20,7 @@ SIZE_MIN, SIZE_MAX, SIZE_STEP = 128, 512, 32
 CHANNEL_CHOICES: tuple[int | str, ...] = (1, 2, 4, 8, 16, 32, 64, 128, 256, 512, "all")
 WHATS = ("output", "input")
 #: The page's views, in menu order.
-VIEWS = ("maps", "inspector", "atlas", "gradients", "gradcam", "backward", "table", "intervene", "compare",
+VIEWS = ("maps", "overview", "inspector", "atlas", "gradients", "gradcam", "backward", "table", "intervene", "compare",
          "code", "lesson", "teach")
 LANGS = ("en", "zh")
 #: The picture sources (vizhooks.page.sources), and Intervene's kinds of edit.

@@ -1,0 +1,48 @@
+"""The Overview view through AppTest, in both languages: one picture of every layer, a model with
+more than 60 convs shown one stage at a time, and a layer and channel opened in the inspector."""
+
+from __future__ import annotations
+
+import pytest
+
+from tests.helpers import ok, open_page
+from vizhooks.page.texts import EN
+from vizhooks.page.texts_zh import ZH
+
+
+@pytest.mark.parametrize("lang", ["en", "zh"])
+def test_the_whole_network_in_one_picture_and_a_channel_opened_in_the_inspector(lang):
+    texts = EN if lang == "en" else ZH
+    at = open_page(view="overview", lang=lang, size="128")
+    ok(at)
+    captions = [i.proto.imgs[0].caption for i in at.image]
+    assert texts["ov_caption"].format(layers=20, stages=5, k=8) in captions
+    assert at.selectbox(key="ov_layer").options[0] == "conv1" and len(at.selectbox(key="ov_layer").options) == 20
+    at.selectbox(key="ov_layer").set_value("layer3.0.conv1").run()
+    channel = int(at.selectbox(key="ov_channel").options[2].lstrip("#"))
+    at.selectbox(key="ov_channel").set_value(channel).run()
+    at.button(key="ov_open").click().run()
+    ok(at)
+    assert at.session_state["view"] == "inspector"
+    assert at.selectbox(key="insp_layer").value == "layer3.0.conv1"
+    assert at.number_input(key="insp_channel").value == channel
+
+
+def test_more_than_sixty_layers_are_shown_one_stage_at_a_time():
+    at = open_page(view="overview", model="densenet121", size="128")
+    ok(at)
+    stages = at.selectbox(key="ov_stage").options
+    assert len(stages) == 5 and stages[0] == "Stage 1: 64×96, 1 layer(s)"  # conv0 at half the 128 × 192 picture
+    assert any(c.value.startswith("This network has 120 layers in 5 stages") for c in at.caption)
+    at.selectbox(key="ov_stage").set_value(3).run()
+    ok(at)
+    assert all(name.startswith("features.denseblock3") or name.startswith("features.transition")
+               for name in at.selectbox(key="ov_layer").options)
+
+
+def test_a_channel_count_change_redraws_with_that_many(lang="en"):
+    at = open_page(view="overview", size="128")
+    at.select_slider(key="ov_k").set_value(4).run()
+    ok(at)
+    assert EN["ov_caption"].format(layers=20, stages=5, k=4) in [i.proto.imgs[0].caption for i in at.image]
+    assert len(at.selectbox(key="ov_channel").options) == 4
