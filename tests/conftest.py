@@ -79,6 +79,8 @@ SLOW: tuple[str, ...] = (
     "tests/test_cli.py::test_own_checkpoint_and_labels",
     "tests/test_cli.py::test_visualize_writes_the_library_images",
     "tests/test_cli.py::test_maps_is_the_default_command",
+    "tests/test_convolution.py::test_value_is_the_convs_own_and_the_window_is_unfolds[vit_b_16-conv_proj]",
+    "tests/test_convolution.py::test_following_steps_are_the_captured_outputs[vit_b_16-conv_proj]",
     "tests/test_exemplars.py::test_index_equals_brute_force",
     "tests/test_exemplars.py::test_interrupted_run_resumes_to_the_same_index",
     "tests/test_exemplars.py::test_receptive_field_through_permute_and_channel_mixing",
