@@ -16,6 +16,8 @@ Benchmarks (each module in this package has the details):
   teach     11. teaching your own classes: features() vs a bare batched forward (resnet18, 120 photos),
              teach() after features per model family (resnet18, mobilenet_v3_small, vgg16, vit_b_16),
              and a taught model's page view (analyse) vs the plain model's
+  overview  12. the Overview view (20 convs of resnet18 x 8 channels in one picture) vs the Feature maps
+             view of the five default layers
 
 --repeat N (default 5) is the number of measured repetitions: A/B pairs for grids, 3N pairs for
 hooks and gpu, N reruns of each kind for page, min(N, 3) launches for coldstart, min(N, 3) feature
@@ -61,6 +63,7 @@ BENCHES = {
     "video": "9. Video (frames in batches vs one capture per frame)",
     "live": "10. Live camera (processed frames per second)",
     "teach": "11. Teaching your own classes",
+    "overview": "12. Overview (the whole network vs the Feature maps view)",
 }
 DEFAULT_HEADER = """# vizhooks benchmarks
 

@@ -82,7 +82,9 @@ def test_no_hook_is_left_after_an_error(resnet18, x, monkeypatch):
 def test_the_picture_is_the_tiles_in_the_grids_colours(resnet18, x):
     ov = overview(resnet18.model, x, k=4, tile=40)
     png = overview_png(ov.rows, [("tabby", 0.5), ("虎斑猫", 0.25)], "magma", label_width=300)
-    image = np.asarray(Image.open(io.BytesIO(png)).convert("RGB"))
+    picture = Image.open(io.BytesIO(png))
+    assert picture.mode == "P"  # the colormap is the palette, as the grids'
+    image = np.asarray(picture.convert("RGB"))
     th, tw = ov.rows[0].tiles.shape[-2:]
     margin, band, gap = 12, 26, 4
     assert image.shape[1] == 2 * margin + 300 + 4 * (tw + gap)
@@ -92,6 +94,7 @@ def test_the_picture_is_the_tiles_in_the_grids_colours(resnet18, x):
     want = colormap_lut("magma")[channel_levels(ov.rows[0].tiles)[0]]
     below_tag = slice(18, th)  # the channel number covers the tile's top-left corner
     np.testing.assert_array_equal(tile[below_tag, 30:], want[below_tag, 30:])
-    assert tuple(image[margin + band // 2, margin + 200]) == (232, 236, 244)  # the stage band
+    assert tuple(image[margin + band // 2, margin + 200]) == (20, 20, 20)  # the rule where the first stage begins
+    assert tuple(image[margin + band + th + gap + band // 2, margin + 200]) == (255, 255, 255)  # none in a stage
     with pytest.raises(ValueError):
         overview_png([])

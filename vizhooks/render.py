@@ -566,10 +566,11 @@ def _label_font(size: int) -> Any:
 def overview_png(rows: Sequence[Any], top: Sequence[tuple[str, float]] = (), cmap: str = "viridis",
                  label_width: int = 300) -> bytes:
     """The whole network as one picture (see :func:`vizhooks.overview.overview`): one row per
-    layer, its name, map size and channel count on the left and its strongest channels as tiles
-    (each on its own colour scale, its channel number in the corner); a band with the map size
-    where a new resolution (a stage) begins; then the top classes as bars. Drawn with PIL, tile by
-    tile, in one image: no Axes per thumbnail.
+    layer, its name, channels and map size on the left and its strongest channels as tiles (each
+    on its own colour scale, its channel number in the corner); a rule with the map size where a
+    new resolution (a stage) begins; then the top classes as bars. Drawn tile by tile in one
+    palette image whose palette is the colormap (as :func:`palette_png`): no Axes per thumbnail,
+    and a PNG of a few hundred kilobytes encoded in milliseconds.
 
     Args:
         rows: :class:`~vizhooks.overview.OverviewRow` objects, all with tiles of one size.
@@ -579,7 +580,7 @@ def overview_png(rows: Sequence[Any], top: Sequence[tuple[str, float]] = (), cma
 
     if not rows:
         raise ValueError("An overview needs at least one layer.")
-    table = colormap_lut(cmap)
+    white, black, dark = _WHITE, _WHITE + 1, _WHITE + 2  # the palette's own colours after the colormap
     th, tw = rows[0].tiles.shape[-2:]
     k = max(len(r.picked) for r in rows)
     gap, margin, band, line = 4, 12, 26, 20
@@ -588,41 +589,50 @@ def overview_png(rows: Sequence[Any], top: Sequence[tuple[str, float]] = (), cma
     strip = (band + len(top) * (line + 6) + gap) if top else 0
     width = 2 * margin + label_width + k * (tw + gap)
     height = 2 * margin + len(rows) * row_h + changes * band + strip
-    image = Image.new("RGB", (width, height), (255, 255, 255))
-    draw = ImageDraw.Draw(image)
-    name_font, small = _font(15, "DejaVu Sans"), _font(13, "DejaVu Sans")
-    y = margin
+    canvas = np.full((height, width), white, np.uint8)
+    y, places = margin, []
     for i, row in enumerate(rows):
-        if i == 0 or row.hw != rows[i - 1].hw:  # a stage begins: its resolution, across the picture
-            draw.rectangle([margin, y + 3, width - margin, y + band - 3], fill=(232, 236, 244))
-            draw.text((margin + 6, y + band // 2), f"{row.hw[0]}×{row.hw[1]}", fill=(40, 60, 110), font=name_font,
-                      anchor="lm")
+        if i == 0 or row.hw != rows[i - 1].hw:
             y += band
-        name = row.name if len(row.name) <= 34 else "…" + row.name[-33:]
-        draw.text((margin, y + 2), name, fill=(20, 20, 20), font=name_font)
-        draw.text((margin, y + 2 + line), f"{row.channels} × {row.hw[0]}×{row.hw[1]}", fill=(90, 90, 90), font=small)
         levels = channel_levels(row.tiles)
         x = margin + label_width
-        for channel, level in zip(row.picked, levels, strict=True):
-            image.paste(Image.fromarray(np.take(table, level, axis=0)), (x, y))
+        for level in levels:
+            canvas[y:y + th, x:x + tw] = level
+            x += tw + gap
+        places.append(y)
+        y += row_h
+    image = Image.fromarray(canvas, mode="L").convert("P")
+    image.putpalette(_lut(get_colormap(cmap))[:, :3].tobytes())
+    draw = ImageDraw.Draw(image)
+    draw.fontmode = "1"  # palette colours only: no anti-aliasing
+    name_font, small = _font(15, "DejaVu Sans"), _font(13, "DejaVu Sans")
+    for i, (row, y) in enumerate(zip(rows, places, strict=True)):
+        if i == 0 or row.hw != rows[i - 1].hw:  # a stage begins: its map size, and a rule across the picture
+            draw.text((margin, y - band // 2), f"{row.hw[0]}×{row.hw[1]}", fill=black, font=name_font, anchor="lm")
+            draw.line([margin + 90, y - band // 2, width - margin, y - band // 2], fill=dark, width=2)
+        name = row.name if len(row.name) <= 34 else "…" + row.name[-33:]
+        draw.text((margin, y + 2), name, fill=black, font=name_font)
+        draw.text((margin, y + 2 + line), f"{row.channels} × {row.hw[0]}×{row.hw[1]}", fill=dark, font=small)
+        x = margin + label_width
+        for channel in row.picked:
             tag = f"#{channel}"
             box = draw.textbbox((x, y), tag, font=small)
-            draw.rectangle([x, y, box[2] + 3, box[3] + 1], fill=(20, 20, 20))
-            draw.text((x + 1, y), tag, fill=(255, 255, 255), font=small)
+            draw.rectangle([x, y, box[2] + 3, box[3] + 1], fill=dark)
+            draw.text((x + 1, y), tag, fill=white, font=small)
             x += tw + gap
-        y += row_h
     if top:
-        draw.line([margin, y + band // 2, width - margin, y + band // 2], fill=(180, 180, 180), width=1)
+        y = places[-1] + row_h
+        draw.line([margin, y + band // 2, width - margin, y + band // 2], fill=dark, width=1)
         y += band
         font = _label_font(15)
         bar_w = width - 2 * margin - label_width
         for label, p in top:
             draw.rectangle([margin + label_width, y + 2, margin + label_width + max(1, round(bar_w * p)), y + line],
-                           fill=(90, 130, 200))
-            draw.text((margin, y + 1), f"{label[:28]}  {p:.1%}", fill=(20, 20, 20), font=font)
+                           fill=_LEVELS * 2 // 3)
+            draw.text((margin, y + 1), f"{label[:28]}  {p:.1%}", fill=black, font=font)
             y += line + 6
     buffer = io.BytesIO()
-    image.save(buffer, "PNG", optimize=False, compress_level=1)
+    image.save(buffer, "PNG", compress_level=1, compress_type=3)
     return buffer.getvalue()
 
 
@@ -697,3 +707,104 @@ def channel_levels(tiles: np.ndarray) -> np.ndarray:
     ``colormap_lut(cmap)[levels]``."""
     arr = np.nan_to_num(np.asarray(tiles, dtype=np.float32), nan=0.0, posinf=0.0, neginf=0.0)
     return (_normalise_channels(arr) * (_LEVELS - 1) + 0.5).astype(np.uint8)
+
+
+def _cells(ax: Any, values: np.ndarray, cmap: str, reach: float, numbers: bool, padded: np.ndarray | None = None) -> None:
+    """One small matrix as coloured cells (values in the cells when there are few), padding hatched."""
+    ax.imshow(values, cmap=cmap, vmin=-reach, vmax=reach, interpolation="nearest")
+    ax.set_xticks([])
+    ax.set_yticks([])
+    kh, kw = values.shape
+    if padded is not None and padded.any():
+        for u, v in zip(*np.nonzero(padded), strict=True):
+            ax.add_patch(_rect((v - 0.5, u - 0.5), 1, 1, fill=False, hatch="///", edgecolor="0.55", lw=0))
+    if numbers:
+        size = 8 if max(kh, kw) <= 3 else 6
+        for u in range(kh):
+            for v in range(kw):
+                ax.text(v, u, f"{values[u, v]:.2f}", ha="center", va="center", fontsize=size,
+                        color="white" if abs(values[u, v]) > 0.6 * reach else "black")
+
+
+def _rect(xy: tuple[float, float], width: float, height: float, **kw: Any) -> Any:
+    from matplotlib.patches import Rectangle
+
+    return Rectangle(xy, width, height, **kw)
+
+
+def conv_window_figure(plane: torch.Tensor | np.ndarray, rows: Sequence[int], cols: Sequence[int],
+                       stride: tuple[int, int], output: torch.Tensor | np.ndarray, place: tuple[int, int],
+                       titles: Sequence[str] = ("input", "close up", "output"), cmap: str = "viridis") -> Figure:
+    """Where one conv output value looks: the input (``plane``, (H, W)) with the window drawn, a
+    close-up with the zero padding shown in grey, the kernel's taps (``rows`` x ``cols``, dilation
+    shows as gaps) and the next window one ``stride`` to the right dashed, then the ``output`` map
+    (h, w) with the value's ``place`` (row, col) marked."""
+    plane, output = np.asarray(plane, dtype=float), np.asarray(output, dtype=float)
+    h, w = plane.shape
+    sh, sw = stride
+    fonts = list(text_fonts())
+    fig = Figure(figsize=(11, 3.8))
+    axes = fig.subplots(1, 3, gridspec_kw={"width_ratios": [1, 1, 1]})
+    top, bottom, left, right = rows[0], rows[-1], cols[0], cols[-1]
+    axes[0].imshow(plane, cmap=cmap, interpolation="nearest")
+    axes[0].add_patch(_rect((left - 0.5, top - 0.5), right - left + 1, bottom - top + 1, fill=False, edgecolor="red",
+                            lw=1.5))
+    # the close-up: the window with a margin, padding (outside the picture) in grey
+    span = max(bottom - top + 1, right - left + 1)
+    margin = max(2, span // 2, max(sh, sw))
+    r0, r1 = top - margin, bottom + margin
+    c0, c1 = left - margin, right + sw + margin
+    canvas = np.full((r1 - r0 + 1, c1 - c0 + 1), np.nan)
+    ra, rb, ca, cb = max(r0, 0), min(r1, h - 1), max(c0, 0), min(c1, w - 1)
+    if ra <= rb and ca <= cb:
+        canvas[ra - r0:rb - r0 + 1, ca - c0:cb - c0 + 1] = plane[ra:rb + 1, ca:cb + 1]
+    colours = get_colormap(cmap).with_extremes(bad="0.85")
+    lo, hi = float(np.nanmin(plane)), float(np.nanmax(plane))
+    axes[1].imshow(canvas, cmap=colours, vmin=lo, vmax=hi if hi > lo else lo + 1, interpolation="nearest",
+                   extent=(c0 - 0.5, c1 + 0.5, r1 + 0.5, r0 - 0.5))
+    axes[1].add_patch(_rect((-0.5, -0.5), w, h, fill=False, edgecolor="black", lw=1))  # the picture's edge
+    axes[1].set_xlim(c0 - 0.5, c1 + 0.5)
+    axes[1].set_ylim(r1 + 0.5, r0 - 0.5)
+    taps = [(r, c) for r in rows for c in cols]
+    axes[1].scatter([c for _, c in taps], [r for r, _ in taps], s=14, c="red", marker="s")
+    axes[1].add_patch(_rect((left - 0.5, top - 0.5), right - left + 1, bottom - top + 1, fill=False, edgecolor="red",
+                            lw=1.5))
+    axes[1].add_patch(_rect((left + sw - 0.5, top - 0.5), right - left + 1, bottom - top + 1, fill=False,
+                            edgecolor="orange", lw=1.2, ls="--"))
+    axes[2].imshow(output, cmap=cmap, interpolation="nearest")
+    axes[2].scatter([place[1]], [place[0]], s=40, facecolors="none", edgecolors="red", linewidths=1.5)
+    for ax, title in zip(axes, titles, strict=True):
+        ax.set_title(title, family=fonts, fontsize=10)
+        ax.set_xticks([])
+        ax.set_yticks([])
+    fig.tight_layout()
+    return fig
+
+
+def conv_products_figure(window: torch.Tensor | np.ndarray, weights: torch.Tensor | np.ndarray,
+                         products: torch.Tensor | np.ndarray, padded: torch.Tensor | np.ndarray,
+                         labels: Sequence[str], sums: Sequence[str],
+                         heads: Sequence[str] = ("input window", "× kernel", "= products", "sum")) -> Figure:
+    """One row per input channel shown: its window, the kernel's weights, their elementwise
+    product (each on a scale symmetric around 0; the numbers in the cells for kernels up to 5×5,
+    zero padding hatched) and the row's sum as text. ``labels`` name the rows, ``sums`` is the
+    text of each row's sum."""
+    window, weights, products = (np.asarray(a, dtype=float) for a in (window, weights, products))
+    padded = np.asarray(padded, dtype=bool)
+    n, kh, kw = window.shape
+    numbers = max(kh, kw) <= 5
+    fonts = list(text_fonts())
+    cell = 1.25 if numbers else 1.0
+    fig = Figure(figsize=(1.6 + 3 * cell * max(1.0, kw / kh) + 1.4, 0.5 + cell * n))
+    axes = np.atleast_2d(fig.subplots(n, 4, squeeze=False, gridspec_kw={"width_ratios": [1, 1, 1, 0.9]}))
+    for i in range(n):
+        for j, (values, cmap) in enumerate(((window[i], "PuOr_r"), (weights[i], "RdBu_r"), (products[i], "RdBu_r"))):
+            reach = float(np.abs(values).max()) or 1.0
+            _cells(axes[i, j], values, cmap, reach, numbers, padded if j != 1 else None)
+        axes[i, 0].set_ylabel(labels[i], family=fonts, fontsize=9, rotation=0, ha="right", va="center")
+        axes[i, 3].axis("off")
+        axes[i, 3].text(0.0, 0.5, sums[i], family=fonts, fontsize=10, va="center", transform=axes[i, 3].transAxes)
+    for j, head in enumerate(heads):
+        axes[0, j].set_title(head, family=fonts, fontsize=10)
+    fig.tight_layout()
+    return fig
