@@ -709,7 +709,8 @@ def channel_levels(tiles: np.ndarray) -> np.ndarray:
     return (_normalise_channels(arr) * (_LEVELS - 1) + 0.5).astype(np.uint8)
 
 
-def _cells(ax: Any, values: np.ndarray, cmap: str, reach: float, numbers: bool, padded: np.ndarray | None = None) -> None:
+def _cells(ax: Any, values: np.ndarray, cmap: str, reach: float, numbers: bool,
+           padded: np.ndarray | None = None) -> None:
     """One small matrix as coloured cells (values in the cells when there are few), padding hatched."""
     ax.imshow(values, cmap=cmap, vmin=-reach, vmax=reach, interpolation="nearest")
     ax.set_xticks([])

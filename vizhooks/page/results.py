@@ -18,15 +18,17 @@ import vizhooks as vz
 from vizhooks.atlas import Atlas, load_atlas, visualize_channels
 from vizhooks.budget import check_capture
 from vizhooks.cam import cams_from
+from vizhooks.convolution import ConvStep, conv_at
 from vizhooks.gradients import BackwardRecord, backward_report, gradient_pass
-from vizhooks.models import OPERATOR_FAMILY, backbone_name, family, resolve_entry
+from vizhooks.layers import LayerInfo, describe_layers
+from vizhooks.models import OPERATOR_FAMILY, backbone_name, family, meta_model, resolve_entry
 from vizhooks.overview import Overview, overview
 from vizhooks.page.analysis import Analysis, analyse
 from vizhooks.page.cache import ByteLRU
 from vizhooks.page.metrics import computed, counted, observe_cache
 from vizhooks.page.taught import compose, is_taught, names_of
 from vizhooks.page.texts import set_language, t
-from vizhooks.render import grid_layout, overview_png, palette_png
+from vizhooks.render import conv_products_figure, conv_window_figure, grid_layout, overview_png, palette_png
 from vizhooks.summary import summary_dataframe, summary_totals
 
 if TYPE_CHECKING:
@@ -155,6 +157,41 @@ def get_overview(model: str, key: tuple, k: int, analysis: Analysis) -> Overview
     return cached(("overview", model, key, k),
                   lambda: overview(get_bundle(model).model, analysis.x, k=k, tile=OVERVIEW_TILE),
                   lambda made: sum(row.tiles.nbytes for row in made.rows) + tensor_bytes([made.logits]))
+
+
+@functools.lru_cache(maxsize=64)
+def conv_infos(model: str, hw: tuple[int, int]) -> tuple[LayerInfo, ...]:
+    """Every Conv2d of ``model`` with its output size for an input of ``hw``: the bounds of the
+    Convolution view's row and column, from a pass on the meta device (no weights, no time)."""
+    meta, lock = meta_model(model)
+    with lock:
+        return tuple(i for i in describe_layers(meta, hw) if i.kind == "conv")
+
+
+def get_conv_step(model: str, key: tuple, layer: str, channel: int, row: int, col: int,
+                  analysis: Analysis) -> ConvStep:
+    """One conv output value taken apart (vizhooks.convolution.conv_at): one forward pass per
+    place, kept for every session; a few kilobytes besides the channel's map and the input's mean."""
+    return cached(("conv", model, key, layer, channel, row, col),
+                  lambda: conv_at(get_bundle(model).model, analysis.x, layer, channel, row, col),
+                  lambda s: tensor_bytes([s.window, s.weights, s.products, s.sums, s.output, s.input_mean]))
+
+
+@st.cache_data(max_entries=32, show_spinner=False)
+def conv_window_png(_step: ConvStep, key: tuple, titles: tuple[str, ...], cmap: str) -> bytes:
+    """The conv's input with the window, a close-up (padding, taps, the next step) and the output map
+    (key: the step's key; redrawn for another colormap or language)."""
+    return vz.figure_to_png(conv_window_figure(_step.input_mean, _step.rows, _step.cols, _step.stride, _step.output,
+                                               (_step.row, _step.col), titles, cmap))
+
+
+@st.cache_data(max_entries=32, show_spinner=False)
+def conv_products_png(_step: ConvStep, key: tuple, shown: tuple[int, ...], labels: tuple[str, ...],
+                      sums: tuple[str, ...], heads: tuple[str, ...]) -> bytes:
+    """Window, kernel and products of the input channels ``shown`` (positions in the step)."""
+    rows = list(shown)
+    return vz.figure_to_png(conv_products_figure(_step.window[rows], _step.weights[rows], _step.products[rows],
+                                                 _step.padded, labels, sums, heads))
 
 
 @st.cache_data(max_entries=32, show_spinner=False)

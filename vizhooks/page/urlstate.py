@@ -20,8 +20,8 @@ SIZE_MIN, SIZE_MAX, SIZE_STEP = 128, 512, 32
 CHANNEL_CHOICES: tuple[int | str, ...] = (1, 2, 4, 8, 16, 32, 64, 128, 256, 512, "all")
 WHATS = ("output", "input")
 #: The page's views, in menu order.
-VIEWS = ("maps", "overview", "inspector", "atlas", "gradients", "gradcam", "backward", "table", "intervene", "compare",
-         "code", "lesson", "teach")
+VIEWS = ("maps", "overview", "inspector", "convolution", "atlas", "gradients", "gradcam", "backward", "table",
+         "intervene", "compare", "code", "lesson", "teach")
 LANGS = ("en", "zh")
 #: The picture sources (vizhooks.page.sources), and Intervene's kinds of edit.
 SOURCES = ("sample", "upload", "camera", "video", "live")
@@ -29,6 +29,7 @@ EDIT_MODES = ("zero", "half", "double", "top")
 #: Settings of one view, kept in the link while that view is shown (their session keys are the names).
 VIEW_KEYS: dict[str, tuple[str, ...]] = {
     "inspector": ("insp_layer", "insp_channel"),
+    "convolution": ("cv_layer", "cv_channel", "cv_row", "cv_col"),
     "atlas": ("atlas_layer", "atlas_channel"),
     "intervene": ("iv_layer", "iv_mode", "iv_channels", "iv_k"),
 }
@@ -109,6 +110,10 @@ def parse_query(
         # a view's channel is checked against its layer by the view itself (keep_below)
         "insp_channel": lambda v: n if (n := _int(v)) is not None and n < 100_000 else None,
         "atlas_channel": lambda v: n if (n := _int(v)) is not None and n < 100_000 else None,
+        # the convolution's channel and place are checked against its layer and picture by the view
+        "cv_channel": lambda v: n if (n := _int(v)) is not None and n < 100_000 else None,
+        "cv_row": lambda v: n if (n := _int(v)) is not None and n < 100_000 else None,
+        "cv_col": lambda v: n if (n := _int(v)) is not None and n < 100_000 else None,
         "iv_mode": lambda v: v if v in EDIT_MODES else None,
         "iv_k": lambda v: n if (n := _int(v)) is not None and 1 <= n < 100_000 else None,
         "iv_channels": lambda v: (sorted({int(x) for x in parts}) if (parts := [p for p in v.split(",") if p])
@@ -123,10 +128,11 @@ def parse_query(
             else:
                 good[key] = parsed
     valid = {c.name for c in architecture_layers(str(good.get("model", DEFAULTS["model"])))}
-    for key in ("insp_layer", "atlas_layer", "iv_layer"):  # one layer of the model
+    convs = {c.name for c in architecture_layers(str(good.get("model", DEFAULTS["model"]))) if c.kind == "conv"}
+    for key in ("insp_layer", "atlas_layer", "iv_layer", "cv_layer"):  # one layer of the model (cv_layer: a conv)
         if key in params:
             name = _one(params[key])
-            if name in valid:
+            if name in (convs if key == "cv_layer" else valid):
                 good[key] = name
             else:
                 bad.append((key, name))

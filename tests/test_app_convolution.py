@@ -1,0 +1,100 @@
+"""The Convolution view (``?view=convolution``) in both languages: opened from a link, then another
+channel and place; the numbers shown are the library's (conv_at on the same picture), and the link
+follows the choices."""
+
+from __future__ import annotations
+
+import pytest
+
+from tests.helpers import ROOT, allowed_names, english_in, ok, open_page
+from vizhooks import load_image
+from vizhooks.convolution import conv_at
+from vizhooks.page.analysis import analyse
+from vizhooks.page.results import get_bundle
+from vizhooks.page.texts import EN
+from vizhooks.page.texts_zh import ZH
+from vizhooks.page.urlstate import parse_query
+
+TEXTS = {"en": EN, "zh": ZH}
+
+
+def _library(model: str, size: int, layer: str, channel: int, row: int, col: int):
+    """The answer computed without the page: the picture resized the model's way, conv_at on it."""
+    bundle = get_bundle(model)
+    x = analyse(bundle, load_image(str(ROOT / "sample_images" / "chelsea.jpg")), size, [layer]).x
+    return conv_at(bundle.model, x, layer, channel, row, col)
+
+
+def _metrics(at) -> dict[str, str]:
+    return {m.label: m.value for m in at.metric}
+
+
+def _shown(at, lang: str, step) -> None:
+    texts = TEXTS[lang]
+    metrics = _metrics(at)
+    assert metrics[texts["cv_total"].format(row=step.row, col=step.col)] == f"{step.total:.4f}"
+    if step.follow:
+        assert metrics[texts["cv_value"].format(layer=step.follow[-1].layer)] == f"{step.value:.4f}"
+    own = float(step.output[step.row, step.col])
+    equation = texts["cv_equation"].format(n=len(step.in_channels), sums=step.total - step.bias, bias=step.bias,
+                                           total=step.total, own=own)
+    assert equation in [m.value for m in at.markdown]
+
+
+@pytest.mark.parametrize("lang", ["en", "zh"])
+def test_link_then_another_channel_and_place_show_the_librarys_numbers(lang):
+    at = open_page(view="convolution", lang=lang, size="128", cv_layer="layer2.0.conv1", cv_channel="5", cv_row="3",
+                   cv_col="0")
+    ok(at)
+    assert at.radio(key="view").value == "convolution"
+    assert at.selectbox(key="cv_layer").value == "layer2.0.conv1"
+    step = _library("resnet18", 128, "layer2.0.conv1", 5, 3, 0)
+    _shown(at, lang, step)
+    assert [f.layer for f in step.follow] == ["layer2.0.bn1", "layer2.0.relu"]
+    texts = TEXTS[lang]
+    assert texts["cv_padding_here"].format(n=3, taps=9) in [c.value for c in at.caption]  # column -1 is padding
+    assert texts["cv_rest"].format(n=60, s=step.total - step.bias - sum(float(step.sums[i]) for i in step.strongest(4))
+                                   ) in [c.value for c in at.caption]
+    if lang == "zh":
+        assert english_in(at, allowed_names(at)) == []
+
+    at.number_input(key="cv_channel").set_value(17).run()
+    at.slider(key="cv_row").set_value(7).run()
+    at.slider(key="cv_col").set_value(12).run()
+    ok(at)
+    _shown(at, lang, _library("resnet18", 128, "layer2.0.conv1", 17, 7, 12))
+    assert {k: at.query_params[k] for k in ("cv_layer", "cv_channel", "cv_row", "cv_col")} == \
+        {"cv_layer": "layer2.0.conv1", "cv_channel": "17", "cv_row": "7", "cv_col": "12"}
+
+    at.selectbox(key="cv_layer").set_value("conv1").run()  # 64 x 64 out: the place stays, the numbers change
+    ok(at)
+    _shown(at, lang, _library("resnet18", 128, "conv1", 17, 7, 12))
+
+
+def test_depthwise_conv_of_mobilenet_names_its_one_input_channel():
+    at = open_page(view="convolution", model="mobilenet_v3_small", size="128", cv_layer="features.1.block.0.0",
+                   cv_channel="7", cv_row="0", cv_col="3")
+    ok(at)
+    step = _library("mobilenet_v3_small", 128, "features.1.block.0.0", 7, 0, 3)
+    _shown(at, "en", step)
+    assert EN["cv_depthwise"].format(groups=16, channel=7, first=7) in [m.value for m in at.markdown]
+
+
+def test_vit_patch_embedding_has_nothing_elementwise_after_it():
+    at = open_page(view="convolution", model="vit_b_16", cv_layer="conv_proj", cv_channel="700", cv_row="13",
+                   cv_col="2")
+    ok(at)
+    step = _library("vit_b_16", 224, "conv_proj", 700, 13, 2)
+    assert not step.follow
+    _shown(at, "en", step)
+    assert EN["cv_no_next"] in [i.value for i in at.info]
+
+
+def test_a_link_to_a_layer_that_is_not_a_conv_is_refused():
+    good, bad = parse_query({"view": "convolution", "cv_layer": "layer1.0", "cv_channel": "x", "cv_row": "2",
+                             "cv_col": "-1"}, ["chelsea.jpg"])
+    assert good == {"view": "convolution", "cv_row": 2}
+    assert sorted(bad) == [("cv_channel", "x"), ("cv_col", "-1"), ("cv_layer", "layer1.0")]
+    at = open_page(view="convolution", size="128", cv_layer="conv1", cv_channel="999", cv_row="500")
+    ok(at)  # a channel and a row beyond this layer's are kept inside it
+    assert at.number_input(key="cv_channel").value == 63 and at.slider(key="cv_row").value == 63

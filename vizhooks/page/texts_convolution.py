@@ -1,0 +1,130 @@
+"""The Convolution view's sentences, English and 简体中文; merged into texts.EN and texts_zh.ZH."""
+
+from __future__ import annotations
+
+EN: dict[str, str] = {
+    "view_convolution": "What one convolution computes",
+    "cv_intro": (
+        "**One number of one feature map, taken apart.** Pick a convolution, one of its output channels and "
+        "a place in its map. A forward pre-hook keeps what went into the layer; from it the window under the "
+        "kernel is cut out, multiplied with the kernel's weights value by value, summed per input channel, "
+        "and the bias is added. The result is exactly the value the layer computed, shown below the sum. "
+        "Then what the network does next to that value alone: BatchNorm's scale and shift, the activation."
+    ),
+    "cv_layer": "Convolution",
+    "cv_channel": "Output channel",
+    "cv_row": "Row in the output map",
+    "cv_col": "Column in the output map",
+    "cv_one_place": "The output map has only {n} place(s) along this side: {what} 0.",
+    "cv_running": "One pass through {model} with a pre-hook on {layer}…",
+    "cv_no_conv": "This model has no convolution (Conv2d) to take apart.",
+    "cv_settings": (
+        "**{layer}**: kernel {kh}×{kw}, stride {sh}×{sw}, zero padding {ph}×{pw}, dilation {dh}×{dw}, "
+        "{cin} input channels, {h_in}×{w_in} in → {h}×{w} out. Output ({row}, {col}) looks at input rows "
+        "{r0} to {r1} and columns {c0} to {c1}."
+    ),
+    "cv_dilated": "Dilation {dh}×{dw}: the kernel's taps are {dh} rows and {dw} columns apart, with gaps between.",
+    "cv_depthwise": (
+        "**Depthwise** (groups = {groups}): each output channel sees one input channel only. Output channel "
+        "{channel} sees input channel {first}."
+    ),
+    "cv_grouped": (
+        "**Grouped** (groups = {groups}): output channel {channel} is in group {group} and sees input channels "
+        "{first} to {last} only ({n} of {cin})."
+    ),
+    "cv_padding_here": "{n} of the kernel's {taps} taps lie in the zero padding here: they add nothing.",
+    "cv_title_input": "input (mean of the {n} channel(s) seen)",
+    "cv_title_close": "close-up: window, next step (dashed)",
+    "cv_title_output": "output channel {channel}, ({row}, {col})",
+    "cv_window_caption": (
+        "Red: the window for this output value, its taps as squares. Dashed orange: the window for the next "
+        "column, {sw} input column(s) further (the stride). Grey: zero padding outside the picture."
+    ),
+    "cv_top": "Input channels shown",
+    "cv_top_help": "The input channels whose sums are largest in size (|sum|), largest first.",
+    "cv_head_window": "input window",
+    "cv_head_weights": "× kernel",
+    "cv_head_products": "= products",
+    "cv_head_sum": "sum",
+    "cv_in_channel": "in #{n}",
+    "cv_rest": "…and {n} more input channel(s), whose sums add up to {s:+.4f}.",
+    "cv_equation": (
+        "Sum of all {n} channel sums {sums:+.4f} + bias {bias:+.4f} = **{total:+.4f}**. The layer's own output "
+        "at this place: **{own:+.4f}**."
+    ),
+    "cv_no_bias": "(This conv has no bias: 0.)",
+    "cv_total": "Conv output at ({row}, {col})",
+    "cv_next_header": "What happens next to this value",
+    "cv_bn": (
+        "**{layer}** (BatchNorm2d): {scale:.4f} × ({before:+.4f}) + ({shift:+.4f}) = **{after:+.4f}** "
+        "(scale = weight / √(running variance + ε), shift = bias − running mean × scale)."
+    ),
+    "cv_act": "**{layer}** ({kind}): {kind}({before:+.4f}) = **{after:+.4f}**",
+    "cv_no_next": (
+        "Nothing elementwise follows this conv: the next step mixes places or channels (another layer, a "
+        "residual sum, a reshape into tokens), so the value ends here."
+    ),
+    "cv_value": "Value after {layer}",
+}
+
+ZH: dict[str, str] = {
+    "view_convolution": "一次卷积算了什么",
+    "cv_intro": (
+        "**把一张特征图里的一个数拆开来看。** 选一个卷积层、它的一个输出通道和特征图里的一个位置。"
+        "前向预钩子（pre-hook）保存了进入这一层的输入；从中取出卷积核覆盖的窗口，与卷积核的权重逐个相乘，"
+        "按输入通道求和，再加上偏置。结果正是这一层算出的那个值，就显示在求和下方。"
+        "接着是网络对这个值单独做的下一步：BatchNorm 的缩放和平移，以及激活函数。"
+    ),
+    "cv_layer": "卷积层",
+    "cv_channel": "输出通道",
+    "cv_row": "输出特征图中的行",
+    "cv_col": "输出特征图中的列",
+    "cv_one_place": "输出特征图在这个方向上只有 {n} 个位置：{what} 0。",
+    "cv_running": "在 {layer} 上挂前向预钩子，运行一次 {model}……",
+    "cv_no_conv": "这个模型没有可以拆开的卷积层（Conv2d）。",
+    "cv_settings": (
+        "**{layer}**：卷积核 {kh}×{kw}，步幅 {sh}×{sw}，零填充 {ph}×{pw}，空洞 {dh}×{dw}，"
+        "{cin} 个输入通道，输入 {h_in}×{w_in} → 输出 {h}×{w}。输出位置 ({row}, {col}) 看的是输入的第 "
+        "{r0} 到 {r1} 行、第 {c0} 到 {c1} 列。"
+    ),
+    "cv_dilated": "空洞 {dh}×{dw}：卷积核的各个采样点相隔 {dh} 行、{dw} 列，中间留有空隙。",
+    "cv_depthwise": (
+        "**逐通道卷积**（groups = {groups}）：每个输出通道只看一个输入通道。输出通道 {channel} 只看输入通道 {first}。"
+    ),
+    "cv_grouped": (
+        "**分组卷积**（groups = {groups}）：输出通道 {channel} 属于第 {group} 组，只看输入通道 {first} 到 {last}"
+        "（共 {cin} 个中的 {n} 个）。"
+    ),
+    "cv_padding_here": "此处卷积核的 {taps} 个采样点中有 {n} 个落在零填充上：它们贡献为零。",
+    "cv_title_input": "输入（所看 {n} 个通道的平均）",
+    "cv_title_close": "局部放大：窗口与下一步（虚线）",
+    "cv_title_output": "输出通道 {channel}，({row}, {col})",
+    "cv_window_caption": (
+        "红色：这个输出值对应的窗口，方块是采样点。橙色虚线：下一列的窗口，向右移动 {sw} 个输入列（即步幅）。"
+        "灰色：图片外的零填充。"
+    ),
+    "cv_top": "显示的输入通道数",
+    "cv_top_help": "按求和结果的绝对值（|和|）从大到小排列的输入通道。",
+    "cv_head_window": "输入窗口",
+    "cv_head_weights": "× 卷积核",
+    "cv_head_products": "= 乘积",
+    "cv_head_sum": "求和",
+    "cv_in_channel": "输入 #{n}",
+    "cv_rest": "……另外还有 {n} 个输入通道，它们的和合计为 {s:+.4f}。",
+    "cv_equation": (
+        "全部 {n} 个通道的和 {sums:+.4f} + 偏置 {bias:+.4f} = **{total:+.4f}**。这一层自己在此位置的输出："
+        "**{own:+.4f}**。"
+    ),
+    "cv_no_bias": "（这个卷积层没有偏置：记为 0。）",
+    "cv_total": "卷积在 ({row}, {col}) 的输出",
+    "cv_next_header": "这个值接下来经历了什么",
+    "cv_bn": (
+        "**{layer}**（BatchNorm2d）：{scale:.4f} × ({before:+.4f}) + ({shift:+.4f}) = **{after:+.4f}**"
+        "（缩放 = 权重 / √(滑动方差 + ε)，平移 = 偏置 − 滑动均值 × 缩放）。"
+    ),
+    "cv_act": "**{layer}**（{kind}）：{kind}({before:+.4f}) = **{after:+.4f}**",
+    "cv_no_next": (
+        "这个卷积之后没有逐元素的操作：下一步会混合不同位置或通道（另一层、残差相加、重排成词元），所以这个值到此为止。"
+    ),
+    "cv_value": "经过 {layer} 之后的值",
+}
