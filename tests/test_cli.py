@@ -201,12 +201,15 @@ COMMAND_LINES = {
     "exemplars": "the images of a folder that excite each channel most",
     "visualize": "an image optimised to excite each channel asked",
     "teach": "teach a model your own classes from a folder",
+    "lesson": "the page's lesson for one photo: a notebook or HTML",
 }
 
 
 def _help(capsys, *argv: str) -> str:
+    from vizhooks.__main__ import main as full_main  # every command, the page's lesson included
+
     with pytest.raises(SystemExit) as info:
-        main(list(argv))
+        full_main(list(argv))
     out, err = capsys.readouterr()
     assert info.value.code == 0 and err == ""
     return out
@@ -217,7 +220,7 @@ def test_help_lists_every_command_with_its_one_line(capsys, monkeypatch):
     for flag in ("--help", "-h"):
         out = _help(capsys, flag)
         assert " ".join(out.split("\n\n")[0].split()) == (
-            "usage: python -m vizhooks [-h] [--version] {maps,exemplars,visualize,teach} ...")
+            "usage: python -m vizhooks [-h] [--version] {maps,exemplars,visualize,teach,lesson} ...")
         listed = {m.group(1): m.group(2) for m in re.finditer(r"^    (\w+) +(.+)$", out, re.M)}
         assert listed == COMMAND_LINES
         assert "Without a command, the arguments are those of `maps`" in out

@@ -485,7 +485,6 @@ COMMANDS: tuple[Command, ...] = (
     Command("visualize", "an image optimised to excite each channel asked", _visualize_arguments, _visualize),
     Command("teach", "teach a model your own classes from a folder", _teach_arguments, _teach),
 )
-_BY_NAME = {c.name: c for c in COMMANDS}
 #: First arguments the top-level parser answers itself; anything else that is not a command is maps.
 _TOP_LEVEL = ("-h", "--help", "--version")
 
@@ -499,8 +498,8 @@ def _new_parser(prog: str) -> _Parser:
     return _Parser(prog=prog, formatter_class=argparse.RawDescriptionHelpFormatter)
 
 
-def build_parser() -> argparse.ArgumentParser:
-    """The top-level parser: ``--help`` lists every command with its one line, ``--version``."""
+def build_parser(commands: Sequence[Command] = COMMANDS) -> argparse.ArgumentParser:
+    """The top-level parser: ``--help`` lists every command of ``commands`` with its one line, ``--version``."""
     p = _Parser(prog=PROG, formatter_class=_top_help_format)
     p.description = ("Look inside image models with PyTorch hooks: feature maps, dataset exemplars, feature "
                      "visualization,\nand teaching a model your own classes.\n"
@@ -514,19 +513,19 @@ def build_parser() -> argparse.ArgumentParser:
                 f"Each command has its own help: {PROG} COMMAND --help")
     p.add_argument("--version", action="version", version=f"vizhooks {__version__}")
     sub = p.add_subparsers(title="commands", dest="command", parser_class=_Parser)
-    for command in COMMANDS:
+    for command in commands:
         command.arguments(sub.add_parser(command.name, help=command.summary,
                                          formatter_class=argparse.RawDescriptionHelpFormatter))
     return p
 
 
-def command_parser(name: str) -> argparse.ArgumentParser:
+def command_parser(name: str, commands: Sequence[Command] = COMMANDS) -> argparse.ArgumentParser:
     """The parser of ``python -m vizhooks NAME``, built alone (only that command's imports).
 
     Raises:
         KeyError: not a command name.
     """
-    command = _BY_NAME[name]
+    command = {c.name: c for c in commands}[name]
     p = _new_parser(f"{PROG} {command.name}")
     command.arguments(p)
     return p
@@ -542,15 +541,18 @@ def build_visualize_parser() -> argparse.ArgumentParser:
     return command_parser("visualize")
 
 
-def main(argv: Sequence[str] | None = None) -> int:
+def main(argv: Sequence[str] | None = None, commands: Sequence[Command] = COMMANDS) -> int:
+    """Run the command line ``argv`` (default: ``sys.argv[1:]``) over ``commands`` (default: this
+    module's; ``vizhooks/__main__.py`` adds the commands of the layers above) and return the exit status."""
     argv = list(sys.argv[1:] if argv is None else argv)
+    by_name = {c.name: c for c in commands}
     try:
         if argv[:1] and argv[0] in _TOP_LEVEL:
-            build_parser().parse_args(argv)  # prints the help or the version and exits
+            build_parser(commands).parse_args(argv)  # prints the help or the version and exits
         # A command name first selects it; any other first word (a file, an option) is the maps form.
-        name = argv[0] if argv[:1] and argv[0] in _BY_NAME else COMMANDS[0].name
+        name = argv[0] if argv[:1] and argv[0] in by_name else commands[0].name
         rest = argv[1:] if argv[:1] == [name] else argv
-        return _BY_NAME[name].run(command_parser(name).parse_args(rest))
+        return by_name[name].run(command_parser(name, commands).parse_args(rest))
     except (UsageError, InvalidImageError, InvalidVideoError, WeightsError, UnknownLayerError, ValueError) as exc:
         print(f"vizhooks: error: {exc}", file=sys.stderr)
         return 2

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import hashlib
 import io
+import math
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
@@ -184,6 +185,20 @@ def compare_maps(a: torch.Tensor, b: torch.Tensor) -> MapPair:
     similarity = float(F.cosine_similarity(a.flatten(), b.flatten(), dim=0))
     clim = (float(min(a.min(), b.min())), float(max(a.max(), b.max())))
     return MapPair(a, b, similarity, clim, resized)
+
+
+def clamp_limit_of(gradient: torch.Tensor, percentile: int) -> tuple[float, float, int]:
+    """The lesson's clamp limit: the value at ``percentile`` of the non-zero |gradient| values, the
+    share of all the gradient's values beyond it (the clipped share) and how many values there are.
+    Zeros are left out: behind a ReLU half the gradient is often exactly 0, and a limit of 0 would
+    cut the path rather than clip it."""
+    ordered = gradient.abs().flatten().sort().values
+    count = int(ordered.numel())
+    nonzero = ordered[ordered > 0]
+    if not nonzero.numel():
+        return 0.0, 0.0, count
+    limit = float(nonzero[min(max(math.ceil(nonzero.numel() * percentile / 100) - 1, 0), nonzero.numel() - 1)])
+    return limit, float((ordered > limit).sum()) / count, count
 
 
 def hook_calls_demo(model: torch.nn.Module, x: torch.Tensor, layer: str, passes: int = 3) -> dict[str, list[int]]:

@@ -6,7 +6,10 @@ vizhooks/page/texts), the live view the page shows for it and the plain-PyTorch 
 
 from __future__ import annotations
 
+import argparse
 from dataclasses import dataclass
+
+from .texts import LANGUAGES
 
 
 @dataclass(frozen=True)
@@ -38,3 +41,29 @@ def step_index(value: object) -> int:
     except (TypeError, ValueError):
         return 1
     return min(max(n, 1), len(STEPS))
+
+
+#: What the lesson can be taken home as (vizhooks/page/handout.py), and the media type of each.
+FORMATS: dict[str, str] = {"ipynb": "application/x-ipynb+json", "html": "text/html"}
+
+
+def command_arguments(p: argparse.ArgumentParser) -> None:
+    """The arguments of ``python -m vizhooks lesson`` (vizhooks/__main__.py adds the
+    command): declared here, without the page's imports, so that `--help` stays quick."""
+    prog = p.prog
+    p.description = ("The page's nine-step lesson on hooks for one photo and model, to take home: a Jupyter\n"
+                     "notebook (text and code; it runs offline) or one self-contained HTML handout (text, code\n"
+                     "and this photo's pictures; prints on A4), in English or Chinese.")
+    p.epilog = ("Examples:\n"
+                f"  {prog} --photo sample_images/chelsea.jpg --format ipynb --out lesson.ipynb\n"
+                f"  {prog} --lang zh --model resnet18 --photo cat.jpg --format html --out lesson.html")
+    p.add_argument("--photo", required=True, metavar="PATH", help="the photo (png, jpg, webp, bmp, gif, tiff)")
+    p.add_argument("--lang", default="en", choices=tuple(LANGUAGES), help="language of the text and comments "
+                   "(default: en)")
+    p.add_argument("--model", default="resnet18", metavar="NAME", help="model name, as for the main command "
+                   "(default: resnet18)")
+    p.add_argument("--weights", default="auto", help="auto | imagenet | none | PATH (default: auto)")
+    p.add_argument("--layers", nargs="+", metavar="NAME", help="module names (default: the page's tour)")
+    p.add_argument("--size", type=int, default=224, help="shorter side of the model input in pixels (default: 224)")
+    p.add_argument("--format", default="ipynb", choices=tuple(FORMATS), help="ipynb or html (default: ipynb)")
+    p.add_argument("--out", metavar="FILE", help="the file to write (default: vizhooks_lesson_MODEL_PHOTO.FORMAT)")

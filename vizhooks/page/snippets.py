@@ -142,6 +142,28 @@ def _constructor(name: str, pretrained: bool, num_classes: int | None) -> str:
     return seed + call(f"model = models.{arch}", ["weights=None", *extra], ".eval()")
 
 
+_WEIGHTS_FALLBACK = '''try:
+{pretrained}except Exception as exc:
+    # no cached checkpoint and no internet: the page's seeded random weights instead
+    print(f"Random weights: pretrained weights for {name} could not be loaded ({{exc}}). "
+          "Feature maps show an untrained network and predictions are meaningless.")
+{random}'''
+
+
+def with_weights_fallback(setup: str, model: str, num_classes: int | None = None, lang: str = "en") -> str:
+    """``setup`` whose pretrained model falls back to the page's seeded random weights, with a
+    sentence, where no checkpoint is cached and none can be downloaded (a notebook taken home and
+    run offline). Set-ups that do not load pretrained weights are returned as they are."""
+    if is_taught(model) or resolve_entry(model).weights not in ("auto", "none", "imagenet"):
+        return setup
+    pretrained, random = _constructor(model, True, num_classes), _constructor(model, False, num_classes)
+    if pretrained not in setup:
+        return setup
+    indented = "".join(f"    {line}" if line.strip() else line for line in pretrained.splitlines(keepends=True))
+    fallback = localise(_WEIGHTS_FALLBACK, lang).format(pretrained=indented, random=random, name=model)
+    return setup.replace(pretrained, fallback, 1)
+
+
 @functools.lru_cache(maxsize=64)
 def _has_tokens(name: str, layers: tuple[str, ...], hw: tuple[int, int]) -> bool:
     """Whether a chosen layer takes or gives transformer tokens (1, T, D), worked out on the meta device."""

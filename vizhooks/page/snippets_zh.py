@@ -29,6 +29,8 @@ COMMENTS_ZH: dict[str, str] = {
     "during backward with d(logit) / d(output). No retain_grad() needed.":
         "PyTorch 会在反向传播时把 d(logit) / d(output) 传给它。不需要 retain_grad()。",
     "we only want gradients of activations": "我们只需要激活值的梯度",
+    "no cached checkpoint and no internet: the page's seeded random weights instead":
+        "没有缓存的权重文件，也连不上网：改用与页面相同的带种子随机权重",
     "Grad-CAM: weight each channel by its mean gradient, sum, ReLU, scale to [0, 1],":
         "Grad-CAM：用平均梯度给每个通道加权，求和，ReLU，",
     "upsample.": "缩放到 [0, 1]，再上采样。",

@@ -3,7 +3,6 @@ later layers change; clamp gradients at one layer and see the earlier ones fade.
 
 from __future__ import annotations
 
-import math
 from typing import TYPE_CHECKING, Any
 
 import streamlit as st
@@ -11,6 +10,7 @@ import streamlit as st
 import vizhooks as vz
 from vizhooks.budget import check_capture
 from vizhooks.cam import cams_from
+from vizhooks.page.analysis import clamp_limit_of
 from vizhooks.page.results import cached, get_bundle, grid_png, tensor_bytes
 from vizhooks.page.state import Context
 from vizhooks.page.texts import t
@@ -103,13 +103,7 @@ def clamp_limit(ctx: Context, clamp_at: str, target: int, percentile: int) -> tu
         grad = vz.capture_gradients(get_bundle(c.model).model, analysis.x, [clamp_at], target=target)[clamp_at]
         return grad.abs().flatten().sort().values
 
-    ordered = cached(key, make, lambda g: tensor_bytes([g]))
-    count = int(ordered.numel())
-    nonzero = ordered[ordered > 0]
-    if not nonzero.numel():
-        return 0.0, 0.0, count
-    limit = float(nonzero[min(max(math.ceil(nonzero.numel() * percentile / 100) - 1, 0), nonzero.numel() - 1)])
-    return limit, float((ordered > limit).sum()) / count, count
+    return clamp_limit_of(cached(key, make, lambda g: tensor_bytes([g])), percentile)
 
 
 def show_clamp(ctx: Context, layers: list[str], target: int) -> None:
