@@ -3,15 +3,16 @@ its answer. The live parts are the other views' own functions."""
 
 from __future__ import annotations
 
-from typing import Any
+import functools
+from pathlib import Path
 from urllib.parse import urlencode
 
 import streamlit as st
 
-from vizhooks.page import snippets
 from vizhooks.page.analysis import hook_calls_demo
 from vizhooks.page.classes import answer_hidden, poll
-from vizhooks.page.lesson import STEPS, Step, step_index
+from vizhooks.page.handout import LessonChoices, file_name, lesson_file, step_code
+from vizhooks.page.lesson import FORMATS, STEPS, Step, step_index
 from vizhooks.page.present import present_on, scroll_to_step
 from vizhooks.page.results import cached, get_analysis, get_bundle, grid_png
 from vizhooks.page.snippets import Code
@@ -23,27 +24,50 @@ from vizhooks.page.views.code import chosen_target, image_path
 from vizhooks.page.widgets import class_picker
 
 
+def _clamp_choice(ctx: Context) -> tuple[str, int]:
+    """The clamp step's layer and percentile, as the Intervene widgets hold them."""
+    layers = list(ctx.choices.layers)
+    chosen = st.session_state.get("iv_clamp_at")
+    percentile = int(st.session_state.get("iv_clip_pct", intervene.CLAMP_DEFAULT))
+    return (chosen if chosen in layers else layers[-1]), percentile
+
+
 def lesson_code(step: Step, ctx: Context) -> Code:
     """The step's code as set-up (the same for every step: all the chosen layers) and hook lines."""
     bundle, c = ctx.bundle, ctx.choices
-    kind, name = step.code
-    common: dict[str, Any] = dict(model=c.model, image=image_path(c), size=c.size, target=chosen_target(),
-                                  pretrained=bundle.pretrained, num_classes=len(bundle.categories), lang=language())
-    layers = list(c.layers)
-    if kind == "view":
-        return snippets.view_code(name, layers=layers, what="output", **common)
     clamp_at: str | None = None
     limit = 0.0
-    if name == "clamp":
-        chosen = st.session_state.get("iv_clamp_at")
-        clamp_at = chosen if chosen in layers else layers[-1]
-        layers = [n for n in layers if layers.index(n) < layers.index(clamp_at)] or layers[:1]
+    if step.code == ("lesson", "clamp"):
+        clamp_at, percentile = _clamp_choice(ctx)
         target = chosen_target()
         top1 = int(ctx.analysis.logits[0].argmax())
-        percentile = int(st.session_state.get("iv_clip_pct", intervene.CLAMP_DEFAULT))
         limit = intervene.clamp_limit(ctx, clamp_at, top1 if target is None else target, percentile)[0]
-    return snippets.lesson_code(name, layers=layers, clamp_at=clamp_at, limit=limit, setup_layers=list(c.layers),
-                                **common)
+    return step_code(step, model=c.model, image=image_path(c), size=c.size, layers=list(c.layers),
+                     target=chosen_target(), pretrained=bundle.pretrained, num_classes=len(bundle.categories),
+                     lang=language(), clamp_at=clamp_at, limit=limit)
+
+
+def take_home(ctx: Context) -> None:
+    """The whole lesson on this photo and model to download, as a notebook or an HTML handout. Made
+    on the click (in Streamlit's own thread, without this run's session), so the closure keeps every
+    value it needs."""
+    c = ctx.choices
+    data = photo_bytes(c.source)
+    if data is None:
+        return
+    clamp_at, percentile = _clamp_choice(ctx)
+    choices = LessonChoices(model=c.model, photo=data, photo_name=Path(image_path(c)).name, size=c.size,
+                            lang=language(), layers=tuple(c.layers), target=chosen_target(), clamp_at=clamp_at,
+                            percentile=percentile, channels=c.channels, order=c.order, cmap=c.cmap, norm=c.norm,
+                            columns=c.columns or None)
+    bundle = ctx.bundle
+    st.markdown(f"**{t('handout_download')}**")
+    st.caption(t("handout_download_help"))
+    cols = st.columns(2)
+    for col, fmt in zip(cols, FORMATS, strict=True):
+        col.download_button(t(f"handout_download_{fmt}"), data=functools.partial(lesson_file, choices, bundle, fmt),
+                            file_name=file_name(choices, fmt), mime=FORMATS[fmt], key=f"lesson_take_home_{fmt}",
+                            on_click="ignore", icon=":material/download:")
 
 
 def show_code(step: Step, ctx: Context) -> None:
@@ -138,3 +162,4 @@ def show(ctx: Context) -> None:
     nxt.button(t("lesson_next"), key="lesson_next", disabled=n == len(STEPS), on_click=to_step, args=(n + 1,))
     query = {**st.session_state.get("_query", {}), "view": "lesson", "step": str(n)}
     link.markdown(f"[{t('lesson_link')}](?{urlencode(query)})")
+    take_home(ctx)
