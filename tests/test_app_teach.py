@@ -79,7 +79,7 @@ def test_teach_then_every_view_uses_the_taught_model(lang, request):
 def test_the_page_predicts_what_the_downloaded_checkpoint_predicts(taught_en, tmp_path):
     name = taught_en.session_state["model"]
     weights, labels = (tmp_path / f for f in checkpoint_files(name))
-    weights.write_bytes(checkpoint_bytes(name))
+    weights.write_bytes(checkpoint_bytes(get_bundle(name)))
     labels.write_text("\n".join(taught.names_of(name)) + "\n", encoding="utf-8")
     again = vz.load_model("resnet18", weights=weights, labels=labels, device="cpu")
     taught_en.radio(key="view").set_value("maps").run()
@@ -102,7 +102,7 @@ def test_the_code_view_builds_and_loads_the_new_layer(taught_en):
 
 def test_an_uploaded_checkpoint_comes_back_and_another_backbone_is_refused(taught_en):
     name = taught_en.session_state["model"]
-    data, names = checkpoint_bytes(name), "\n".join(taught.names_of(name)).encode()
+    data, names = checkpoint_bytes(get_bundle(name)), "\n".join(taught.names_of(name)).encode()
     back = read_upload(plain_bundle("resnet18"), data, names, ".txt")
     assert back is not None and back.bundle.name == name and back.bundle.categories == list(CLASSES)
     state = torch.load(io.BytesIO(data), weights_only=True)
@@ -265,7 +265,7 @@ def test_a_downloaded_model_uploaded_again_becomes_the_sessions_model(taught_en)
     weights, labels = checkpoint_files(name)
     at = open_page(view="teach", size="128")
     at.file_uploader(key="teach_model_files").set_value([
-        (weights, checkpoint_bytes(name), "application/octet-stream"),
+        (weights, checkpoint_bytes(get_bundle(name)), "application/octet-stream"),
         (labels, ("\n".join(taught.names_of(name)) + "\n").encode(), "text/plain")]).run()
     at.button(key="teach_upload_go").click().run()
     ok(at)

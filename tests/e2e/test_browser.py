@@ -239,6 +239,16 @@ def _shows_overview(page, height, width):
     expect(page.get_by_role("button", name=EN["ov_open"])).to_be_visible()
 
 
+def _shows_convolution(page, height, width):
+    from vizhooks.page.texts import EN
+
+    # the link's first layer (conv1, stride 2) taken apart in the middle of channel 0's map
+    _, h, w = _conv_shapes(height, width)[LINK_LAYERS[0]]
+    _expect_loaded(_image(page, EN["cv_window_caption"].format(sw=2)))
+    total = EN["cv_total"].format(row=h // 2, col=w // 2)
+    expect(page.get_by_test_id("stMetric").filter(has_text=total)).to_have_count(1)
+
+
 def _shows_teach(page, height, width):
     from vizhooks.page.texts import EN
 
@@ -246,7 +256,8 @@ def _shows_teach(page, height, width):
     expect(page.get_by_text(EN["teach_count"].format(n=0)).first).to_be_visible()
 
 
-SHOWS = {"maps": _shows_maps, "overview": _shows_overview, "inspector": _shows_inspector, "atlas": _shows_atlas,
+SHOWS = {"maps": _shows_maps, "overview": _shows_overview, "inspector": _shows_inspector,
+         "convolution": _shows_convolution, "atlas": _shows_atlas,
          "gradients": _shows_gradients, "gradcam": _shows_gradcam, "backward": _shows_backward, "table": _shows_table,
          "intervene": _shows_intervene, "compare": _shows_compare, "code": _shows_code, "lesson": _shows_lesson,
          "teach": _shows_teach}

@@ -202,12 +202,10 @@ def from_checkpoint(state: dict[str, torch.Tensor], names: list[str], backbone: 
                      head_path=path, head=layer, backbone=backbone.name)
 
 
-def checkpoint_bytes(model: str) -> bytes:
-    """The taught model's whole state_dict (built when the button is pressed, not on every run)."""
-    from vizhooks.page.results import get_bundle  # results composes taught models with this module
-
+def checkpoint_bytes(bundle: vz.ModelBundle) -> bytes:
+    """A taught model's whole state_dict as a file (built when the download is asked for, not on every run)."""
     buffer = io.BytesIO()
-    torch.save({k: v.detach().cpu() for k, v in get_bundle(model).model.state_dict().items()}, buffer)
+    torch.save({k: v.detach().cpu() for k, v in bundle.model.state_dict().items()}, buffer)
     return buffer.getvalue()
 
 

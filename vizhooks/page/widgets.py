@@ -108,10 +108,15 @@ def shown_labels(bundle: vz.ModelBundle) -> list[str]:
     return class_labels(bundle.categories, language())
 
 
+def top5(logits: Tensor, categories: Sequence[str]) -> list[tuple[str, float]]:
+    """The five most likely classes: (label, probability), most likely first."""
+    return [(p.label, float(p.probability)) for p in top_classes(logits, list(categories), 5)]
+
+
 def top5_bars(slot: Any, logits: Tensor, categories: Sequence[str]) -> None:
     """The five most likely classes as bars."""
-    for p in top_classes(logits, list(categories), 5):
-        slot.progress(min(max(p.probability, 0.0), 1.0), text=f"{p.label} · {p.probability:.1%}")
+    for label, probability in top5(logits, categories):
+        slot.progress(min(max(probability, 0.0), 1.0), text=f"{label} · {probability:.1%}")
 
 
 def class_select(categories: Sequence[str], key: str, placeholder: str, help: str,

@@ -7,11 +7,10 @@ from __future__ import annotations
 import streamlit as st
 
 from vizhooks.overview import stages
-from vizhooks.page.analysis import top_classes
 from vizhooks.page.results import get_overview, overview_picture
 from vizhooks.page.state import Context
 from vizhooks.page.texts import t
-from vizhooks.page.widgets import keep_valid, shown_labels
+from vizhooks.page.widgets import keep_valid, shown_labels, top5
 
 CHANNEL_CHOICES = (4, 8, 12, 16)
 #: More layers than this are shown one stage (one resolution) at a time, so a row stays readable.
@@ -35,8 +34,7 @@ def show(ctx: Context) -> None:
         first, end = parts[stage]
         rows = rows[first:end]
         st.caption(t("ov_paged", total=len(ov.rows), stages=len(parts), most=MAX_ROWS))
-    names = shown_labels(ctx.bundle)
-    top = tuple((p.label, float(p.probability)) for p in top_classes(ov.logits, names, 5))
+    top = tuple(top5(ov.logits, shown_labels(ctx.bundle)))
     st.image(overview_picture(tuple(rows), ("overview", c.model, ctx.digest, c.size, k, first), top, c.cmap),
              caption=t("ov_caption", layers=len(ov.rows), stages=len(parts), k=k), width="stretch")
     _open_in_inspector(rows)

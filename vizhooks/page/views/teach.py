@@ -21,7 +21,7 @@ import vizhooks as vz
 from vizhooks.models import backbone_name
 from vizhooks.page.classes import teacher
 from vizhooks.page.errors import reason, shown_errors
-from vizhooks.page.results import plain_bundle
+from vizhooks.page.results import get_bundle, plain_bundle
 from vizhooks.page.sources.sample import read_sample, samples
 from vizhooks.page.sources.upload import PHOTO_MB
 from vizhooks.page.taught import checkpoint_bytes, checkpoint_files, names_of, read_upload, remember, use_model
@@ -228,7 +228,7 @@ def _keep(model: str) -> None:
     file, labels = checkpoint_files(model)
     st.subheader(t("teach_keep"))
     a, b = st.columns(2)
-    a.download_button(t("teach_download"), data=functools.partial(checkpoint_bytes, model), file_name=file,
+    a.download_button(t("teach_download"), data=functools.partial(checkpoint_bytes, get_bundle(model)), file_name=file,
                       mime="application/octet-stream", key="teach_download", on_click="ignore")
     b.download_button(t("teach_download_labels"), data="\n".join(names_of(model)) + "\n", file_name=labels,
                       mime="text/plain", key="teach_download_labels", on_click="ignore")
