@@ -16,7 +16,7 @@ from PIL import Image
 
 from tests.helpers import run_cli as _run
 from vizhooks import capture, load_image, load_model
-from vizhooks.cli import main
+from vizhooks.__main__ import main  # every command, the page's lesson included
 from vizhooks.images import preprocess
 from vizhooks.layers import conv_layers
 
@@ -206,10 +206,8 @@ COMMAND_LINES = {
 
 
 def _help(capsys, *argv: str) -> str:
-    from vizhooks.__main__ import main as full_main  # every command, the page's lesson included
-
     with pytest.raises(SystemExit) as info:
-        full_main(list(argv))
+        main(list(argv))
     out, err = capsys.readouterr()
     assert info.value.code == 0 and err == ""
     return out

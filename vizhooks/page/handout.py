@@ -217,6 +217,7 @@ pre { background: #f5f5f5; border: 1px solid #ddd; padding: 8px; font-size: 8.5p
 code { font-family: "DejaVu Sans Mono", "WenQuanYi Zen Hei Mono", Menlo, Consolas, monospace; font-size: 0.92em;
        background: #f0f0f0; padding: 0 2px; }
 img { max-width: 100%; height: auto; display: block; }
+.pair > figure img { width: 100%; }
 figure { margin: 8px 0; break-inside: avoid; page-break-inside: avoid; }
 figcaption, .caption { color: #555; font-size: 9.5pt; }
 .pair { display: grid; grid-template-columns: 1fr 1fr; gap: 8px; }
