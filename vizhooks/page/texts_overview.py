@@ -7,8 +7,8 @@ EN: dict[str, str] = {
     "ov_intro": (
         "**The whole network at a glance.** Every convolution (every block, for attention models) in the "
         "order the photo flows through them, each with its strongest channels (largest mean), from one "
-        "forward pass with a hook on every layer. A band marks each new resolution: a new stage, where the "
-        "maps get smaller and the channels more numerous. Follow the rows down from edges and colours to "
+        "forward pass with a hook on every layer. A line with the map size marks each new resolution: a new "
+        "stage, where the maps get smaller and the channels more numerous. Follow the rows down from edges and colours to "
         "parts and, at the end, the classes."
     ),
     "ov_k": "Channels per layer",
@@ -31,7 +31,7 @@ ZH: dict[str, str] = {
     "view_overview": "全局概览",
     "ov_intro": (
         "**一眼看完整个网络。** 按照片流经的顺序列出每个卷积层（注意力模型则是每个块），每层显示最强的几个通道"
-        "（平均激活最大），只需一次在每一层都挂了钩子的前向传播。每当分辨率变化，就有一条色带标出：这是一个新的阶段，"
+        "（平均激活最大），只需一次在每一层都挂了钩子的前向传播。每当分辨率变化，就有一条标着特征图尺寸的横线：这是一个新的阶段，"
         "特征图变小，通道变多。从上往下看，从边缘和颜色，到局部部件，最后到类别。"
     ),
     "ov_k": "每层通道数",
