@@ -46,3 +46,17 @@ def test_a_channel_count_change_redraws_with_that_many(lang="en"):
     ok(at)
     assert EN["ov_caption"].format(layers=20, stages=5, k=4) in [i.proto.imgs[0].caption for i in at.image]
     assert len(at.selectbox(key="ov_channel").options) == 4
+
+
+@pytest.mark.parametrize(("model", "layers"), [("vgg16", 13), ("mobilenet_v3_small", 52), ("vit_b_16", 12)])
+def test_the_overview_of_other_families(model, layers):
+    """VGG's 13 convs, MobileNet's 52 (depthwise ones included), ViT's 12 encoder blocks."""
+    from vizhooks.models import meta_model
+    from vizhooks.overview import overview_layers
+
+    assert len(overview_layers(meta_model(model)[0])) == layers
+    at = open_page(view="overview", model=model, size="128", lang="zh")
+    ok(at)
+    assert len(at.selectbox(key="ov_layer").options) == layers
+    captions = [i.proto.imgs[0].caption for i in at.image]
+    assert any(c.startswith(f"共 {layers} 层") for c in captions)
