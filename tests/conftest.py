@@ -27,6 +27,11 @@ from vizhooks import load_model  # noqa: E402
 #: teardown, measured on our 2 shared cores: the longest tests (over ~1.5 s there), ~1,100 of the
 #: ~1,200 s the loop took, while each module keeps its quick tests in the fast loop.
 SLOW: tuple[str, ...] = (
+    "tests/test_handout.py::test_the_notebook_runs_offline_with_the_fallback_sentence_and_the_photo",  # nbclient
+    "tests/test_handout.py::test_the_notebook_prints_the_pages_forward_numbers",
+    "tests/test_handout.py::test_the_notebook_prints_the_pages_gradient_numbers",
+    "tests/test_handout.py::test_the_handout_is_one_file_with_every_step_and_no_request",
+    "tests/test_handout.py::test_the_command_writes_the_lesson",
     "tests/test_analysis.py::test_analyse_resnet50_bottleneck_layers",
     "tests/test_analysis.py::test_analyse_what_input",
     "tests/test_analysis.py::test_picture_follows_resize_rule",

@@ -171,7 +171,15 @@ def _question(step: Step) -> str:
 def _made(lesson: Lesson) -> str:
     c = lesson.choices
     return t("handout_made", version=vz.__version__, model=c.model, size=c.size, layers=", ".join(lesson.layers),
-             weights=lesson.bundle.weights_status)
+             weights=_weights(lesson.bundle))
+
+
+def _weights(bundle: vz.ModelBundle) -> str:
+    """Where the weights came from, in the handout's language (the library's own account is English)."""
+    if not bundle.pretrained:
+        return t("top5_random")
+    key = f"weights_from_{bundle.weights_source}"
+    return t(key) if key in LANGUAGES["en"] else ""
 
 
 def notebook(lesson: Lesson) -> nbformat.NotebookNode:
