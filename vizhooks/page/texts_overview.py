@@ -8,8 +8,8 @@ EN: dict[str, str] = {
         "**The whole network at a glance.** Every convolution (every block, for attention models) in the "
         "order the photo flows through them, each with its strongest channels (largest mean), from one "
         "forward pass with a hook on every layer. A line with the map size marks each new resolution: a new "
-        "stage, where the maps get smaller and the channels more numerous. Follow the rows down from edges and colours to "
-        "parts and, at the end, the classes."
+        "stage, where the maps get smaller and the channels more numerous. Follow the rows down from edges "
+        "and colours to parts and, at the end, the classes."
     ),
     "ov_k": "Channels per layer",
     "ov_k_help": "The k channels with the largest mean activation of each layer, strongest first.",
