@@ -216,7 +216,7 @@ def allowed_names(at: AppTest) -> set[str]:
     return set(categories()) | set(at.multiselect(key="layers").value) | {"Grad-CAM", "ImageNet", "PyTorch"}
 
 
-# --- photos for teaching (test_teach.py, test_app_teach.py, e2e/test_teach.py) -----------------
+# --- photos for teaching (test_teach.py) -----------------------------------------------------------
 
 SHAPE_COLOURS = {"disc": (220, 30, 30), "square": (30, 30, 220), "triangle": (30, 200, 30)}
 

@@ -232,6 +232,16 @@ def test_several_uploads_at_once_and_a_file_that_is_not_a_picture(lang):
     assert _counts(at)[0] in ("2 photo(s)", "2 张照片")
 
 
+def test_the_same_photo_twice_is_added_once_and_said():
+    at = _fill(open_page(view="teach", size="128"), {"a": ("chelsea.jpg",), "b": ()})
+    at.radio(key="teach_into").set_value(0).run()
+    at.selectbox(key="teach_sample_pick").set_value("chelsea.jpg").run()
+    at.button(key="teach_add_sample").click().run()
+    ok(at)
+    assert _counts(at) == ["1 photo(s)", "0 photo(s)"]
+    assert at.info[0].value == EN["teach_again"].format(n=1, name="a")
+
+
 def test_each_snapshot_adds_one_photo_and_the_camera_is_ready_again():
     at = open_page(view="teach", size="128")
     for i, name in enumerate(("chelsea.jpg", "coffee.jpg")):

@@ -25,6 +25,7 @@ EN: dict[str, str] = {
     "teach_clear": "Clear this class",
     "teach_more": "… and {n} more",
     "teach_added": "Added {n} photo(s) to {name}.",
+    "teach_again": "{n} photo(s) were already in {name}, so they were not added again.",
     "teach_not_image": "{file} was not added: {reason}",
     "teach_full_class": "{name} already has {most} photos, the most a class can have; remove some first.",
     "teach_full_session": (
@@ -119,6 +120,7 @@ ZH: dict[str, str] = {
     "teach_clear": "清空这个类别",
     "teach_more": "……还有 {n} 张",
     "teach_added": "已把 {n} 张照片加入“{name}”。",
+    "teach_again": "有 {n} 张照片已经在“{name}”里了，没有重复加入。",
     "teach_not_image": "{file} 未能加入：{reason}",
     "teach_full_class": "“{name}”已有 {most} 张照片，达到每个类别的上限：请先移除一些。",
     "teach_full_session": "本次会话保存的照片已有 {mb} MB，达到上限（{most} MB）：请先移除一些。",

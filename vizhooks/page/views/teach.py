@@ -67,7 +67,7 @@ def stored(data: bytes) -> tuple[str, bytes]:
 
 def add(i: int, files: list[tuple[str, bytes]]) -> None:
     """Add photos to class ``i``; each refusal is one notice, and what was added stays."""
-    group, notices, added = photos()[i], [], 0
+    group, notices, added, again = photos()[i], [], 0, 0
     for file_name, data in files:
         if len(group) >= MAX_PHOTOS:
             notices.append(t("teach_full_class", name=shown_name(i), most=MAX_PHOTOS))
@@ -83,6 +83,10 @@ def add(i: int, files: list[tuple[str, bytes]]) -> None:
         if all(item[0] != d for d, _ in group):
             group.append(item)
             added += 1
+        else:
+            again += 1
+    if again:  # the same picture twice teaches nothing more
+        notices.insert(0, t("teach_again", n=again, name=shown_name(i)))
     if added:
         notices.insert(0, t("teach_added", n=added, name=shown_name(i)))
     st.session_state["_teach_notices"] = notices
