@@ -154,3 +154,23 @@ def profile_call(fn: Callable[[], object], limit: int = 14, thread: str | None =
     if not started:
         return f"(no thread named like {thread!r} was started; nothing profiled)"
     return _stats_text(prof, limit)
+
+
+def report(result: Result, status: bool = True) -> None:
+    """A benchmark module run alone: its rows (with PASS / MISS when ``status``), then its details."""
+    for row in result.rows:
+        print(f"{row.case}: {row.measured}" + (f"  [{row.status}]" if status else ""))
+    print("\n".join(result.details))
+
+
+def bench_main(run: Callable[[Config], Result], doc: str, argv: list[str] | None = None, repeat: int = 5) -> int:
+    """``python -m benchmarks.NAME [--repeat N] [--quick]`` for a module whose ``run`` takes only a Config."""
+    import argparse
+
+    parser = argparse.ArgumentParser(description=doc.splitlines()[0])
+    parser.add_argument("--repeat", type=int, default=repeat)
+    parser.add_argument("--quick", action="store_true")
+    args = parser.parse_args(argv)
+    report(run(Config(repeat=args.repeat, quick=args.quick, profile=False)))
+    return 0
+

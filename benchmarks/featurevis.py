@@ -18,7 +18,7 @@ from __future__ import annotations
 
 import sys
 
-from .common import Config, Result, Row, fmt_s, fmt_samples, median, timed
+from .common import Config, Result, Row, fmt_s, fmt_samples, median, report, timed
 
 LAYER = "layer3.0.conv2"
 CHANNELS = 16
@@ -103,9 +103,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--device", default="cpu")
     args = parser.parse_args(argv)
     result = run(Config(repeat=args.repeat, quick=args.quick, profile=False), device=args.device)
-    for row in result.rows:
-        print(f"{row.case}: {row.measured}")
-    print("\n".join(result.details))
+    report(result, status=False)
     return 0
 
 

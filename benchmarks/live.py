@@ -33,7 +33,7 @@ import tempfile
 import time
 from pathlib import Path
 
-from .common import SAMPLE, Config, Result, Row, fmt_s, median
+from .common import SAMPLE, Config, Result, Row, fmt_s, median, report
 
 LAYER = "layer2.0.conv1"
 DEEPER = "layer3.1.conv2"
@@ -312,9 +312,7 @@ def main(argv: list[str] | None = None) -> int:
     os.environ.setdefault("VIZHOOKS_OFFLINE", "1")
     result = run(Config(repeat=1, quick=args.quick, profile=False), browser=not args.no_browser,
                  seconds=args.seconds)
-    for row in result.rows:
-        print(f"{row.case}: {row.measured}  [{row.status}]")
-    print("\n".join(result.details))
+    report(result)
     return 0
 
 

@@ -34,7 +34,7 @@ import os
 import sys
 import time
 
-from .common import SAMPLE, Config, Result, Row, alternate, fmt_s, fmt_samples, median, timed
+from .common import SAMPLE, Config, Result, Row, alternate, bench_main, fmt_s, fmt_samples, median, timed
 
 SIZE = 224
 BATCH = 16  # vizhooks.teach.BATCH; the bare forward uses the same
@@ -216,17 +216,7 @@ def run(cfg: Config) -> Result:
 
 
 def main(argv: list[str] | None = None) -> int:
-    import argparse
-
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--repeat", type=int, default=5)
-    parser.add_argument("--quick", action="store_true")
-    args = parser.parse_args(argv)
-    result = run(Config(repeat=args.repeat, quick=args.quick, profile=False))
-    for row in result.rows:
-        print(f"{row.case}: {row.measured}  [{row.status}]")
-    print("\n".join(result.details))
-    return 0
+    return bench_main(run, __doc__ or "", argv)
 
 
 if __name__ == "__main__":

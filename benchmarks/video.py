@@ -20,7 +20,7 @@ import os
 import sys
 import tempfile
 
-from .common import SAMPLE, Config, Result, Row, alternate, fmt_s, fmt_samples, median, timed
+from .common import SAMPLE, Config, Result, Row, alternate, fmt_s, fmt_samples, median, report, timed
 
 LAYERS = ["layer1.0.conv1", "layer3.0.conv1"]
 SIZE = 224
@@ -117,9 +117,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--device", default="cpu")
     args = parser.parse_args(argv)
     result = run(Config(repeat=args.repeat, quick=args.quick, profile=False), device=args.device)
-    for row in result.rows:
-        print(f"{row.case}: {row.measured}  [{row.status}]")
-    print("\n".join(result.details))
+    report(result)
     return 0
 
 

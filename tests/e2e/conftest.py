@@ -47,6 +47,27 @@ def browser(playwright_driver):
     b.close()
 
 
+#: Chromium's own fake camera (a moving test pattern), allowed without asking.
+FAKE_CAMERA = ["--use-fake-device-for-media-stream", "--use-fake-ui-for-media-stream"]
+
+
+@pytest.fixture(scope="session")
+def camera_browser(playwright_driver):
+    """Chromium with the fake camera: the live view's and the Teach view's tests."""
+    b = playwright_driver.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS + FAKE_CAMERA)
+    yield b
+    b.close()
+
+
+def new_page(browser, height: int, script: str, timeout_ms: int):
+    """A page 1400 pixels wide in a fresh context of ``browser``, ``script`` run before the page's own."""
+    context = browser.new_context(viewport={"width": 1400, "height": height})
+    context.add_init_script(script)
+    pg = context.new_page()
+    pg.set_default_timeout(timeout_ms)
+    return pg
+
+
 @pytest.fixture
 def page(browser):
     context = browser.new_context(viewport={"width": 1400, "height": 1000})

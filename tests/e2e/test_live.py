@@ -8,11 +8,9 @@ import re
 import pytest
 from playwright.sync_api import expect
 
-from .conftest import CHROMIUM
-from .server import CHROMIUM_ARGS
+from .conftest import new_page
 
 #: Chromium's test camera (a moving pattern and a clock) and no permission prompt.
-FAKE_CAMERA = ["--use-fake-device-for-media-stream", "--use-fake-ui-for-media-stream"]
 #: Every getUserMedia stream of every frame (the component runs in an iframe), so the test can
 #: see whether the camera was released.
 RECORD_STREAMS = """(() => {
@@ -33,21 +31,11 @@ RELEASED = """() => (window.__vzStreams || []).length > 0 &&
 STEP_MS = 60_000
 
 
-@pytest.fixture(scope="module")
-def camera_browser(playwright_driver):
-    b = playwright_driver.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS + FAKE_CAMERA)
-    yield b
-    b.close()
-
-
 @pytest.fixture
 def camera_page(camera_browser):
-    context = camera_browser.new_context(viewport={"width": 1400, "height": 1200})
-    context.add_init_script(RECORD_STREAMS)
-    pg = context.new_page()
-    pg.set_default_timeout(120_000)
+    pg = new_page(camera_browser, 1200, RECORD_STREAMS, 120_000)
     yield pg
-    context.close()
+    pg.context.close()
 
 
 def _component(page):

@@ -18,11 +18,10 @@ from playwright.sync_api import Page, expect
 from vizhooks.page.texts import EN
 from vizhooks.page.texts_zh import ZH
 
-from .conftest import CHROMIUM
-from .server import CHROMIUM_ARGS, start, stop, wait_healthy
+from .conftest import new_page
+from .server import start, stop, wait_healthy
 
 #: Chromium's test camera (a moving pattern and a clock) and no permission prompt.
-FAKE_CAMERA = ["--use-fake-device-for-media-stream", "--use-fake-ui-for-media-stream"]
 #: Counts the page's finished script runs (the app root's script state going from running to
 #: notRunning), so a test can wait for the run an action caused rather than race it.
 COUNT_RUNS = """(() => {
@@ -61,21 +60,11 @@ def teach_server(tmp_path_factory):
             stop(proc)
 
 
-@pytest.fixture(scope="module")
-def camera_browser(playwright_driver):
-    b = playwright_driver.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS + FAKE_CAMERA)
-    yield b
-    b.close()
-
-
 @pytest.fixture
 def camera_page(camera_browser):
-    context = camera_browser.new_context(viewport={"width": 1400, "height": 2000})
-    context.add_init_script(COUNT_RUNS)
-    pg = context.new_page()
-    pg.set_default_timeout(STEP_MS)
+    pg = new_page(camera_browser, 2000, COUNT_RUNS, STEP_MS)
     yield pg
-    context.close()
+    pg.context.close()
 
 
 def _idle(page: Page) -> None:
