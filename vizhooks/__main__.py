@@ -6,20 +6,49 @@ quick and works without the ``page`` extra; running it imports the page."""
 from __future__ import annotations
 
 import argparse
+import sys
 from collections.abc import Sequence
+from pathlib import Path
 
 from .cli import COMMANDS, Command
 from .cli import main as cli_main
+from .export import write_atomic
+from .images import MAX_SIZE, MIN_SIZE, InvalidImageError, load_image
+from .models import load_model
 from .page.lesson import command_arguments
 
 
 def _lesson(args: argparse.Namespace) -> int:
+    """``python -m vizhooks lesson``: write the lesson file and print its path. Here, not in the page's
+    package: a weights path is a command-line choice, and the page never loads one.
+
+    Raises:
+        ValueError: a missing photo or a size out of range (the command line exits 2).
+        InvalidImageError: the photo cannot be read.
+    """
     try:
-        from .page.handout import run_command
+        from .page.handout import LessonChoices, file_name, lesson_file
     except ModuleNotFoundError as exc:  # a core install: the page's packages are an extra
         raise ValueError(f"the lesson command needs the page's packages ({exc.name} is missing): "
                          "pip install 'vizhooks[page]'") from None
-    return run_command(args)
+    photo = Path(args.photo)
+    if not photo.is_file():
+        raise ValueError(f"there is no file at {photo} (--photo)" if not photo.exists()
+                         else f"{photo} is a folder; --photo takes a picture file")
+    if not MIN_SIZE <= args.size <= MAX_SIZE:
+        raise ValueError(f"--size must be from {MIN_SIZE} to {MAX_SIZE}, not {args.size}")
+    data = photo.read_bytes()
+    try:
+        load_image(data)
+    except InvalidImageError as exc:
+        raise InvalidImageError(f"{photo}: {exc}") from None
+    bundle = load_model(args.model, weights=args.weights)
+    print(f"Model: {bundle.name} on {bundle.device}. {bundle.weights_status}", file=sys.stderr)
+    choices = LessonChoices(model=args.model, photo=data, photo_name=photo.name, size=args.size, lang=args.lang,
+                            layers=tuple(args.layers or ()))
+    out = Path(args.out or file_name(choices, args.format))
+    print(write_atomic(out, lesson_file(choices, bundle, args.format)))
+    return 0
 
 
 LESSON = Command("lesson", "the page's lesson for one photo: a notebook or HTML", command_arguments, _lesson)

@@ -17,12 +17,10 @@ own functions: the same code, numbers and pictures as the Lesson view for the sa
 
 from __future__ import annotations
 
-import argparse
 import base64
 import contextvars
 import html
 import re
-import sys
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -35,7 +33,6 @@ from nbformat import v4
 import vizhooks as vz
 from vizhooks.cam import cams_from
 from vizhooks.gradients import GradientResult, backward_report, gradient_pass
-from vizhooks.images import MAX_SIZE, MIN_SIZE, InvalidImageError
 from vizhooks.layers import architecture_layers, quick_picks, token_model
 from vizhooks.page.analysis import Analysis, analyse, clamp_limit_of, hook_calls_demo, top_classes
 from vizhooks.page.labels import class_labels
@@ -157,10 +154,11 @@ def in_language(lang: str, make: Callable[[], bytes]) -> bytes:
 
 def _photo_cell(name: str, data: bytes) -> str:
     encoded = base64.b64encode(data).decode("ascii")
-    lines = "".join(f'    "{encoded[i:i + 76]}"\n' for i in range(0, len(encoded), 76))
+    lines = "".join(f'            "{encoded[i:i + 76]}"\n' for i in range(0, len(encoded), 76))
     return ("import base64\nfrom pathlib import Path\n\nfrom PIL import Image\n\n"
-            f"PHOTO = Path({name!r})\nif not PHOTO.exists():\n    PHOTO.write_bytes(base64.b64decode(\n"
-            f"{lines}    ))\nImage.open(PHOTO)\n")
+            f"PHOTO = Path({name!r})\nif not PHOTO.exists():  # a file of that name is never overwritten\n"
+            '    with PHOTO.open("xb") as photo:\n        photo.write(base64.b64decode(\n'
+            f"{lines}        ))\nImage.open(PHOTO)\n")
 
 
 def _question(step: Step) -> str:
@@ -437,35 +435,3 @@ def file_name(choices: LessonChoices, fmt: str) -> str:
     """``vizhooks_lesson_<model>_<photo>.<fmt>``, safe as a file name."""
     stem = re.sub(r"[^\w.-]+", "_", f"vizhooks_lesson_{choices.model}_{Path(choices.photo_name).stem}")
     return f"{stem}.{fmt}"
-
-
-# --- python -m vizhooks lesson -------------------------------------------------------------------
-
-
-def run_command(args: argparse.Namespace) -> int:
-    """``python -m vizhooks lesson``: write the lesson file and print its path.
-
-    Raises:
-        ValueError: a missing photo or a size out of range (the command line exits 2).
-        InvalidImageError: the photo cannot be read.
-    """
-    from vizhooks.export import write_atomic
-
-    photo = Path(args.photo)
-    if not photo.is_file():
-        raise ValueError(f"there is no file at {photo} (--photo)" if not photo.exists()
-                         else f"{photo} is a folder; --photo takes a picture file")
-    if not MIN_SIZE <= args.size <= MAX_SIZE:
-        raise ValueError(f"--size must be from {MIN_SIZE} to {MAX_SIZE}, not {args.size}")
-    data = photo.read_bytes()
-    try:
-        vz.load_image(data)
-    except InvalidImageError as exc:
-        raise InvalidImageError(f"{photo}: {exc}") from None
-    bundle = vz.load_model(args.model, weights=args.weights)
-    print(f"Model: {bundle.name} on {bundle.device}. {bundle.weights_status}", file=sys.stderr)
-    choices = LessonChoices(model=args.model, photo=data, photo_name=photo.name, size=args.size, lang=args.lang,
-                            layers=tuple(args.layers or ()))
-    out = Path(args.out or file_name(choices, args.format))
-    print(write_atomic(out, lesson_file(choices, bundle, args.format)))
-    return 0
