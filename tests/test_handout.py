@@ -287,3 +287,20 @@ def test_prepare_reads_the_page_layers_for_the_model():
     assert page_layers("resnet18") == ["conv1", "layer1.0.conv1", "layer2.0.conv1", "layer3.0.conv1",
                                        "layer4.0.conv1"]
     assert Path(PHOTO).exists()
+
+
+@pytest.mark.parametrize("model", ["vgg16", "mobilenet_v3_small", "vit_b_16"])
+def test_the_lesson_of_other_families_in_chinese(model):
+    """The notebook and the handout of VGG-16, MobileNet (depthwise convs) and ViT (blocks as maps):
+    a valid notebook whose every code cell parses, and an HTML file with every step and no request."""
+    bundle = vz.load_model(model)
+    choices = LessonChoices(model, PHOTO.read_bytes(), PHOTO.name, SIZE, "zh")
+    book = nbformat.reads(lesson_file(choices, bundle, "ipynb").decode("utf-8"), as_version=4)
+    nbformat.validate(book)
+    for cell in book.cells:
+        if cell.cell_type == "code":
+            ast.parse(cell.source)
+    text = lesson_file(choices, bundle, "html").decode("utf-8")
+    for step in STEPS:
+        assert html.escape(ZH[f"lesson_{step.id}_title"]) in text, step.id
+    assert not re.search(r"""(src|href)=["'](?!data:|#)""", text)
