@@ -98,3 +98,12 @@ def test_a_link_to_a_layer_that_is_not_a_conv_is_refused():
     at = open_page(view="convolution", size="128", cv_layer="conv1", cv_channel="999", cv_row="500")
     ok(at)  # a channel and a row beyond this layer's are kept inside it
     assert at.number_input(key="cv_channel").value == 63 and at.slider(key="cv_row").value == 63
+
+
+def test_vgg16_first_conv_and_its_relu_on_the_chinese_page():
+    at = open_page(view="convolution", model="vgg16", size="128", lang="zh", cv_layer="features.0", cv_channel="5",
+                   cv_row="3", cv_col="4")
+    ok(at)
+    step = _library("vgg16", 128, "features.0", 5, 3, 4)
+    assert [f.layer for f in step.follow] == ["features.1"]  # VGG: a ReLU straight after each conv
+    _shown(at, "zh", step)
