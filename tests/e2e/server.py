@@ -3,12 +3,12 @@ settings. Shared by the browser tests and the cold-start benchmark."""
 
 from __future__ import annotations
 
+import http.client
 import socket
 import subprocess
 import sys
 import time
 import urllib.parse
-import urllib.request
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -46,10 +46,16 @@ def start(env: dict, log, port: int | None = None, script: str | Path = "app.py"
 def get_local(url: str, timeout: float = 10) -> tuple[int, str, bytes]:
     """GET ``url`` from the server this module started: status, content type and body. Only
     http://127.0.0.1 addresses are asked; anything else is a mistake in the test."""
-    if urllib.parse.urlsplit(url).hostname != "127.0.0.1":
+    parts = urllib.parse.urlsplit(url)
+    if parts.scheme != "http" or parts.hostname != "127.0.0.1":
         raise ValueError(f"{url} is not on this machine's loopback address")
-    with urllib.request.urlopen(url, timeout=timeout) as reply:
-        return reply.status, reply.headers.get("Content-Type", ""), reply.read()
+    connection = http.client.HTTPConnection("127.0.0.1", parts.port or 80, timeout=timeout)
+    try:
+        connection.request("GET", parts.path or "/")
+        reply = connection.getresponse()
+        return reply.status, reply.getheader("Content-Type", ""), reply.read()
+    finally:
+        connection.close()
 
 
 def wait_healthy(url: str, proc: subprocess.Popen, limit: float = 120.0, poll: float = 0.2) -> None:
@@ -58,9 +64,8 @@ def wait_healthy(url: str, proc: subprocess.Popen, limit: float = 120.0, poll: f
         if proc.poll() is not None:
             raise RuntimeError(f"streamlit exited early with status {proc.returncode}")
         try:
-            with urllib.request.urlopen(f"{url}/_stcore/health", timeout=2) as resp:
-                if resp.status == 200:
-                    return
+            if get_local(f"{url}/_stcore/health", timeout=2)[0] == 200:
+                return
         except OSError:
             time.sleep(poll)
     raise RuntimeError("streamlit did not become healthy in time")

@@ -17,7 +17,6 @@ import json
 import os
 import threading
 import time
-import urllib.request
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -30,6 +29,7 @@ from PIL import Image, ImageDraw
 from vizhooks.page.texts import EN, t
 
 from .conftest import ARTIFACTS, CHROMIUM, CHROMIUM_ARGS
+from .server import get_local
 
 MAX_N = 64  # a bound on the sessions one run may open
 N = int(os.environ.get("VIZHOOKS_LOAD_N", "3"))
@@ -292,8 +292,7 @@ def test_simultaneous_sessions_each_see_their_own_numbers(server, tmp_path, monk
 
     status = proc_status(pid)  # raises if the server process is gone
     assert status["State"][0] not in "ZX", f"server process {pid} is {status['State']}"
-    with urllib.request.urlopen(f"{server}/_stcore/health", timeout=30) as resp:
-        assert resp.status == 200
+    assert get_local(f"{server}/_stcore/health", timeout=30)[0] == 200
 
     times = [s.seconds for s in sessions if s.seconds is not None]
     report = {
