@@ -437,12 +437,16 @@ class LiveProcessor:
         the layer runs. Call with the model's lock held."""
         model = self.bundle.model
         self._module(layer)  # checks the name
-        param = next(model.parameters(), None)
-        dtype = param.dtype if param is not None and param.dtype.is_floating_point else torch.float32
+        dtype = self._input_dtype()
         with preserved_state(model), torch.inference_mode(), forward_until(model, [layer]) as run:
             seen = run(lambda: model(x.to(self.bundle.device, dtype, non_blocking=True)))
         missing_layers([layer], seen)
         return maps_of(model, {layer: seen[layer]}, (int(x.shape[-2]), int(x.shape[-1])))[layer]
+
+    def _input_dtype(self) -> torch.dtype:
+        """The dtype the model's parameters use (float32 for a model without floating parameters)."""
+        param = next(self.bundle.model.parameters(), None)
+        return param.dtype if param is not None and param.dtype.is_floating_point else torch.float32
 
     def _run_whole(self, x: torch.Tensor, layer: str) -> tuple[torch.Tensor, tuple[int, float]]:
         """``layer``'s (1, C, h, w) output and the (class, probability) of the top class, from one
@@ -454,8 +458,7 @@ class LiveProcessor:
         def hook(_module: nn.Module, _args: Any, output: Any) -> None:
             found.setdefault(layer, keep(first_tensor(output)))  # a copy: later in-place ops rewrite it
 
-        param = next(model.parameters(), None)
-        dtype = param.dtype if param is not None and param.dtype.is_floating_point else torch.float32
+        dtype = self._input_dtype()
         with preserved_state(model), torch.inference_mode(), hooks_removed_after([]) as handles:
             handles.append(module.register_forward_hook(hook))
             logits = first_tensor(model(x.to(self.bundle.device, dtype, non_blocking=True)))

@@ -40,11 +40,16 @@ class Head:
     names: tuple[str, ...]
 
     def linear(self) -> nn.Linear:
-        layer = nn.Linear(self.weight.shape[1], self.weight.shape[0])
-        with torch.no_grad():
-            layer.weight.copy_(self.weight)
-            layer.bias.copy_(self.bias)
-        return layer
+        return linear_of(self.weight, self.bias)
+
+
+def linear_of(weight: torch.Tensor, bias: torch.Tensor) -> nn.Linear:
+    """A Linear layer holding ``weight`` (out, in) and ``bias`` (out)."""
+    layer = nn.Linear(weight.shape[1], weight.shape[0])
+    with torch.no_grad():
+        layer.weight.copy_(weight)
+        layer.bias.copy_(bias)
+    return layer
 
 
 _heads: OrderedDict[str, Head] = OrderedDict()
@@ -192,10 +197,7 @@ def from_checkpoint(state: dict[str, torch.Tensor], names: list[str], backbone: 
     for key, value in own.items():
         if key not in heads and not torch.equal(value.cpu(), state[key].cpu()):
             return None
-    layer = nn.Linear(weight.shape[1], weight.shape[0])
-    with torch.no_grad():
-        layer.weight.copy_(weight)
-        layer.bias.copy_(bias)
+    layer = linear_of(weight, bias)
     bundle = taught_bundle(backbone, path, layer, names)
     empty = torch.zeros((len(names), len(names)), dtype=torch.int64).numpy()
     return vz.Taught(bundle=bundle, accuracy=float("nan"), confusion=empty, method="uploaded", heldout=0,

@@ -10,7 +10,6 @@ taught model's name, which becomes the session's model.
 from __future__ import annotations
 
 import functools
-import hashlib
 import io
 from pathlib import Path
 
@@ -19,6 +18,7 @@ from PIL import Image
 
 import vizhooks as vz
 from vizhooks.models import backbone_name
+from vizhooks.page.analysis import image_digest
 from vizhooks.page.classes import teacher
 from vizhooks.page.errors import reason, shown_errors
 from vizhooks.page.results import get_bundle, plain_bundle
@@ -62,7 +62,7 @@ def stored(data: bytes) -> tuple[str, bytes]:
     buffer = io.BytesIO()
     image.save(buffer, "JPEG", quality=90)
     out = buffer.getvalue()
-    return hashlib.sha256(out).hexdigest()[:24], out
+    return image_digest(out), out
 
 
 def add(i: int, files: list[tuple[str, bytes]]) -> None:
