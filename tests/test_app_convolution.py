@@ -1,10 +1,18 @@
 """The Convolution view (``?view=convolution``) in both languages: opened from a link, then another
 channel and place; the numbers shown are the library's (conv_at on the same picture), and the link
-follows the choices."""
+follows the choices. A pooling layer taken apart the same way (pool_at), and the window sliding over
+the photo (the first conv) and over a pooled channel: built on the button, played as a GIF, offered
+as GIF and MP4, both decoded again and compared with the library's frames."""
 
 from __future__ import annotations
 
+import io
+
+import av
+import numpy as np
 import pytest
+from PIL import Image
+from streamlit.runtime.media_file_manager import MediaFileManager
 
 from tests.helpers import ROOT, allowed_names, english_in, ok, open_page
 from vizhooks import load_image
@@ -14,6 +22,7 @@ from vizhooks.page.results import get_bundle
 from vizhooks.page.texts import EN
 from vizhooks.page.texts_zh import ZH
 from vizhooks.page.urlstate import parse_query
+from vizhooks.sliding import pool_at, slide
 
 TEXTS = {"en": EN, "zh": ZH}
 
@@ -107,3 +116,89 @@ def test_vgg16_first_conv_and_its_relu_on_the_chinese_page():
     step = _library("vgg16", 128, "features.0", 5, 3, 4)
     assert [f.layer for f in step.follow] == ["features.1"]  # VGG: a ReLU straight after each conv
     _shown(at, "zh", step)
+
+
+@pytest.fixture
+def media(monkeypatch):
+    """{(mimetype, file name): bytes} of every file the page hands to Streamlit (images, downloads)."""
+    found: dict = {}
+    original = MediaFileManager.add
+
+    def keep(self, path_or_data, mimetype, coordinates, file_name=None, is_for_static_download=False):
+        found[(mimetype, file_name)] = path_or_data
+        return original(self, path_or_data, mimetype, coordinates, file_name, is_for_static_download)
+
+    monkeypatch.setattr(MediaFileManager, "add", keep)
+    return found
+
+
+def _built(at, media, lang: str, model: str, size: int, layer: str, channel: int) -> None:
+    """Before the button: no animation and no download. After: the GIF played and both files offered,
+    the GIF's frames the library's (slide on the same picture) and the MP4 decodable to as many."""
+    texts = TEXTS[lang]
+    assert at.subheader and texts["cv_slide_header"] in [h.value for h in at.subheader]
+    assert at.button(key="cv_slide_build").label == texts["cv_slide_build"]
+    assert not [m for m in media if m[0] == "image/gif"] and not at.get("download_button")
+    at.button(key="cv_slide_build").click().run()
+    ok(at)
+    bundle = get_bundle(model)
+    x = analyse(bundle, load_image(str(ROOT / "sample_images" / "chelsea.jpg")), size, [layer]).x
+    made = slide(bundle.model, x, layer, channel, mean=bundle.mean, std=bundle.std)
+    h, w = made.output_hw
+    caption = texts["cv_slide_caption"].format(frames=len(made), places=h * w)
+    assert caption in [c for image in at.image for c in image.captions]
+    played = next(data for (mime, _), data in media.items() if mime == "image/gif")
+    with Image.open(io.BytesIO(played)) as gif:
+        assert gif.n_frames == len(made) == min(120, h * w)
+        gif.seek(len(made) - 1)
+        assert np.array_equal(np.asarray(gif.convert("RGB")), made.frame(len(made) - 1))
+    labels = {b.proto.label: b for b in at.get("download_button")}
+    assert set(labels) == {texts["cv_slide_gif"], texts["cv_slide_mp4"]}
+    stem = f"{model}-{layer}-{channel}-sliding"
+    assert media[("image/gif", f"{stem}.gif")] == played
+    with av.open(io.BytesIO(media[("video/mp4", f"{stem}.mp4")])) as clip:
+        assert sum(1 for _ in clip.decode(video=0)) == len(made)
+
+
+@pytest.mark.parametrize("lang", ["en", "zh"])
+def test_the_first_conv_slides_over_the_photo_when_asked(media, lang):
+    at = open_page(view="convolution", lang=lang, size="128", cv_layer="conv1", cv_channel="5", cv_row="2",
+                   cv_col="3")
+    ok(at)
+    _built(at, media, lang, "resnet18", 128, "conv1", 5)
+    if lang == "zh":
+        assert english_in(at, allowed_names(at)) == []
+
+
+@pytest.mark.parametrize("lang", ["en", "zh"])
+def test_maxpool_is_taken_apart_and_slides_when_asked(media, lang):
+    texts = TEXTS[lang]
+    at = open_page(view="convolution", lang=lang, size="128", cv_channel="7", cv_row="0", cv_col="4")
+    ok(at)
+    at.radio(key="cv_part").set_value("pool").run()
+    ok(at)
+    assert at.selectbox(key="cv_pool").value == "maxpool" and at.selectbox(key="cv_pool").options[0].startswith(
+        "maxpool · MaxPool2d 3×3")
+    bundle = get_bundle("resnet18")
+    x = analyse(bundle, load_image(str(ROOT / "sample_images" / "chelsea.jpg")), 128, ["maxpool"]).x
+    step = pool_at(bundle.model, x, "maxpool", 7, 0, 4)
+    assert _metrics(at)[texts["cv_pool_total"].format(row=0, col=4)] == f"{step.own:.4f}"
+    u, v = step.strongest
+    assert texts["cv_pool_max"].format(n=6, value=step.computed, r=step.rows[u], c=step.cols[v], own=step.own) \
+        in [m.value for m in at.markdown]
+    assert texts["cv_pool_padding_max"].format(n=3, taps=9) in [c.value for c in at.caption]  # row -1 is padding
+    shown = at.dataframe[0].value.to_numpy(dtype=float)
+    assert np.isnan(shown[0]).all() and np.allclose(shown[1:], step.values[1:].numpy(), atol=1e-4)
+    _built(at, media, lang, "resnet18", 128, "maxpool", 7)
+    if lang == "zh":
+        assert english_in(at, allowed_names(at)) == []
+
+
+def test_a_deeper_conv_has_no_animation():
+    at = open_page(view="convolution", size="128", cv_layer="layer1.0.conv1")
+    ok(at)
+    assert EN["cv_slide_header"] not in [h.value for h in at.subheader]
+    assert not [b for b in at.button if b.key == "cv_slide_build"]
+    at.radio(key="cv_part").set_value("pool").run()  # pooling: always
+    ok(at)
+    assert [b.key for b in at.button if b.key == "cv_slide_build"] == ["cv_slide_build"]

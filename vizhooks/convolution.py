@@ -45,7 +45,7 @@ from ._hooks import (
 )
 from .layers import resolve_layers
 
-__all__ = ["ConvStep", "FollowStep", "conv_at"]
+__all__ = ["ConvStep", "FollowStep", "Window", "conv_at", "window_of"]
 
 #: Modules that act on each value alone (BatchNorm in eval mode: per channel), so one output
 #: value of the conv goes in and one value at the same place comes out.
@@ -163,14 +163,49 @@ def _pair(value: Any) -> tuple[int, int]:
     return (int(value[0]), int(value[1])) if isinstance(value, (tuple, list)) else (int(value), int(value))
 
 
-def _conv_padding(conv: nn.Conv2d) -> tuple[int, int]:
-    if conv.padding == "valid":
-        return (0, 0)
-    if conv.padding == "same":  # torch puts the odd one of the total on the far side
-        kh, kw = _pair(conv.kernel_size)
-        dh, dw = _pair(conv.dilation)
-        return (dh * (kh - 1) // 2, dw * (kw - 1) // 2)
-    return _pair(conv.padding)
+@dataclass(frozen=True)
+class Window:
+    """Where a sliding-window layer (Conv2d, MaxPool2d, AvgPool2d) looks: its settings as
+    (height, width) pairs, and :meth:`at` for the input places one output place sees.
+
+    Example:
+        >>> window_of(nn.Conv2d(3, 8, 7, stride=2, padding=3)).at(0, 1)
+        ((-3, -2, -1, 0, 1, 2, 3), (-1, 0, 1, 2, 3, 4, 5))
+    """
+
+    kernel_size: tuple[int, int]
+    stride: tuple[int, int]
+    padding: tuple[int, int]
+    dilation: tuple[int, int] = (1, 1)
+
+    def at(self, row: int, col: int) -> tuple[tuple[int, ...], tuple[int, ...]]:
+        """The input row of each kernel row and the input column of each kernel column for output
+        place (``row``, ``col``); a place outside the input lies in the padding."""
+        (kh, kw), (sh, sw), (ph, pw), (dh, dw) = self.kernel_size, self.stride, self.padding, self.dilation
+        return (tuple(row * sh - ph + u * dh for u in range(kh)), tuple(col * sw - pw + v * dw for v in range(kw)))
+
+
+def window_of(module: nn.Module) -> Window:
+    """The :class:`Window` of a ``Conv2d``, ``MaxPool2d`` or ``AvgPool2d`` (``padding="same"``
+    and ``"valid"`` as the numbers torch pads with on the near side).
+
+    Raises:
+        TypeError: another kind of module.
+    """
+    if isinstance(module, nn.Conv2d):
+        kernel, dilation = _pair(module.kernel_size), _pair(module.dilation)
+        if module.padding == "valid":
+            padding = (0, 0)
+        elif module.padding == "same":  # torch puts the odd one of the total on the far side
+            padding = (dilation[0] * (kernel[0] - 1) // 2, dilation[1] * (kernel[1] - 1) // 2)
+        else:
+            padding = _pair(module.padding)
+        return Window(kernel, _pair(module.stride), padding, dilation)
+    if isinstance(module, nn.MaxPool2d):
+        return Window(_pair(module.kernel_size), _pair(module.stride), _pair(module.padding), _pair(module.dilation))
+    if isinstance(module, nn.AvgPool2d):  # torch stores stride=kernel_size when none was given
+        return Window(_pair(module.kernel_size), _pair(module.stride), _pair(module.padding))
+    raise TypeError(f"A {type(module).__name__} has no sliding window; choose a Conv2d, MaxPool2d or AvgPool2d.")
 
 
 def _index(value: object, name: str, count: int, what: str) -> int:
@@ -314,18 +349,15 @@ def _step_from(conv: nn.Conv2d, layer: str, channel: int, row: int, col: int, in
     h_out, w_out = int(out.shape[-2]), int(out.shape[-1])
     row = _index(row, "row", h_out, f"output map of {layer!r}, {h_out} rows")
     col = _index(col, "col", w_out, f"output map of {layer!r}, {w_out} columns")
-    kh, kw = _pair(conv.kernel_size)
-    sh, sw = _pair(conv.stride)
-    dh, dw = _pair(conv.dilation)
-    ph, pw = _conv_padding(conv)
+    geometry = window_of(conv)
+    (kh, kw), (sh, sw), (ph, pw), (dh, dw) = geometry.kernel_size, geometry.stride, geometry.padding, geometry.dilation
     per_group_out = conv.out_channels // conv.groups
     per_group_in = conv.in_channels // conv.groups
     group = channel // per_group_out
     in_channels = tuple(range(group * per_group_in, (group + 1) * per_group_in))
     seen = inp[0, group * per_group_in:(group + 1) * per_group_in].double()  # (C_g, H, W)
     h_in, w_in = int(seen.shape[-2]), int(seen.shape[-1])
-    rows = tuple(row * sh - ph + u * dh for u in range(kh))
-    cols = tuple(col * sw - pw + v * dw for v in range(kw))
+    rows, cols = geometry.at(row, col)
     window = torch.zeros(per_group_in, kh, kw, dtype=torch.float64)
     for u, r in enumerate(rows):
         for v, c in enumerate(cols):

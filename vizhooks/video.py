@@ -38,8 +38,8 @@ from .models import ModelBundle  # noqa: E402
 from .render import ORDERS, colormap_lut, grid_layout, retile  # noqa: E402
 
 __all__ = ["DEFAULT_MAX_FRAMES", "MAX_VIDEO_MB", "MAX_VIDEO_SECONDS", "VIDEO_TYPES", "Clip", "InvalidVideoError",
-           "capture_frames", "capture_frames_with_output", "frames_npz_bytes", "layer_video", "read_clip",
-           "read_frames"]
+           "capture_frames", "capture_frames_with_output", "encode_pages", "frames_npz_bytes", "layer_video",
+           "read_clip", "read_frames"]
 
 #: Larger uploads are refused before anything is written or decoded (1 MB = 2**20 bytes, as in
 #: Streamlit's upload limit).
@@ -712,16 +712,58 @@ def _encode_gif(pages: list[np.ndarray], lut: np.ndarray, fps: float) -> bytes:
     return buf.getvalue()
 
 
-def _encode(pages: list[np.ndarray], lut: np.ndarray, fps: float) -> tuple[bytes, str, str]:
+def _encode_mp4(pages: list[np.ndarray], lut: np.ndarray, fps: float) -> bytes | None:
     data = _encode_pyav(pages, lut, fps)
     if data:
-        return data, "video/mp4", "mp4"
+        return data
     with _quiet_opencv():
         for fourcc in ("avc1", "vp09"):
             data = _encode_opencv(pages, lut, fps, fourcc)
             if data:
-                return data, "video/mp4", "mp4"
+                return data
+    return None
+
+
+def _encode(pages: list[np.ndarray], lut: np.ndarray, fps: float) -> tuple[bytes, str, str]:
+    data = _encode_mp4(pages, lut, fps)
+    if data:
+        return data, "video/mp4", "mp4"
     return _encode_gif(pages, lut, fps), "image/gif", "gif"
+
+
+def encode_pages(pages: Sequence[np.ndarray] | np.ndarray, lut: np.ndarray, *, fps: float = 8.0,
+                 kind: str = "mp4") -> bytes | None:
+    """Pictures drawn as colour levels, an animated GIF or an MP4, with the encoders of :func:`layer_video`.
+
+    Args:
+        pages: frames of one size, each (H, W) uint8 levels (or one (T, H, W) array); the colour of
+            level ``i`` is ``lut[i]``.
+        lut: (256, 3) uint8 RGB, the palette of every frame (e.g. :func:`vizhooks.render.colormap_lut`).
+        fps: frames per second.
+        kind: "gif" (Pillow, always there) or "mp4" (H.264 through PyAV, else OpenCV's 'avc1' or 'vp09').
+
+    Returns:
+        The file's bytes; ``None`` for "mp4" when no MP4 encoder is installed.
+
+    Raises:
+        ValueError: no pages, pages of several sizes or not uint8 (H, W), a bad ``lut``, ``fps`` or ``kind``.
+
+    Example:
+        >>> gif = encode_pages(slide.pages, slide.palette, fps=10, kind="gif")
+    """
+    if kind not in ("gif", "mp4"):
+        raise ValueError(f"kind must be 'gif' or 'mp4', not {kind!r}.")
+    if isinstance(fps, bool) or not isinstance(fps, (int, float)) or not 0 < fps <= 120:
+        raise ValueError(f"fps must be a number above 0 and at most 120, not {fps!r}.")
+    frames = [np.asarray(page) for page in pages]
+    if not frames or any(f.dtype != np.uint8 or f.ndim != 2 or f.shape != frames[0].shape for f in frames):
+        raise ValueError("pages must be one or more uint8 (H, W) arrays of one size, the colour levels of each frame.")
+    palette = np.ascontiguousarray(lut, dtype=np.uint8)
+    if palette.shape != (256, 3):
+        raise ValueError(f"lut must be (256, 3) RGB colours, one per level, not an array of shape {palette.shape}.")
+    if kind == "gif":
+        return _encode_gif(frames, palette, float(fps))
+    return _encode_mp4(frames, palette, float(fps))
 
 
 def layer_video(

@@ -47,3 +47,21 @@ def test_convolution_shows_its_numbers(server, page, artifacts, lang):
     page.set_viewport_size({"width": 1400, "height": 3000})
     page.wait_for_timeout(300)
     page.screenshot(path=str(artifacts / f"convolution-{lang}.png"), full_page=True)
+
+
+@pytest.mark.parametrize("lang", ["en", "zh"])
+def test_the_window_slides_after_the_button(server, page, lang):
+    texts = EN if lang == "en" else ZH
+    page.goto(f"{server}/?view=convolution&lang={lang}&size=128&cv_layer=conv1&cv_channel=3")
+    button = page.get_by_role("button", name=texts["cv_slide_build"])
+    expect(button).to_be_visible()
+    _idle(page)
+    button.click()
+    caption = texts["cv_slide_caption"].split("{")[0].strip() or texts["cv_slide_caption"].split("}")[-1].strip()
+    animation = page.get_by_test_id("stImage").filter(has_text=caption).locator("img")
+    expect(animation).to_have_js_property("complete", True)
+    expect(animation).not_to_have_js_property("naturalWidth", 0)
+    assert ".gif" in (animation.get_attribute("src") or "")
+    _idle(page)
+    assert page.get_by_test_id("stException").count() == 0
+    expect(page.get_by_test_id("stDownloadButton")).to_have_count(2)

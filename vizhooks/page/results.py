@@ -8,6 +8,7 @@ import functools
 import logging
 import os
 from collections.abc import Callable
+from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -29,7 +30,9 @@ from vizhooks.page.metrics import computed, counted, observe_cache
 from vizhooks.page.taught import compose, is_taught, names_of
 from vizhooks.page.texts import set_language, t
 from vizhooks.render import conv_products_figure, conv_window_figure, grid_layout, overview_png, palette_png
+from vizhooks.sliding import PoolInfo, PoolStep, pool_at, pool_layers, slide
 from vizhooks.summary import summary_dataframe, summary_totals
+from vizhooks.video import encode_pages
 
 if TYPE_CHECKING:
     from torch import Tensor
@@ -37,6 +40,7 @@ if TYPE_CHECKING:
 LOG = logging.getLogger("vizhooks.app")
 FV_SIZE, FV_STEPS, FV_SEED = 128, 128, 0
 OVERVIEW_TILE = 72  # thumbnails' longer side: 8 of them and the labels fill a projector's 1280 px
+SLIDE_FPS = 10  # 120 frames: 12 s, slow enough to follow the first steps of the window
 
 
 @st.cache_resource(max_entries=2, show_spinner=False)
@@ -192,6 +196,54 @@ def conv_products_png(_step: ConvStep, key: tuple, shown: tuple[int, ...], label
     rows = list(shown)
     return vz.figure_to_png(conv_products_figure(_step.window[rows], _step.weights[rows], _step.products[rows],
                                                  _step.padded, labels, sums, heads))
+
+
+@functools.lru_cache(maxsize=64)
+def pool_infos(model: str, hw: tuple[int, int]) -> tuple[PoolInfo, ...]:
+    """Every MaxPool2d / AvgPool2d of ``model`` with its sizes for an input of ``hw`` (a pass on
+    the meta device, like :func:`conv_infos`)."""
+    meta, lock = meta_model(model)
+    with lock:
+        return tuple(pool_layers(meta, hw))
+
+
+def get_pool_step(model: str, key: tuple, layer: str, channel: int, row: int, col: int,
+                  analysis: Analysis) -> PoolStep:
+    """One pooling value taken apart (vizhooks.sliding.pool_at), kept like :func:`get_conv_step`."""
+    return cached(("pool", model, key, layer, channel, row, col),
+                  lambda: pool_at(get_bundle(model).model, analysis.x, layer, channel, row, col),
+                  lambda s: tensor_bytes([s.values, s.input, s.output]))
+
+
+@st.cache_data(max_entries=32, show_spinner=False)
+def pool_window_png(_step: PoolStep, key: tuple, titles: tuple[str, ...], cmap: str) -> bytes:
+    """The pooled channel with the window, a close-up and the output map (key: the step's key)."""
+    return vz.figure_to_png(conv_window_figure(_step.input, _step.rows, _step.cols, _step.window.stride, _step.output,
+                                               (_step.row, _step.col), titles, cmap))
+
+
+@dataclass(frozen=True)
+class SlideFiles:
+    """The window sliding over the input (vizhooks.sliding.slide), encoded once: an animated GIF
+    (what the page plays) and an MP4 (None without an MP4 encoder)."""
+
+    gif: bytes
+    mp4: bytes | None
+    frames: int
+    places: int
+
+
+def get_slide(model: str, key: tuple, layer: str, channel: int, cmap: str, analysis: Analysis) -> SlideFiles:
+    """The animation of ``layer`` (the first conv or a pool) for this picture: frames drawn once,
+    encoded as GIF and MP4, and only the bytes kept (the frames are ~20 MB, the files well under 1 MB)."""
+    def make() -> SlideFiles:
+        bundle = get_bundle(model)
+        made = slide(bundle.model, analysis.x, layer, channel, cmap=cmap, mean=bundle.mean, std=bundle.std)
+        return SlideFiles(gif=encode_pages(made.pages, made.palette, fps=SLIDE_FPS, kind="gif") or b"",
+                          mp4=encode_pages(made.pages, made.palette, fps=SLIDE_FPS, kind="mp4"), frames=len(made),
+                          places=made.output_hw[0] * made.output_hw[1])
+
+    return cached(("slide", model, key, layer, channel, cmap), make, lambda f: len(f.gif) + len(f.mp4 or b""))
 
 
 @st.cache_data(max_entries=32, show_spinner=False)

@@ -65,6 +65,45 @@ EN: dict[str, str] = {
         "residual sum, a reshape into tokens), so the value ends here."
     ),
     "cv_value": "Value after {layer}",
+    "cv_part": "Take apart",
+    "cv_part_conv": "a convolution",
+    "cv_part_pool": "a pooling layer",
+    "cv_pool": "Pooling layer",
+    "cv_pool_settings": (
+        "**{layer}** ({type}): window {kh}×{kw}, stride {sh}×{sw}, padding {ph}×{pw}, {c} channels, each pooled "
+        "on its own: {h_in}×{w_in} in → {h}×{w} out. Output ({row}, {col}) looks at input rows {r0} to {r1} "
+        "and columns {c0} to {c1} of the same channel."
+    ),
+    "cv_title_pool_input": "input channel {channel}",
+    "cv_pool_max": (
+        "The largest of the {n} values in the window: **{value:+.4f}** (input row {r}, column {c}). The layer's "
+        "own output at this place: **{own:+.4f}**."
+    ),
+    "cv_pool_mean": (
+        "Sum of the window {total:+.4f} ÷ {divisor} = **{value:+.4f}**. The layer's own output at this place: "
+        "**{own:+.4f}**."
+    ),
+    "cv_pool_padding_max": "{n} of the window's {taps} places lie in the padding: a max leaves them out.",
+    "cv_pool_padding_avg": "{n} of the window's {taps} places lie in the padding: the layer's rule decides whether "
+                           "they count as zeros (the divisor above).",
+    "cv_pool_total": "Pooling output at ({row}, {col})",
+    "cv_slide_header": "Watch the window slide",
+    "cv_slide_conv": (
+        "{layer} slides its kernel over the photo itself. The animation moves the window (red) over the input, "
+        "the padding in grey, and fills in output channel {channel} place by place with the values the layer "
+        "computed: the first places one by one, then faster."
+    ),
+    "cv_slide_pool": (
+        "{layer} slides its window over each channel. The animation moves it (red) over input channel "
+        "{channel}, the padding in grey, and fills in the output channel place by place with the values the "
+        "layer computed, on the same colour scale: the first places one by one, then faster."
+    ),
+    "cv_slide_build": "Build the animation",
+    "cv_slide_running": "One pass up to {layer}, drawing the frames and encoding them…",
+    "cv_slide_caption": "{frames} frames of the {places} places of the output map, in reading order.",
+    "cv_slide_gif": "Download GIF",
+    "cv_slide_mp4": "Download MP4",
+    "cv_slide_no_mp4": "MP4 needs PyAV or OpenCV with an H.264 encoder; the GIF is there.",
 }
 
 ZH: dict[str, str] = {
@@ -127,4 +166,37 @@ ZH: dict[str, str] = {
         "这个卷积之后没有逐元素的操作：下一步会混合不同位置或通道（另一层、残差相加、重排成词元），所以这个值到此为止。"
     ),
     "cv_value": "经过 {layer} 之后的值",
+    "cv_part": "拆开来看",
+    "cv_part_conv": "卷积层",
+    "cv_part_pool": "池化层",
+    "cv_pool": "池化层",
+    "cv_pool_settings": (
+        "**{layer}**（{type}）：窗口 {kh}×{kw}，步幅 {sh}×{sw}，填充 {ph}×{pw}，{c} 个通道各自单独池化："
+        "输入 {h_in}×{w_in} → 输出 {h}×{w}。输出位置 ({row}, {col}) 看的是同一通道输入的第 {r0} 到 {r1} 行、"
+        "第 {c0} 到 {c1} 列。"
+    ),
+    "cv_title_pool_input": "输入通道 {channel}",
+    "cv_pool_max": "窗口内 {n} 个值中最大的是 **{value:+.4f}**（输入第 {r} 行、第 {c} 列）。这一层自己在此位置的输出："
+                   "**{own:+.4f}**。",
+    "cv_pool_mean": "窗口之和 {total:+.4f} ÷ {divisor} = **{value:+.4f}**。这一层自己在此位置的输出：**{own:+.4f}**。",
+    "cv_pool_padding_max": "窗口的 {taps} 个位置中有 {n} 个落在填充上：取最大值时不算它们。",
+    "cv_pool_padding_avg": (
+        "窗口的 {taps} 个位置中有 {n} 个落在填充上：是否把它们当作 0 计入，由这一层的规则决定（见上面的除数）。"
+    ),
+    "cv_pool_total": "池化在 ({row}, {col}) 的输出",
+    "cv_slide_header": "看窗口滑动",
+    "cv_slide_conv": (
+        "{layer} 直接在照片上滑动卷积核。动画中红框是窗口，在输入上移动，灰色是填充；输出通道 {channel} "
+        "随之一格一格填满，用的是这一层算出的值：开头几步逐格展示，之后加快。"
+    ),
+    "cv_slide_pool": (
+        "{layer} 在每个通道上滑动窗口。动画中红框在输入通道 {channel} 上移动，灰色是填充；输出通道随之一格一格"
+        "填满，用的是这一层算出的值，颜色刻度与输入相同：开头几步逐格展示，之后加快。"
+    ),
+    "cv_slide_build": "生成动画",
+    "cv_slide_running": "运行到 {layer}，绘制并编码各帧……",
+    "cv_slide_caption": "输出特征图共 {places} 个位置，按阅读顺序取其中 {frames} 帧。",
+    "cv_slide_gif": "下载 GIF",
+    "cv_slide_mp4": "下载 MP4",
+    "cv_slide_no_mp4": "MP4 需要 PyAV 或带 H.264 编码器的 OpenCV；GIF 可以下载。",
 }

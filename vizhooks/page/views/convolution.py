@@ -1,6 +1,8 @@
 """What one convolution computes: one output value of one conv taken apart (window, kernel,
 products, sums, bias) with this photo's real numbers, and what BatchNorm and the activation make
-of it next (vizhooks.convolution)."""
+of it next (vizhooks.convolution); a pooling layer's value the same way (its window, the max or
+the mean); and for the first conv and pooling, the window sliding over the input as an animation,
+built when asked (vizhooks.sliding)."""
 
 from __future__ import annotations
 
@@ -8,14 +10,26 @@ from typing import Any
 
 import streamlit as st
 
-from vizhooks.page.results import conv_infos, conv_products_png, conv_window_png, get_conv_step
+from vizhooks.page.results import (
+    conv_infos,
+    conv_products_png,
+    conv_window_png,
+    get_conv_step,
+    get_pool_step,
+    get_slide,
+    pool_infos,
+    pool_window_png,
+)
 from vizhooks.page.state import Context
 from vizhooks.page.texts import language, t
 from vizhooks.page.widgets import keep_below, keep_valid, layer_label
+from vizhooks.sliding import PoolInfo
 
 #: How many input channels the products table may show; the rest are summed in one sentence.
 TOP_CHOICES = (1, 2, 3, 4, 6, 8)
 TOP_DEFAULT = 4
+#: What the view takes apart: a convolution, or a pooling layer (when the model has one).
+PARTS = ("conv", "pool")
 
 
 def _place(slot: Any, key: str, count: int, label: str) -> int:
@@ -32,6 +46,13 @@ def show(ctx: Context) -> None:
     c, analysis = ctx.choices, ctx.analysis
     st.markdown(t("cv_intro"))
     hw = (int(analysis.x.shape[-2]), int(analysis.x.shape[-1]))
+    pools = {info.name: info for info in pool_infos(c.model, hw)}
+    if pools:
+        keep_valid("cv_part", PARTS, "conv")
+        if st.radio(t("cv_part"), PARTS, key="cv_part", horizontal=True,
+                    format_func=lambda part: t(f"cv_part_{part}")) == "pool":
+            _show_pool(ctx, pools)
+            return
     infos = {info.name: info for info in conv_infos(c.model, hw)}
     if not infos:
         st.info(t("cv_no_conv"))
@@ -59,6 +80,8 @@ def show(ctx: Context) -> None:
              width="stretch")
     _show_products(step, key)
     _show_next(step)
+    if step.groups == 1 and len(step.in_channels) == 3:  # the first conv: it slides over the photo itself
+        _show_slide(ctx, layer, channel, "cv_slide_conv")
 
 
 def _show_settings(step: Any) -> None:
@@ -113,3 +136,77 @@ def _show_next(step: Any) -> None:
         else:
             st.markdown(t("cv_act", layer=f.layer, kind=f.kind, before=f.before, after=f.after))
     st.metric(t("cv_value", layer=step.follow[-1].layer), f"{step.value:.4f}")
+
+
+def _pool_label(info: PoolInfo) -> str:
+    (kh, kw), (sh, sw) = info.window.kernel_size, info.window.stride
+    return f"{info.name} · {info.type} {kh}×{kw}, stride {sh if sh == sw else (sh, sw)}"
+
+
+def _show_pool(ctx: Context, pools: dict[str, PoolInfo]) -> None:
+    """A pooling layer's value: the window on the pooled channel, its values, the max or the mean
+    beside the layer's own output, then the animation."""
+    c = ctx.choices
+    names = list(pools)
+    keep_valid("cv_pool", names, names[0])
+    left, right = st.columns([3, 1])
+    layer = left.selectbox(t("cv_pool"), names, key="cv_pool", format_func=lambda n: _pool_label(pools[n]))
+    info = pools[layer]
+    keep_below("cv_channel", info.channels)
+    channel = int(right.number_input(t("cv_channel"), min_value=0, max_value=info.channels - 1, step=1,
+                                     key="cv_channel"))
+    h, w = info.output_hw
+    top, bottom = st.columns(2)
+    row = _place(top, "cv_row", h, t("cv_row"))
+    col = _place(bottom, "cv_col", w, t("cv_col"))
+    with st.spinner(t("cv_running", model=c.model, layer=layer)):
+        step = get_pool_step(c.model, (ctx.digest, c.size), layer, channel, row, col, ctx.analysis)
+    (kh, kw), (sh, sw), (ph, pw) = step.window.kernel_size, step.window.stride, step.window.padding
+    st.markdown(t("cv_pool_settings", layer=layer, type=info.type, kh=kh, kw=kw, sh=sh, sw=sw, ph=ph, pw=pw,
+                  c=info.channels, h_in=info.input_hw[0], w_in=info.input_hw[1], h=h, w=w, row=row, col=col,
+                  r0=step.rows[0], r1=step.rows[-1], c0=step.cols[0], c1=step.cols[-1]))
+    key = ("pool", c.model, ctx.digest, c.size, layer, channel, row, col)
+    titles = (t("cv_title_pool_input", channel=channel), t("cv_title_close"),
+              t("cv_title_output", channel=channel, row=row, col=col))
+    st.image(pool_window_png(step, key, titles, c.cmap), caption=t("cv_window_caption", sw=sw), width="stretch")
+    padded = step.padded.numpy()
+    cells = [[None if padded[u, v] else round(float(step.values[u, v]), 4) for v in range(len(step.cols))]
+             for u in range(len(step.rows))]
+    st.dataframe(cells, hide_index=False, key="cv_pool_window")
+    inside = int((~step.padded).sum())
+    if step.kind == "max":
+        u, v = step.strongest
+        st.markdown(t("cv_pool_max", n=inside, value=step.computed, r=step.rows[u], c=step.cols[v], own=step.own))
+    else:
+        st.markdown(t("cv_pool_mean", total=float(step.values.sum()), divisor=step.divisor, value=step.computed,
+                      own=step.own))
+    if int(step.padded.sum()):
+        st.caption(t("cv_pool_padding_max" if step.kind == "max" else "cv_pool_padding_avg",
+                     n=int(step.padded.sum()), taps=kh * kw))
+    st.metric(t("cv_pool_total", row=row, col=col), f"{step.own:.4f}")
+    _show_slide(ctx, layer, channel, "cv_slide_pool")
+
+
+def _show_slide(ctx: Context, layer: str, channel: int, intro: str) -> None:
+    """The window sliding over the whole input and the output map filling in: built only when the
+    button is pressed (a pass up to the layer, ~120 frames drawn and encoded twice), then kept."""
+    c = ctx.choices
+    st.subheader(t("cv_slide_header"))
+    st.markdown(t(intro, layer=layer, channel=channel))
+    key = ("slide", c.model, ctx.digest, c.size, layer, channel, c.cmap)
+    if st.button(t("cv_slide_build"), key="cv_slide_build"):
+        st.session_state["_cv_slide"] = key
+    if st.session_state.get("_cv_slide") != key:
+        return  # nothing slow before it is asked for
+    with st.spinner(t("cv_slide_running", layer=layer)):
+        files = get_slide(c.model, (ctx.digest, c.size), layer, channel, c.cmap, ctx.analysis)
+    st.image(files.gif, caption=t("cv_slide_caption", frames=files.frames, places=files.places), width="stretch")
+    name = f"{c.model}-{layer}-{channel}-sliding"
+    left, right = st.columns(2)
+    left.download_button(t("cv_slide_gif"), files.gif, file_name=f"{name}.gif", mime="image/gif",
+                         key="cv_slide_gif", on_click="ignore")
+    if files.mp4:
+        right.download_button(t("cv_slide_mp4"), files.mp4, file_name=f"{name}.mp4", mime="video/mp4",
+                              key="cv_slide_mp4", on_click="ignore")
+    else:
+        right.caption(t("cv_slide_no_mp4"))
