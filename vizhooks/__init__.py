@@ -10,7 +10,10 @@ Example:
 Beyond these names: picture sources and channel meaning are namespaces (``vizhooks.video``,
 ``vizhooks.live``, ``vizhooks.atlas``), what a server needs around a shared model (lock, hook
 count, memory) is in ``vizhooks.ops``, and a class (teacher, followers, polls, gallery) in
-``vizhooks.classroom``. :func:`teach` gives a model your own classes (a new head on its frozen
+``vizhooks.classroom``. :func:`explain` puts explanation methods side by side (Grad-CAM and its
+family, Captum's input attributions); ``from vizhooks.explain import METHODS, attribute, ...`` has the
+rest (the attribute ``vizhooks.explain`` is the function; Captum and pytorch-grad-cam load on first
+use). :func:`teach` gives a model your own classes (a new head on its frozen
 backbone); the rest of that job comes with ``from vizhooks.teach import TeachError, find_head, ...``
 (the attribute ``vizhooks.teach`` is the function). None of them is imported until it is used.
 """
@@ -24,6 +27,7 @@ from types import ModuleType
 from ._version import __version__ as __version__
 from .cam import grad_cam
 from .capture import capture, capture_with_output
+from .explain import explain
 from .gradients import BackwardRecord, GradientResult, backward_report, capture_gradients, gradient_pass
 from .images import InvalidImageError, load_image
 from .intervene import ChannelEdit, InterventionResult, clamp_gradients, intervene
@@ -52,6 +56,7 @@ __all__ = [
     "capture_with_output",
     "clamp_gradients",
     "describe_layers",
+    "explain",
     "feature_grid",
     "figure_to_png",
     "find_layers",

@@ -1,0 +1,514 @@
+"""Explanation methods side by side: which pixels a prediction rests on, by twelve definitions.
+
+Two families, each through a well-kept engine, with vizhooks' rules around it (the model's lock,
+state restored, zero hooks left, the shared model never modified):
+
+* **CAM family** on one or more layers: ``gradcam`` (vizhooks' own :func:`vizhooks.cam.grad_cam`,
+  equal to pytorch-grad-cam's and torch-cam's), ``gradcampp``, ``xgradcam``, ``layercam``,
+  ``scorecam`` and ``eigencam`` from pytorch-grad-cam 1.5.7. Chosen over torch-cam as the engine
+  because it has all six (torch-cam has no Eigen-CAM) and does the multi-layer mean the way the
+  page wants; torch-cam is the test oracle. Each layer's map is ReLU'd, min-max scaled, resized
+  to the input; several layers give the mean of those maps, scaled again (pytorch-grad-cam's
+  aggregation). Maps are in [0, 1].
+* **Input attributions** through Captum 0.9: ``saliency``, ``smoothgrad`` (NoiseTunnel over
+  Saliency), ``ig`` (Integrated Gradients), ``occlusion``, ``guidedbackprop`` and
+  ``guidedgradcam``. Their map is the attribution summed over the colour channels (signed),
+  except ``saliency`` and ``smoothgrad``, which follow Simonyan et al.: the largest absolute
+  gradient over the channels (non-negative). ``raw=True`` keeps the (3, H, W) attribution.
+
+Where the libraries differ (measured in tests/test_explain.py):
+
+* Grad-CAM++: torch-cam 0.5 divides its alpha coefficients in a boolean-indexed copy, so the
+  division is lost and its weights are ``sum(grad^2 * relu(grad))``; pytorch-grad-cam applies
+  equation 19 of the paper. We follow pytorch-grad-cam; the test checks the paper's formula.
+* Score-CAM: both weight the channels by a softmax over the masked inputs' class scores (torch-cam
+  subtracts the photo's own score first, which a softmax ignores). They upsample differently
+  (pytorch-grad-cam ``align_corners=True`` before the per-channel scaling, torch-cam after), so the
+  maps are close, not equal.
+* Eigen-CAM: the projection on the first principal component has no sign of its own; we keep
+  LAPACK's, as pytorch-grad-cam does, so a map may show the complement of what one expects.
+
+Captum's Guided Backprop hooks every ``nn.ReLU`` (a forward-pre hook that clones the input and a
+tensor hook per call) and documents that in-place modules are not supported: it runs on a
+per-request copy of the model whose ReLUs are not in place; the shared model keeps its own.
+"""
+
+from __future__ import annotations
+
+import contextvars
+import copy
+import math
+from collections.abc import Callable, Iterable, Iterator, Sequence
+from typing import Any, cast
+
+import torch
+from torch import nn
+
+from ._hooks import check_input, first_tensor, model_device, model_lock, preserved_state
+from .cam import grad_cam
+from .errors import CodedError
+from .layers import find_layers, resolve_layers
+from .models import ModelBundle
+
+CAM_METHODS = ("gradcam", "gradcampp", "xgradcam", "layercam", "scorecam", "eigencam")
+INPUT_METHODS = ("saliency", "smoothgrad", "ig", "occlusion", "guidedbackprop", "guidedgradcam")
+METHODS = CAM_METHODS + INPUT_METHODS
+IG_BASELINES = ("black", "blur")
+
+#: ``progress(done, total, method)``: called after each batch of Score-CAM, Occlusion, Integrated
+#: Gradients and SmoothGrad, so a page can show a bar.
+Progress = Callable[[int, int, str], None]
+
+#: Noise of SmoothGrad as a fraction of the input's value range (Smilkov et al. found 10-20 % best).
+SMOOTH_NOISE = 0.15
+
+_progress: contextvars.ContextVar[Callable[[int, int], None] | None] = contextvars.ContextVar(
+    "vizhooks_explain_progress", default=None)
+
+
+class ExplainError(CodedError):
+    """A method, layer, target or setting that cannot be explained, said in one sentence
+    (``code``: ``explain_*``)."""
+
+
+# ----------------------------------------------------------------------------------------------
+# checks
+
+
+def _model_and_mean_std(bundle_or_model: ModelBundle | nn.Module) -> tuple[nn.Module, tuple | None]:
+    if isinstance(bundle_or_model, ModelBundle):
+        spec = bundle_or_model.input
+        return bundle_or_model.model, (spec.mean, spec.std)
+    if isinstance(bundle_or_model, nn.Module):
+        return bundle_or_model, None
+    raise ExplainError(f"Explain needs a ModelBundle (load_model) or a torch nn.Module, not "
+                       f"{type(bundle_or_model).__name__}.", "explain_model")
+
+
+def _check_methods(methods: str | Iterable[str]) -> list[str]:
+    names = [methods] if isinstance(methods, str) else list(methods)
+    unknown = [m for m in names if m not in METHODS]
+    if unknown or not names:
+        what = f"Unknown explanation method {unknown[0]!r}" if unknown else "No explanation method was chosen"
+        raise ExplainError(f"{what}; choose from {', '.join(METHODS)}.", "explain_method",
+                           method=unknown[0] if unknown else "", known=", ".join(METHODS))
+    return list(dict.fromkeys(names))
+
+
+def _check_target(target: object, classes: int) -> int:
+    if isinstance(target, bool) or not isinstance(target, int) or not 0 <= target < classes:
+        raise ExplainError(f"target must be a class index from 0 to {classes - 1}, not {target!r}.",
+                           "explain_target", target=str(target), last=classes - 1)
+    return target
+
+
+def _check_settings(batch_size: int, ig_steps: int, ig_baseline: str, smooth_samples: int,
+                    occlusion_window: int | None) -> None:
+    for name, value in (("batch_size", batch_size), ("ig_steps", ig_steps), ("smooth_samples", smooth_samples),
+                        ("occlusion_window", 1 if occlusion_window is None else occlusion_window)):
+        if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+            raise ExplainError(f"{name} must be a whole number of at least 1, not {value!r}.", "explain_setting",
+                               name=name, value=str(value))
+    if ig_baseline not in IG_BASELINES:
+        raise ExplainError(f"ig_baseline must be 'black' or 'blur', not {ig_baseline!r}.", "explain_setting",
+                           name="ig_baseline", value=str(ig_baseline))
+
+
+def _top1(model: nn.Module, x: torch.Tensor) -> tuple[int, int]:
+    """(top-1 class, number of classes) of one picture, under the model's lock."""
+    with model_lock(model), preserved_state(model), torch.no_grad():
+        logits = first_tensor(model(x.to(model_device(model))))
+    return int(logits[0].argmax()), int(logits.shape[-1])
+
+
+def default_layers(model: ModelBundle | nn.Module) -> list[str]:
+    """The layer a CAM uses when none is chosen: the network's last block, or its last conv when
+    that comes after the last block (EfficientNet's closing 1x1 conv, SqueezeNet's class conv).
+
+    The last block is the usual choice (pytorch-grad-cam's ``model.layer4[-1]`` for a ResNet):
+    its map is the coarsest, most semantic one that still has a place in the picture. The page's
+    Grad-CAM view has no default of its own (it shows the sidebar's layers), so this is the one home.
+
+    Example:
+        >>> default_layers(load_model("resnet18", weights="none").model)
+        ['layer4.1']
+    """
+    model = model.model if isinstance(model, ModelBundle) else model
+    blocks, convs = find_layers(model, "block"), find_layers(model, "conv")
+    if not blocks and not convs:
+        raise ExplainError("The model has no Conv2d layer or block for a CAM; name a layer with layers=[...].",
+                           "explain_layers")
+    if not convs:
+        return [blocks[-1].name]
+    if not blocks:
+        return [convs[-1].name]
+    order = {name: i for i, (name, _) in enumerate(model.named_modules())}
+    block, conv = blocks[-1].name, convs[-1].name
+    later_conv = order[conv] > order[block] and not conv.startswith(block + ".")
+    return [conv if later_conv else block]
+
+
+# ----------------------------------------------------------------------------------------------
+# the CAM family (pytorch-grad-cam)
+
+
+def _scale(cam: torch.Tensor) -> torch.Tensor:
+    """Min-max to [0, 1] like pytorch-grad-cam's ``scale_cam_image`` (a constant map becomes zeros)."""
+    cam = cam - cam.min()
+    return cam / (cam.max() + 1e-7)
+
+
+def _aggregate(per_layer: Sequence[torch.Tensor]) -> torch.Tensor:
+    """The mean of the per-layer maps, scaled again: pytorch-grad-cam's several-layer rule.
+
+    One layer's map comes back as it is, so ``gradcam`` on one layer is exactly
+    :func:`vizhooks.cam.grad_cam` (whose upsampled maximum can be a little under 1).
+    """
+    if len(per_layer) == 1:
+        return per_layer[0]
+    return _scale(torch.stack(list(per_layer)).clamp(min=0).mean(dim=0)).clamp_(0, 1)
+
+
+class _QuietBatches:
+    """Stands in for the ``tqdm`` module inside pytorch-grad-cam's Score-CAM: no bar on stderr
+    (a server's log), and each batch reported to the calling thread's progress callback instead."""
+
+    @staticmethod
+    def tqdm(iterable: Iterable[Any], *_args: Any, **_kwargs: Any) -> Iterator[Any]:
+        items = list(iterable)
+        report = _progress.get()
+        for done, item in enumerate(items, start=1):
+            yield item
+            if report is not None:
+                report(done, len(items))
+
+
+def _cam_class(method: str) -> type:
+    import pytorch_grad_cam as pgc
+    from pytorch_grad_cam import score_cam
+
+    # Score-CAM loops over its batches with tqdm.tqdm; tqdm reads its settings once, at import, so
+    # the bar can only be silenced by giving that one module another tqdm.
+    score_cam.tqdm = _QuietBatches
+    return {"gradcampp": pgc.GradCAMPlusPlus, "xgradcam": pgc.XGradCAM, "layercam": pgc.LayerCAM,
+            "scorecam": pgc.ScoreCAM, "eigencam": pgc.EigenCAM}[method]
+
+
+def _clone(t: torch.Tensor) -> torch.Tensor:
+    # pytorch-grad-cam keeps ``output.cpu().detach()``, which on the CPU is the output itself:
+    # ResNet's ``out += identity`` would rewrite a bn2 activation after the hook saw it.
+    return t.clone()
+
+
+def _library_cam(model: nn.Module, x: torch.Tensor, target: int, method: str, layer: str,
+                 batch_size: int) -> torch.Tensor:
+    """One layer's map by pytorch-grad-cam, its hooks released whatever happens."""
+    from pytorch_grad_cam.utils.model_targets import ClassifierOutputTarget
+
+    cls = _cam_class(method)
+    module = model.get_submodule(layer)
+    with model_lock(model), preserved_state(model):
+        # the constructor registers the hooks and calls model.eval(); preserved_state restores the flag
+        cam = cls(model, [module], reshape_transform=_clone)
+        try:
+            cam.batch_size = batch_size
+            # parameters are frozen, so the input carries requires_grad for the backward pass
+            xg = x.detach().to(model_device(model)).clone().requires_grad_(cam.uses_gradients)
+            maps = cam(xg, [ClassifierOutputTarget(target)])
+        finally:
+            cam.activations_and_grads.release()
+    return torch.from_numpy(maps[0]).float()
+
+
+def _cam_channels(model: nn.Module, x: torch.Tensor, layer: str) -> int:
+    """The channel count of ``layer``'s map (Score-CAM's batch count follows from it); refuses a
+    layer whose output is no (1, C, h, w) map: a pooled vector, ViT tokens, a head."""
+    shape: list[torch.Size] = []
+    module = model.get_submodule(layer)
+
+    def hook(_m: nn.Module, _a: Any, output: Any) -> None:
+        if not shape:
+            shape.append(first_tensor(output).shape)
+
+    with model_lock(model), preserved_state(model), torch.no_grad():
+        handle = module.register_forward_hook(hook)
+        try:
+            model(x.to(model_device(model)))
+        finally:
+            handle.remove()
+    if not shape or len(shape[0]) != 4:
+        got = "did not run" if not shape else f"gives a {tuple(shape[0])} tensor"
+        raise ExplainError(f"A CAM needs a layer whose output is a (1, C, h, w) map; {layer!r} {got}.",
+                           "explain_layer", layer=layer)
+    return int(shape[0][1])
+
+
+def _cam(model: nn.Module, x: torch.Tensor, target: int, method: str, layers: dict[str, int],
+         batch_size: int, progress: Progress | None) -> torch.Tensor:
+    """``method``'s map over ``layers`` (name -> channels); Score-CAM's batches of every layer
+    count towards one progress total."""
+    per_layer = []
+    total = sum(math.ceil(c / batch_size) for c in layers.values())
+    before = 0
+    for layer, channels in layers.items():
+        if method == "gradcam":
+            per_layer.append(cast(torch.Tensor, grad_cam(model, x, layer, target=target)))
+            continue
+        report = None
+        if progress is not None:
+            def report(done: int, _batches: int, _before: int = before) -> None:
+                progress(min(_before + done, total), total, method)
+        before += math.ceil(channels / batch_size)
+        token = _progress.set(report)
+        try:
+            per_layer.append(_library_cam(model, x, target, method, layer, batch_size))
+        finally:
+            _progress.reset(token)
+    return _aggregate(per_layer)
+
+
+# ----------------------------------------------------------------------------------------------
+# input attributions (Captum)
+
+
+class _Counted:
+    """The model as Captum's ``forward_func``, reporting each call as a batch done."""
+
+    def __init__(self, model: nn.Module, method: str, total: int, progress: Progress | None) -> None:
+        self.model, self.method, self.total, self.progress, self.done = model, method, max(total, 1), progress, 0
+
+    def __call__(self, inputs: torch.Tensor) -> torch.Tensor:
+        out = first_tensor(self.model(inputs))
+        self.done += 1
+        if self.progress is not None:
+            self.progress(min(self.done, self.total), self.total, self.method)
+        return out
+
+
+def _private_copy(model: nn.Module) -> nn.Module:
+    """A copy for Captum's module hooks: ReLUs not in place, eval mode, parameters frozen.
+
+    Captum's Guided Backprop does not support in-place modules (captum#837). The copy is taken
+    under the model's lock, when no vizhooks hook is on it; the shared model is never changed.
+    """
+    with model_lock(model):
+        clone = copy.deepcopy(model)
+    for m in clone.modules():
+        if isinstance(m, nn.ReLU):
+            m.inplace = False
+        # a user's own hooks on the shared model must not run on the copy
+        m._forward_hooks.clear()
+        m._forward_pre_hooks.clear()
+        m._backward_hooks.clear()
+    clone.eval()
+    for p in clone.parameters():
+        p.requires_grad_(False)
+        p.grad = None
+    return clone
+
+
+def _black(x: torch.Tensor, mean_std: tuple | None) -> torch.Tensor:
+    if mean_std is None:
+        return torch.zeros_like(x)
+    mean, std = (torch.tensor(v, dtype=x.dtype, device=x.device).view(1, -1, 1, 1) for v in mean_std)
+    return ((0 - mean) / std).expand_as(x).clone()
+
+
+def _blur(x: torch.Tensor) -> torch.Tensor:
+    """A strongly blurred copy (Gaussian, sigma an eighth of the shorter side): the photo's colours
+    without its shapes, a baseline Integrated Gradients and the faithfulness scores share."""
+    from torchvision.transforms.functional import gaussian_blur
+
+    side = min(x.shape[-2:])
+    sigma = max(side / 8, 1.0)
+    kernel = min(2 * math.ceil(3 * sigma) + 1, 2 * side - 1)
+    return gaussian_blur(x, [kernel, kernel], [sigma, sigma])
+
+
+def ig_baseline_of(x: torch.Tensor, baseline: str, mean_std: tuple | None = None) -> torch.Tensor:
+    """The Integrated Gradients baseline for ``x`` (normalised, as the model sees it).
+
+    ``"black"``: a black picture in the model's input space, ``(0 - mean) / std`` per channel when
+    the mean and std are known (a ModelBundle), else zeros. ``"blur"``: ``x`` strongly blurred.
+    """
+    return _black(x, mean_std) if baseline == "black" else _blur(x)
+
+
+def _targets(target: Any, n: int) -> Any:
+    if isinstance(target, torch.Tensor):
+        return target.tolist() if target.ndim else int(target)
+    return list(target) if isinstance(target, (list, tuple)) else target
+
+
+def _occlusion_window(x: torch.Tensor, window: int | None) -> tuple[int, int]:
+    side = min(x.shape[-2:])
+    w = min(window if window is not None else max(side // 8, 2), side)
+    return w, max(w // 2, 1)
+
+
+def _captum(model: nn.Module, x: torch.Tensor, target: Any, method: str, layers: list[str],
+            mean_std: tuple | None, batch_size: int, ig_steps: int, ig_baseline: str,
+            smooth_samples: int, occlusion_window: int | None, progress: Progress | None) -> torch.Tensor:
+    from captum import attr
+
+    x = x.detach().to(model_device(model)).clone()
+    if method in ("guidedbackprop", "guidedgradcam"):
+        clone = _private_copy(model)
+        if method == "guidedbackprop":
+            return attr.GuidedBackprop(clone).attribute(x, target=target)
+        maps = [attr.GuidedGradCam(clone, clone.get_submodule(layer)).attribute(
+            x, target=target, interpolate_mode="bilinear") for layer in layers]
+        return torch.stack(maps).mean(dim=0)
+    with model_lock(model), preserved_state(model):
+        if method == "saliency":
+            return attr.Saliency(_Counted(model, method, 1, None)).attribute(x, target=target, abs=True)
+        if method == "smoothgrad":
+            calls = math.ceil(smooth_samples / batch_size) * len(x)
+            tunnel = attr.NoiseTunnel(attr.Saliency(_Counted(model, method, calls, progress)))
+            stdev = SMOOTH_NOISE * float(x.max() - x.min())
+            # a fixed seed: the same photo gives the same map (the page caches it), and the
+            # caller's random stream is left where it was
+            with torch.random.fork_rng(devices=[x.device] if x.device.type == "cuda" else []):
+                torch.manual_seed(0)
+                return tunnel.attribute(x, nt_type="smoothgrad", nt_samples=smooth_samples, stdevs=stdev,
+                                        nt_samples_batch_size=batch_size, target=target, abs=True)
+        if method == "ig":
+            baseline = ig_baseline_of(x, ig_baseline, mean_std)
+            calls = math.ceil(ig_steps * len(x) / batch_size)
+            ig = attr.IntegratedGradients(_Counted(model, method, calls, progress))
+            return ig.attribute(x, baselines=baseline, target=target, n_steps=ig_steps,
+                                internal_batch_size=batch_size)
+        # occlusion: square windows of the mean colour (zero in the normalised space), half-overlapping
+        w, stride = _occlusion_window(x, occlusion_window)
+        windows = math.prod(math.ceil((d - w) / stride) + 1 for d in x.shape[-2:])
+        counted = _Counted(model, method, 1 + math.ceil(windows / batch_size), progress)
+        return attr.Occlusion(counted).attribute(x, sliding_window_shapes=(x.shape[1], w, w),
+                                                 strides=(x.shape[1], stride, stride), target=target,
+                                                 baselines=0.0, perturbations_per_eval=batch_size)
+
+
+def attribute(model: ModelBundle | nn.Module, x: torch.Tensor, target: Any = None, method: str = "ig", *,
+              layers: Sequence[str] | None = None, batch_size: int = 32, ig_steps: int = 50,
+              ig_baseline: str = "black", smooth_samples: int = 20, occlusion_window: int | None = None,
+              progress: Progress | None = None) -> torch.Tensor:
+    """The raw (N, 3, H, W) attribution of an input method for a batch ``x``: the
+    ``explanation_func`` that Captum's ``sensitivity_max`` perturbs and calls.
+
+    Args:
+        target: one class index for every picture, one per picture (list or tensor), or None for
+            each picture's top-1 class.
+        method: one of :data:`INPUT_METHODS`; the settings are those of :func:`explain`.
+
+    Returns:
+        A detached float32 CPU tensor shaped like ``x``. ``saliency`` and ``smoothgrad`` are
+        absolute gradients; the others are signed.
+
+    Example:
+        >>> from functools import partial
+        >>> from captum.metrics import sensitivity_max
+        >>> fn = partial(attribute, bundle, method="saliency")
+        >>> sensitivity_max(fn, x, target=3)  # Captum calls fn(perturbed, target=3)
+    """
+    if isinstance(x, tuple) and len(x) == 1:  # Captum's metrics pass inputs as a tuple
+        return (attribute(model, x[0], target, method, layers=layers, batch_size=batch_size, ig_steps=ig_steps,
+                          ig_baseline=ig_baseline, smooth_samples=smooth_samples, occlusion_window=occlusion_window,
+                          progress=progress),)
+    net, mean_std = _model_and_mean_std(model)
+    check_input(x)
+    if method not in INPUT_METHODS:
+        raise ExplainError(f"attribute computes an input attribution; choose from {', '.join(INPUT_METHODS)}, "
+                           f"not {method!r}.", "explain_method", method=str(method), known=", ".join(INPUT_METHODS))
+    _check_settings(batch_size, ig_steps, ig_baseline, smooth_samples, occlusion_window)
+    names = resolve_layers(net, layers) if layers else default_layers(net)
+    if target is None:
+        with model_lock(net), preserved_state(net), torch.no_grad():
+            target = first_tensor(net(x.to(model_device(net)))).argmax(dim=1).tolist()
+    found = _captum(net, x, _targets(target, len(x)), method, names, mean_std, batch_size, ig_steps, ig_baseline,
+                    smooth_samples, occlusion_window, progress)
+    return found.detach().float().cpu()
+
+
+# ----------------------------------------------------------------------------------------------
+# the entry
+
+
+def explain(
+    bundle_or_model: ModelBundle | nn.Module,
+    x: torch.Tensor,
+    target: int | None = None,
+    methods: str | Iterable[str] = ("gradcam",),
+    layers: str | Sequence[str] | None = None,
+    *,
+    batch_size: int = 32,
+    ig_steps: int = 50,
+    ig_baseline: str = "black",
+    smooth_samples: int = 20,
+    occlusion_window: int | None = None,
+    raw: bool = False,
+    progress: Progress | None = None,
+) -> dict[str, torch.Tensor]:
+    """One map per method, for one picture and one class: the methods side by side.
+
+    Args:
+        bundle_or_model: a :class:`ModelBundle` (its mean and std give the "black" baseline) or any
+            classifier returning (1, classes) logits.
+        x: (1, 3, H, W) input, e.g. ``bundle.preprocess(image)``.
+        target: class index; default the top-1 class of ``x``.
+        methods: ids from :data:`METHODS`, in the order the maps should come back.
+        layers: the CAM layers (and Guided Grad-CAM's); default :func:`default_layers`.
+        batch_size: inputs per forward pass for Score-CAM's masks, Occlusion's windows, Integrated
+            Gradients' steps and SmoothGrad's noisy copies.
+        ig_steps: Integrated Gradients' steps (Gauss-Legendre, Captum's default).
+        ig_baseline: ``"black"`` or ``"blur"`` (see :func:`ig_baseline_of`).
+        smooth_samples: SmoothGrad's noisy copies (noise 15 % of the input's range, seed 0).
+        occlusion_window: side of Occlusion's square window in pixels (stride half of it); default
+            an eighth of the shorter side. Occluded pixels take the mean colour (zero).
+        raw: input methods return their (3, H, W) attribution instead of a map.
+        progress: ``progress(done, total, method)`` after each batch of the slow methods.
+
+    Returns:
+        ``{method: (H, W) float32 CPU tensor}``. CAM maps lie in [0, 1]; input maps are the
+        attribution summed over colour channels (signed), except ``saliency`` and ``smoothgrad``:
+        the largest absolute gradient over the channels.
+
+    Raises:
+        ExplainError: an unknown method, a target out of range, a bad setting or a layer without
+            a spatial map. UnknownLayerError: a layer the model lacks.
+
+    Example:
+        >>> maps = explain(bundle, x, methods=["gradcam", "scorecam", "ig"])
+        >>> maps["ig"].shape == x.shape[-2:]
+        True
+    """
+    model, mean_std = _model_and_mean_std(bundle_or_model)
+    check_input(x)
+    if x.shape[0] != 1:
+        raise ExplainError(f"explain takes one picture, a (1, 3, H, W) tensor, not {x.shape[0]} of them.",
+                           "explain_batch", count=int(x.shape[0]))
+    names = _check_methods(methods)
+    _check_settings(batch_size, ig_steps, ig_baseline, smooth_samples, occlusion_window)
+    chosen = resolve_layers(model, layers) if layers else default_layers(model)
+    top1, classes = _top1(model, x)
+    index = top1 if target is None else _check_target(target, classes)
+    channels: dict[str, int] = {}
+    if any(m in CAM_METHODS or m == "guidedgradcam" for m in names):
+        channels = {layer: _cam_channels(model, x, layer) for layer in chosen}
+    out: dict[str, torch.Tensor] = {}
+    for method in names:
+        if method in CAM_METHODS:
+            out[method] = _cam(model, x, index, method, channels, batch_size, progress).float().cpu()
+            continue
+        found = _captum(model, x, index, method, chosen, mean_std, batch_size, ig_steps, ig_baseline,
+                        smooth_samples, occlusion_window, progress)[0].detach().float().cpu()
+        if raw:
+            out[method] = found
+        elif method in ("saliency", "smoothgrad"):
+            out[method] = found.abs().amax(dim=0)
+        else:
+            out[method] = found.sum(dim=0)
+    return out
+
+
+__all__ = ["CAM_METHODS", "IG_BASELINES", "INPUT_METHODS", "METHODS", "ExplainError", "Progress", "attribute",
+           "default_layers", "explain", "ig_baseline_of"]
+
