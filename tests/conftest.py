@@ -148,6 +148,8 @@ SLOW: tuple[str, ...] = (
 #: Tests outside tests/e2e that drive Chromium.
 BROWSER: tuple[str, ...] = (
     "tests/test_network_guard.py::test_chromium_resolves_no_names",
+    "tests/test_app_convolution.py::test_the_first_conv_slides_over_the_photo_when_asked",
+    "tests/test_app_convolution.py::test_maxpool_is_taken_apart_and_slides_when_asked",
 )
 
 

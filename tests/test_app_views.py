@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import ast
+import re
 import subprocess
 import sys
 
@@ -105,7 +106,7 @@ def test_lesson_next_back_and_link(lang):
     assert at.button(key="lesson_next").disabled
 
 
-@pytest.mark.parametrize("body", ["hello", "prepost", "grad_none", "clamp", "remove"])
+@pytest.mark.parametrize("body", ["hello", "prepost", "conv", "grad_none", "clamp", "remove"])
 def test_lesson_snippets_run_and_print_what_the_page_shows(body):
     layers = ["layer1.0.conv1", "layer2.0.conv1"]
     code = lesson_snippet(body, model="resnet18", image="sample_images/chelsea.jpg", size=128, layers=layers,
@@ -123,6 +124,11 @@ def test_lesson_snippets_run_and_print_what_the_page_shows(body):
         inputs = vz.capture(bundle.model, x, layers[:1], what="input")
         assert f"{layers[0]} input {tuple(inputs[layers[0]].shape)}" in out
         assert f"{layers[0]} output {tuple(acts[layers[0]].shape)}" in out
+    elif body == "conv":  # the first chosen conv, channel 0, the centre of its map (the view's default)
+        h, w = acts[layers[0]].shape[-2:]
+        assert f"{layers[0]} channel 0 at {(h // 2, w // 2)} kernel (64, 3, 3)" in out
+        assert f"products {64 * 3 * 3} sum" in out
+        _assert_by_hand_is_the_hooks(out)
     elif body == "grad_none":
         grads = vz.capture_gradients(bundle.model, x, layers, target=281)
         for n in layers:
@@ -138,6 +144,31 @@ def test_lesson_snippets_run_and_print_what_the_page_shows(body):
             assert float(change) > 0 and float((clamped.gradients[n] - plain.gradients[n]).abs().max()) > 0
     else:
         assert out.splitlines() == ["forgot to remove [1, 2, 3]", "removed each time [1, 1, 1]"]
+
+
+def _assert_by_hand_is_the_hooks(out: str) -> None:
+    by_hand, hooked = re.search(r"by hand (\S+) \| from the hook (\S+)", out).groups()
+    assert float(by_hand) == pytest.approx(float(hooked), rel=1e-4, abs=1e-5)
+
+
+@pytest.mark.parametrize(("model", "layer", "place"), [
+    ("mobilenet_v3_small", "features.1.block.0.0", (5, 3, 2)),  # depthwise: one input channel per output
+    ("resnet18", "conv1", (7, 0, 0)),  # 7x7, stride 2, padding 3: the corner window is mostly padding
+])
+def test_the_conv_step_takes_apart_grouped_and_padded_convolutions(model, layer, place):
+    from vizhooks.page.snippets import ConvPlace
+
+    channel, row, col = place
+    code = lesson_snippet("conv", model=model, image="sample_images/chelsea.jpg", size=64, layers=[layer],
+                          conv=ConvPlace(layer, channel, row, col))
+    run = subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True, timeout=300)
+    assert run.returncode == 0, run.stderr[-2000:]
+    module = dict(vz.load_model(model, weights="none", device="cpu").model.named_modules())[layer]
+    per_group = module.in_channels // module.groups
+    kh, kw = module.kernel_size
+    assert f"{layer} channel {channel} at {(row, col)} kernel {(per_group, kh, kw)}" in run.stdout
+    assert f"products {per_group * kh * kw} sum" in run.stdout
+    _assert_by_hand_is_the_hooks(run.stdout)
 
 
 def test_hook_calls_demo_leaves_no_hook():

@@ -61,8 +61,6 @@ def page(bundle):
 @pytest.fixture(scope="module")
 def ran(bundle, tmp_path_factory):
     """The notebook, made as for pretrained weights, run by nbclient: {step id: printed lines}."""
-    from nbclient import NotebookClient
-
     folder = tmp_path_factory.mktemp("notebook")
     pretrained = dataclasses.replace(bundle, pretrained=True)
     started = time.perf_counter()
@@ -70,21 +68,29 @@ def ran(bundle, tmp_path_factory):
     built = time.perf_counter() - started
     (folder / "lesson.ipynb").write_bytes(data)
     book = nbformat.reads(data.decode("utf-8"), as_version=4)
+    started = time.perf_counter()
+    steps = _execute(book, folder, tmp_path_factory.mktemp("kernel_torch_home"), prepare_code(bundle))
+    print(f"notebook: built in {built:.1f} s, ran in {time.perf_counter() - started:.1f} s")
+    return book, steps, folder
+
+
+def _execute(book, folder: Path, torch_home: Path, codes: dict[str, str]) -> dict[str, list[str]]:
+    """Runs ``book`` in a fresh kernel, offline; {step id: the lines its code cell printed} (``codes``:
+    each step's code as prepare made it), and "setup": what the set-up cell printed."""
+    from nbclient import NotebookClient
+
     with pytest.MonkeyPatch.context() as mp:  # the kernel inherits these
-        mp.setenv("TORCH_HOME", str(tmp_path_factory.mktemp("kernel_torch_home")))
+        mp.setenv("TORCH_HOME", str(torch_home))
         mp.setenv("PYTHONPATH", str(ROOT / "tests" / "netguard"))
-        started = time.perf_counter()
         client = NotebookClient(book, kernel_name="python3", timeout=300, resources={"metadata": {"path": str(folder)}})
         client.execute()
-        ran = time.perf_counter() - started
-    print(f"notebook: built in {built:.1f} s, ran in {ran:.1f} s")
-    steps = {}
+    steps: dict = {}
     code_cells = [c for c in book.cells if c.cell_type == "code"]
     for step in STEPS:
-        cell = next(c for c in code_cells if c.source == prepare_code(bundle)[step.id])
+        cell = next(c for c in code_cells if c.source == codes[step.id])
         steps[step.id] = _stdout(cell).splitlines()  # stderr holds PyTorch's warnings
     steps["setup"] = _stdout(code_cells[1])
-    return book, steps, folder
+    return steps
 
 
 def _stdout(cell) -> str:
@@ -152,6 +158,13 @@ def test_the_notebook_prints_the_pages_forward_numbers(ran, bundle, page):
     for kind, t in (("input", inputs), ("output", analysis.activations[first])):
         s = layer_stats(t)
         assert printed[kind][0] == tuple(t.shape) and _close(printed[kind][1], [s.min, s.mean, s.max]), kind
+    # one convolution by hand: the first chosen conv, channel 0, the centre; the page's captured map there
+    conv = analysis.activations[first][0, 0]
+    h, w = conv.shape
+    by_hand = [re.match(rf"^by hand {NUMBER} \| from the hook {NUMBER}$", line) for line in steps["conv"]]
+    by_hand = [m for m in by_hand if m]
+    assert f"{first} channel 0 at {(h // 2, w // 2)} kernel (3, 7, 7)" in steps["conv"] and len(by_hand) == 1
+    assert _close([float(v) for v in by_hand[0].groups()], [float(conv[h // 2, w // 2])] * 2)
     total = next(line for line in steps["shapes"] if line.startswith("total params "))
     assert total == f"total params {sum(p.numel() for p in bundle.model.parameters()):,}"
     calls = hook_calls_demo(bundle.model, analysis.x, first)
@@ -290,9 +303,11 @@ def test_prepare_reads_the_page_layers_for_the_model():
 
 
 @pytest.mark.parametrize("model", ["vgg16", "mobilenet_v3_small", "vit_b_16"])
-def test_the_lesson_of_other_families_in_chinese(model):
-    """The notebook and the handout of VGG-16, MobileNet (depthwise convs) and ViT (blocks as maps):
-    a valid notebook whose every code cell parses, and an HTML file with every step and no request."""
+def test_the_lesson_of_other_families_in_chinese(model, tmp_path):
+    """The notebook and the handout of VGG-16, MobileNet (depthwise convs) and ViT (blocks as maps; its
+    patch embedding is the conv): a valid notebook that runs top to bottom offline in a kernel and prints
+    the page's shapes and the page's value of the conv it takes apart, and an HTML file with every step
+    and no request."""
     bundle = vz.load_model(model)
     choices = LessonChoices(model, PHOTO.read_bytes(), PHOTO.name, SIZE, "zh")
     book = nbformat.reads(lesson_file(choices, bundle, "ipynb").decode("utf-8"), as_version=4)
@@ -300,6 +315,19 @@ def test_the_lesson_of_other_families_in_chinese(model):
     for cell in book.cells:
         if cell.cell_type == "code":
             ast.parse(cell.source)
+    lesson = prepare(choices, bundle)
+    steps = _execute(book, tmp_path, tmp_path / "torch_home", {k: v.steps.strip("\n") for k, v in
+                                                                lesson.codes.items()})
+    modules = dict(bundle.model.named_modules())
+    hello = [re.match(r"^hook called on (\S+) -> output (\(.*\))$", line) for line in steps["what"]]
+    assert [(m.group(1), ast.literal_eval(m.group(2))) for m in hello] == \
+        [(type(modules[n.split("#")[0]]).__name__, tuple(a.shape))
+         for n, a in vz.capture(bundle.model, lesson.analysis.x, lesson.layers).items()]  # as the hooks see them
+    s = lesson.conv  # the page's own account of that value, and the conv's captured map at that place
+    captured = vz.capture(bundle.model, lesson.analysis.x, [s.layer])[s.layer][0, s.channel, s.row, s.col]
+    by_hand = next(m for line in steps["conv"] if (m := re.match(rf"^by hand {NUMBER} \| from the hook {NUMBER}$",
+                                                                   line)))
+    assert _close([float(v) for v in by_hand.groups()], [float(captured), s.total]), (model, by_hand.groups())
     text = lesson_file(choices, bundle, "html").decode("utf-8")
     for step in STEPS:
         assert html.escape(ZH[f"lesson_{step.id}_title"]) in text, step.id

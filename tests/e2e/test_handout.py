@@ -7,6 +7,8 @@ from __future__ import annotations
 
 import re
 
+import pytest
+
 import vizhooks as vz
 from tests.helpers import ROOT
 from vizhooks.page.handout import LessonChoices, lesson_file
@@ -31,9 +33,10 @@ def _fonts(page, selector: str) -> list[dict]:
     return fonts
 
 
-def test_the_chinese_handout_loads_every_picture_offline_and_draws_every_character(page, tmp_path, artifacts):
-    bundle = vz.load_model("resnet18")
-    choices = LessonChoices("resnet18", PHOTO.read_bytes(), PHOTO.name, 64, "zh")
+@pytest.mark.parametrize("model", ["resnet18", "vgg16", "mobilenet_v3_small", "vit_b_16"])
+def test_the_chinese_handout_loads_every_picture_offline_and_draws_every_character(page, tmp_path, artifacts, model):
+    bundle = vz.load_model(model)
+    choices = LessonChoices(model, PHOTO.read_bytes(), PHOTO.name, 64, "zh")
     path = tmp_path / "lesson.html"
     path.write_bytes(lesson_file(choices, bundle, "html"))
 
@@ -62,6 +65,6 @@ def test_the_chinese_handout_loads_every_picture_offline_and_draws_every_charact
         fonts = _fonts(page, selector)
         drawn = sum(f["glyphCount"] for f in fonts if f["familyName"].startswith(CJK_FONTS))
         assert drawn >= len(CJK.findall(text)) > 0, (selector, text, fonts)
-    page.screenshot(path=str(artifacts / "handout-zh.png"), full_page=False)
+    page.screenshot(path=str(artifacts / f"handout-zh-{model}.png"), full_page=False)
     pdf = page.pdf(format="A4")  # the print style: each step starts a page
     assert len(re.findall(rb"/Type\s*/Page[^s]", pdf)) >= len(STEPS)

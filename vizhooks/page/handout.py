@@ -1,4 +1,4 @@
-"""The lesson to take home: the page's nine steps (vizhooks/page/lesson.py) on one photo and model, as a
+"""The lesson to take home: the page's steps (vizhooks/page/lesson.py) on one photo and model, as a
 Jupyter notebook or as one self-contained HTML handout.
 
 - The **notebook** holds each step's text (markdown) and code (code cells: the set-up once, then each
@@ -7,8 +7,8 @@ Jupyter notebook or as one self-contained HTML handout.
   runs top to bottom offline with PyTorch, torchvision and Pillow only: a pretrained model falls back
   to the page's seeded random weights, with a sentence, where no checkpoint is cached.
 - The **handout** is one HTML file: the same text and code with the pictures this photo gives at each
-  step (feature-map grids, gradients, Grad-CAM, the tables), embedded as ``data:`` URLs; no script,
-  no request for a style or a font; an A4 print style.
+  step (feature-map grids, one convolution taken apart, gradients, Grad-CAM, the tables), embedded as
+  ``data:`` URLs; no script, no request for a style or a font; an A4 print style.
 
 Both are made outside a page run (the page's deferred download, ``python -m vizhooks lesson``) from
 plain values (:class:`LessonChoices`) and the shared model, in the language asked, with the page's
@@ -20,6 +20,7 @@ from __future__ import annotations
 import base64
 import contextvars
 import html
+import io
 import re
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -29,27 +30,39 @@ from typing import Any
 import nbformat
 import torch
 from nbformat import v4
+from PIL import Image
 
 import vizhooks as vz
 from vizhooks.cam import cams_from
+from vizhooks.convolution import ConvStep, conv_at
 from vizhooks.gradients import GradientResult, backward_report, gradient_pass
 from vizhooks.layers import architecture_layers, quick_picks, token_model
 from vizhooks.page.analysis import Analysis, analyse, clamp_limit_of, hook_calls_demo, top_classes
 from vizhooks.page.labels import class_labels
 from vizhooks.page.lesson import FORMATS, STEPS, Step
-from vizhooks.page.snippets import Code, lesson_code, view_code, with_weights_fallback
+from vizhooks.page.snippets import Code, ConvPlace, conv_place, lesson_code, view_code, with_weights_fallback
 from vizhooks.page.texts import LANGUAGES, set_language, t
 from vizhooks.page.views.backward import note, shapes_text, table_facts
 from vizhooks.page.views.intervene import CLAMP_CHANNELS, CLAMP_COLOUR_PERCENTILE, CLAMP_DEFAULT
 from vizhooks.page.views.table import header
-from vizhooks.render import channel_overlay, grid_layout, image_to_png, palette_png
+from vizhooks.render import (
+    channel_overlay,
+    conv_products_figure,
+    conv_window_figure,
+    grid_layout,
+    palette_png,
+)
+
+#: How many input channels (the strongest) the handout's conv step shows, as the view's default.
+CONV_ROWS = 4
 
 
 @dataclass(frozen=True)
 class LessonChoices:
     """Everything a lesson file is made from, as plain values (a closure keeps them for the page's
     deferred download). ``layers`` empty: the page's tour for the model; ``target`` None: the top-1
-    class; ``clamp_at`` None: the last layer (as the Lesson view)."""
+    class; ``clamp_at`` None: the last layer (as the Lesson view); ``conv`` None: the Convolution
+    view's default place (the first chosen Conv2d, channel 0, the centre of its map)."""
 
     model: str
     photo: bytes
@@ -65,13 +78,15 @@ class LessonChoices:
     cmap: str = "viridis"
     norm: str = "channel"
     columns: int | None = None
+    conv: ConvPlace | None = None
 
 
 def step_code(step: Step, *, model: str, image: str, size: int, layers: list[str], target: int | None,
               pretrained: bool, num_classes: int, lang: str, clamp_at: str | None = None,
-              limit: float = 0.0) -> Code:
+              limit: float = 0.0, conv: ConvPlace | None = None) -> Code:
     """One step's code as the Lesson view prints it: the set-up prepared for all ``layers`` (the same in
-    every step) and the step's hook lines (the clamp step: the layers before ``clamp_at``)."""
+    every step) and the step's hook lines (the clamp step: the layers before ``clamp_at``; the conv
+    step: the value at ``conv``)."""
     kind, name = step.code
     common: dict[str, Any] = dict(model=model, image=image, size=size, target=target, pretrained=pretrained,
                                   num_classes=num_classes, lang=lang)
@@ -81,7 +96,7 @@ def step_code(step: Step, *, model: str, image: str, size: int, layers: list[str
     if name == "clamp" and clamp_at is not None:
         hooked = [n for n in layers if layers.index(n) < layers.index(clamp_at)] or layers[:1]
     return lesson_code(name, layers=hooked, clamp_at=clamp_at if name == "clamp" else None, limit=limit,
-                       setup_layers=list(layers), **common)
+                       setup_layers=list(layers), conv=conv, **common)
 
 
 @dataclass
@@ -98,6 +113,7 @@ class Lesson:
     limit: float
     clipped: float
     count: int
+    conv: ConvStep
     codes: dict[str, Code] = field(default_factory=dict)
     _gradients: list[GradientResult] = field(default_factory=list)
 
@@ -129,13 +145,30 @@ def prepare(choices: LessonChoices, bundle: vz.ModelBundle) -> Lesson:
     clamp_at = choices.clamp_at if choices.clamp_at in layers else layers[-1]
     grad = vz.capture_gradients(bundle.model, analysis.x, [clamp_at], target=target)[clamp_at]
     limit, clipped, count = clamp_limit_of(grad, choices.percentile)
-    lesson = Lesson(choices, bundle, analysis, layers, target, clamp_at, limit, clipped, count)
-    for step in STEPS:
-        lesson.codes[step.id] = step_code(
-            step, model=choices.model, image=choices.photo_name, size=choices.size, layers=layers,
+    place = conv_of(choices, bundle, analysis.x, layers)
+    step = conv_at(bundle.model, analysis.x, place.layer, place.channel, int(place.row or 0), int(place.col or 0))
+    lesson = Lesson(choices, bundle, analysis, layers, target, clamp_at, limit, clipped, count, step)
+    for each in STEPS:
+        lesson.codes[each.id] = step_code(
+            each, model=choices.model, image=choices.photo_name, size=choices.size, layers=layers,
             target=choices.target, pretrained=bundle.pretrained, num_classes=len(bundle.categories),
-            lang=choices.lang, clamp_at=clamp_at, limit=limit)
+            lang=choices.lang, clamp_at=clamp_at, limit=limit, conv=place)
     return lesson
+
+
+def conv_of(choices: LessonChoices, bundle: vz.ModelBundle, x: torch.Tensor, layers: list[str]) -> ConvPlace:
+    """The conv step's place, every part inside this photo's map: the one chosen on the page when it
+    fits, else its default (channel 0, the centre)."""
+    chosen = choices.conv
+    modules = dict(bundle.model.named_modules())
+    if chosen is None or not isinstance(modules.get(chosen.layer), torch.nn.Conv2d):
+        chosen = conv_place(choices.model, layers)
+    out = vz.capture(bundle.model, x, [chosen.layer])[chosen.layer]
+    c, h, w = (int(n) for n in out.shape[1:])
+    row, col = chosen.row, chosen.col
+    if row is None or col is None or not (0 <= row < h and 0 <= col < w):
+        row, col = h // 2, w // 2
+    return ConvPlace(chosen.layer, chosen.channel if 0 <= chosen.channel < c else 0, row, col)
 
 
 def in_language(lang: str, make: Callable[[], bytes]) -> bytes:
@@ -270,7 +303,27 @@ def _img(png: bytes, alt: str, mime: str = "image/png") -> str:
     return (f'<img alt="{html.escape(alt)}" src="data:{mime};base64,{base64.b64encode(png).decode("ascii")}">')
 
 
+def _palette(png: bytes) -> bytes:
+    """A drawn figure (colormaps, lines, text on white) in 256 colours, without dithering: the
+    handout's PNGs at half the bytes or less, with no visible change at print size."""
+    with Image.open(io.BytesIO(png)) as picture:
+        if picture.mode == "P":
+            return png
+        out = io.BytesIO()
+        picture.convert("RGB").quantize(256, dither=Image.Dither.NONE).save(out, "PNG", optimize=True)
+    return out.getvalue() if out.tell() < len(png) else png
+
+
+def _photo(picture: Image.Image, caption: str) -> str:
+    """A picture made from the photo (an overlay) as JPEG: photos compress best that way."""
+    out = io.BytesIO()
+    picture.convert("RGB").save(out, "JPEG", quality=85)
+    return _figure(out.getvalue(), caption, "image/jpeg")
+
+
 def _figure(png: bytes, caption: str, mime: str = "image/png") -> str:
+    if mime == "image/png":
+        png = _palette(png)
     return f"<figure>{_img(png, caption, mime)}<figcaption>{html.escape(caption)}</figcaption></figure>"
 
 
@@ -317,6 +370,8 @@ def live_part(lesson: Lesson, step: Step, labels: list[str]) -> str:
             _figure(_grid(act, layer, c), t(head, layer=layer))
             for act, head in ((before.activations[layer], "lesson_prepost_input"),
                               (a.activations[layer], "lesson_prepost_output"))) + "</div>"
+    if step.live == "convolution":
+        return _conv_part(lesson)
     if step.live == "table":
         rows = vz.layer_summary(model, a.x)
         columns = ("name", "type", "input_shape", "output_shape", "params")
@@ -341,13 +396,32 @@ def live_part(lesson: Lesson, step: Step, labels: list[str]) -> str:
         return table + "".join(f"<p>{_inline(fact)}</p>" for fact in table_facts(records))
     if step.live == "gradcam":
         cams = cams_from(lesson.gradients(), a.x.shape[-2:])
-        return "".join(_figure(image_to_png(channel_overlay(a.picture, cams[n], 0.5, "jet")),
+        return "".join(_photo(channel_overlay(a.picture, cams[n], 0.5, "jet"),
                                t("cam_caption", layer=n, label=labels[target])) for n in layers)
     if step.live == "remove":
         counts = hook_calls_demo(model, a.x, layers[0])
         return _inline(f"- {t('lesson_remove_forgot', calls=counts['forgot'])}\n"
                        f"- {t('lesson_remove_removed', calls=counts['removed'])}")
     return ""
+
+
+def _conv_part(lesson: Lesson) -> str:
+    """The Convolution view at the lesson's place: the window on the input, the strongest input
+    channels' products and the sum that gives the output value (views.convolution.show)."""
+    s, cmap = lesson.conv, lesson.choices.cmap
+    titles = (t("cv_title_input", n=len(s.in_channels)), t("cv_title_close"),
+              t("cv_title_output", channel=s.channel, row=s.row, col=s.col))
+    window = vz.figure_to_png(conv_window_figure(s.input_mean, s.rows, s.cols, s.stride, s.output, (s.row, s.col),
+                                                 titles, cmap))
+    shown = list(s.strongest(CONV_ROWS))
+    products = vz.figure_to_png(conv_products_figure(
+        s.window[shown], s.weights[shown], s.products[shown], s.padded,
+        [t("cv_in_channel", n=s.in_channels[i]) for i in shown], [f"{float(s.sums[i]):+.4f}" for i in shown],
+        (t("cv_head_window"), t("cv_head_weights"), t("cv_head_products"), t("cv_head_sum"))))
+    equation = t("cv_equation", n=len(s.in_channels), sums=s.total - s.bias, bias=s.bias, total=s.total,
+                 own=float(s.output[s.row, s.col]))
+    return (f"<p>{html.escape(s.layer)}</p>" + _figure(window, t("cv_window_caption", sw=s.stride[1]))
+            + _figure(products, s.layer) + _inline(equation))
 
 
 def _clamp_part(lesson: Lesson) -> str:
@@ -374,7 +448,7 @@ def _clamp_part(lesson: Lesson) -> str:
                                order="index", cmap="RdBu_r", norm="layer", columns=2, vcenter=0.0,
                                clim=(-reach, reach)), caption)
                  for g, caption in ((g0, t("clamp_before")), (g1, t("clamp_after", layer=clamp_at)))]
-        overlays = [_figure(image_to_png(channel_overlay(a.picture, cam[name], 0.5, "jet")), caption)
+        overlays = [_photo(channel_overlay(a.picture, cam[name], 0.5, "jet"), caption)
                     for cam, caption in ((cams, t("clamp_cam_before")),
                                          (cams_clamped, t("clamp_cam_after", layer=clamp_at)))]
         out.append(f"<h3>{html.escape(name)}</h3><p class='caption'>"

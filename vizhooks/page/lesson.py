@@ -26,6 +26,7 @@ STEPS: tuple[Step, ...] = (
     Step("forward", "maps", ("view", "maps")),
     Step("prehook", "prepost", ("lesson", "prepost")),
     Step("shapes", "table", ("view", "table")),
+    Step("conv", "convolution", ("lesson", "conv")),
     Step("tensor", "gradients", ("lesson", "grad_none")),
     Step("clamp", "clamp", ("lesson", "clamp")),
     Step("backward", "backward", ("view", "backward")),
@@ -51,7 +52,7 @@ def command_arguments(p: argparse.ArgumentParser) -> None:
     """The arguments of ``python -m vizhooks lesson`` (vizhooks/__main__.py adds the
     command): declared here, without the page's imports, so that `--help` stays quick."""
     prog = p.prog
-    p.description = ("The page's nine-step lesson on hooks for one photo and model, to take home: a Jupyter\n"
+    p.description = ("The page's step-by-step lesson on hooks for one photo and model, to take home: a Jupyter\n"
                      "notebook (text and code; it runs offline) or one self-contained HTML handout (text, code\n"
                      "and this photo's pictures; prints on A4), in English or Chinese.")
     p.epilog = ("Examples:\n"

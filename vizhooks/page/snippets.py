@@ -26,7 +26,7 @@ from .taught import TaughtModelGoneError, checkpoint_files, head, is_taught
 
 VIEWS = ("maps", "gradients", "gradcam", "backward", "table")
 #: Bodies used by the lesson only (see vizhooks/page/lesson.py).
-LESSON_BODIES = ("hello", "prepost", "grad_none", "clamp", "remove")
+LESSON_BODIES = ("hello", "prepost", "conv", "grad_none", "clamp", "remove")
 
 #: The widest line the page shows: a code box at a projector's width holds 88 columns.
 WIDTH = 88
@@ -414,6 +414,51 @@ for kind, t in seen.items():
     print(name, kind, tuple(m.shape), numbers)
 '''
 
+_CONV = '''
+# One output value of a convolution, by hand. A pre-hook keeps the conv's input, a hook
+# its output; the window under the kernel times the weights, summed, plus the bias, is
+# the value the hook saw.
+name = {layer!r}
+conv = modules[name]
+seen = {{}}
+
+def keep_input(module, inputs):
+    seen["input"] = inputs[0].detach().clone()
+
+def keep_output(module, inputs, output):
+    seen["output"] = output.detach().clone()
+
+handles = [conv.register_forward_pre_hook(keep_input),
+           conv.register_forward_hook(keep_output)]
+try:
+    with torch.no_grad():
+        model(x)
+finally:
+    for handle in handles:
+        handle.remove()
+
+out = seen["output"][0]
+channel = {channel}
+{where}
+# the input channels this output channel sees: all of them, or its group's
+per_group = conv.in_channels // conv.groups
+first = channel // (conv.out_channels // conv.groups) * per_group
+inp = seen["input"][:, first:first + per_group]
+# every window as one column: (1, per_group * kh * kw, places), zeros where padded
+windows = torch.nn.functional.unfold(inp, conv.kernel_size, dilation=conv.dilation,
+                                     padding=conv.padding, stride=conv.stride)
+window = windows[0, :, row * out.shape[-1] + col]
+products = window * conv.weight[channel].detach().flatten()
+bias = conv.bias[channel].item() if conv.bias is not None else 0.0
+by_hand = products.sum().item() + bias
+kernel = tuple(conv.weight.shape[1:])
+print(name, "channel", channel, "at", (row, col), "kernel", kernel)
+total = products.sum().item()
+print("products", products.numel(), "sum", f"{{total:.6g}}", "bias", f"{{bias:.6g}}")
+hooked = out[channel, row, col].item()
+print("by hand", f"{{by_hand:.6g}}", "| from the hook", f"{{hooked:.6g}}")
+'''
+
 _GRAD_NONE = '''
 # .grad is only kept for leaf tensors (inputs, parameters). A layer's output is not a
 # leaf, so after backward its .grad is None; a tensor hook is how you see its gradient.
@@ -570,19 +615,50 @@ class Code:
 
 def lesson_code(body: str, *, model: str, image: str, size: int, layers: list[str], target: int | None = None,
                 clamp_at: str | None = None, limit: float = 1e-3, pretrained: bool = False,
-                num_classes: int | None = None, lang: str = "en", setup_layers: list[str] | None = None) -> Code:
+                num_classes: int | None = None, lang: str = "en", setup_layers: list[str] | None = None,
+                conv: ConvPlace | None = None) -> Code:
     """One lesson step's code (``body`` in ``LESSON_BODIES``) as set-up and step lines.
 
     ``setup_layers`` are the layers the set-up prepares ``to_map`` for (default ``layers`` and
-    ``clamp_at``): the page passes all its chosen layers, so every step shares one set-up."""
+    ``clamp_at``): the page passes all its chosen layers, so every step shares one set-up. ``conv``
+    is the place the "conv" body takes apart (default: :func:`conv_place` of ``layers``)."""
     if body not in LESSON_BODIES:
         raise ValueError(f"body must be one of {', '.join(LESSON_BODIES)}, not {body!r}.")
     names = setup_layers if setup_layers is not None else [*layers, *([clamp_at] if clamp_at else [])]
     head = _preamble(model, image, size, pretrained, num_classes, names, lang)
     target_expr = str(int(target)) if target is not None else "int(model(x)[0].argmax())"
-    text = {"hello": _HELLO, "prepost": _PREPOST, "grad_none": _GRAD_NONE, "clamp": _CLAMP, "remove": _REMOVE}[body]
-    return Code(head, localise(text, lang).format(layers_def=assign("layers", layers), layer=layers[0],
-                                                  target=target_expr, clamp_at=clamp_at, limit=float(limit)))
+    text = {"hello": _HELLO, "prepost": _PREPOST, "conv": _CONV, "grad_none": _GRAD_NONE, "clamp": _CLAMP,
+            "remove": _REMOVE}[body]
+    place = (conv or conv_place(model, layers)) if body == "conv" else ConvPlace(layers[0])
+    where = (f"row, col = {place.row}, {place.col}" if place.row is not None and place.col is not None else
+             localise("row, col = out.shape[-2] // 2, out.shape[-1] // 2  # the centre", lang))
+    return Code(head, localise(text, lang).format(layers_def=assign("layers", layers), layer=place.layer,
+                                                  target=target_expr, clamp_at=clamp_at, limit=float(limit),
+                                                  channel=place.channel, where=where))
+
+
+@dataclass(frozen=True)
+class ConvPlace:
+    """Which output value the lesson's "conv" step takes apart: a Conv2d, an output channel and a
+    place in its map (None: the centre, worked out by the code itself)."""
+
+    layer: str
+    channel: int = 0
+    row: int | None = None
+    col: int | None = None
+
+
+def conv_place(model: str, layers: list[str]) -> ConvPlace:
+    """The Convolution view's default: the first chosen layer that is a Conv2d, else the model's
+    first Conv2d (found on the meta device); channel 0 at the centre of its map."""
+    import torch
+
+    meta, lock = meta_model(model)
+    with lock:
+        modules = dict(meta.named_modules())
+    convs = [n for n, m in modules.items() if isinstance(m, torch.nn.Conv2d)]
+    chosen = [n for n in layers if isinstance(modules.get(n.split("#")[0]), torch.nn.Conv2d)]
+    return ConvPlace((chosen or convs or layers)[0].split("#")[0])
 
 
 def lesson_snippet(body: str, **kwargs: Any) -> str:
@@ -650,7 +726,7 @@ def _inplace_children(name: str, x_hw: tuple[int, int]) -> list[str]:
 TEMPLATES.update({
     "free_size": _FREE_SIZE, "fixed_size": _FIXED_SIZE, "normalise": _NORMALISE, "maps_output": _MAPS_OUTPUT,
     "maps_input": _MAPS_INPUT, "gradients": _GRADIENTS, "gradcam": _GRADCAM, "backward": _BACKWARD,
-    "table": _TABLE, "hello": _HELLO, "prepost": _PREPOST, "grad_none": _GRAD_NONE, "clamp": _CLAMP,
+    "table": _TABLE, "hello": _HELLO, "prepost": _PREPOST, "conv": _CONV, "grad_none": _GRAD_NONE, "clamp": _CLAMP,
     "remove": _REMOVE, "to_map": _TO_MAP, "tokens": _TOKENS, "channels_last": _CHANNELS_LAST,
     "channels_last_list": _CHANNELS_LAST_LIST,
 })

@@ -6,6 +6,16 @@ so a translated line keeps to about 40 of them (tests/test_snippets.py measures 
 from __future__ import annotations
 
 COMMENTS_ZH: dict[str, str] = {
+    "One output value of a convolution, by hand. A pre-hook keeps the conv's input, a hook":
+        "亲手算出卷积的一个输出值。前向预钩子保存卷积层的输入，",
+    "its output; the window under the kernel times the weights, summed, plus the bias, is":
+        "前向钩子保存它的输出；卷积核覆盖的窗口与权重逐元素相乘、求和、",
+    "the value the hook saw.": "再加上偏置，就是钩子看到的那个值。",
+    "the input channels this output channel sees: all of them, or its group's":
+        "这个输出通道能看到的输入通道：全部，或者它所在分组的那些",
+    "every window as one column: (1, per_group * kh * kw, places), zeros where padded":
+        "每个窗口展开成一列：(1, per_group * kh * kw, 位置数)，填充处为 0",
+    "the centre": "中心",
     "The page's preprocessing: shorter side -> {size} px, aspect kept":
         "与页面相同的预处理：短边缩放到 {size} 像素，保持宽高比",
     "(longer side at most {cap}), no crop, the model's own interpolation, mean and std.":

@@ -80,7 +80,8 @@ def init_state() -> None:
 
 #: Widgets whose option labels follow the language (their values travel as labels in Streamlit 1.67).
 RELABELED = ("model", "layers", "quick", "order", "what", "norm", "view", "source", "iv_mode", "target",
-             "video_target", "lesson_pick", "live_mode", "live_pick", "code_view", "compare_source")
+             "video_target", "lesson_pick", "live_mode", "live_pick", "code_view", "compare_source",
+             "cv_part")
 
 
 def keep_a_language() -> None:

@@ -350,6 +350,24 @@ EN: dict[str, str] = {
         "Containers are modules too and run their own forward(), so their hooks fire: their time "
         "includes their children's, and their output is the output of their last child."
     ),
+    "lesson_conv_title": "What one convolution computes",
+    "lesson_conv_text": (
+        "Every value of a conv layer's feature map is one small sum. The kernel lies on a window of the "
+        "input (the same place in every input channel it sees); each input value is multiplied by the "
+        "weight under it, the products are added up, and the bias is added. A **forward pre-hook** hands "
+        "you the window's numbers, a **forward hook** the result: below, both are taken apart for this "
+        "photo. Move the place (row, column) and the window moves by the stride; BatchNorm and ReLU then "
+        "scale, shift and cut the value before the next layer sees it."
+    ),
+    "lesson_conv_q": (
+        "A Conv2d has a 3×3 kernel, 64 input channels and a bias. How many multiplications give one output "
+        "value, and on how many input numbers does it depend? And for a depthwise 3×3 conv (groups = 64)?"
+    ),
+    "lesson_conv_a": (
+        "3 × 3 × 64 = 576 multiplications, then one sum of the 576 products plus the bias; the value depends "
+        "on those 576 input numbers, a 3×3 window in each of the 64 channels. In a depthwise conv each output "
+        "channel sees only its own input channel: 9 multiplications and 9 input numbers."
+    ),
     "lesson_tensor_title": "The tensor hook: gradients of a layer's output",
     "lesson_tensor_text": (
         "After `backward()`, PyTorch keeps `.grad` only for **leaf** tensors (the input, the "

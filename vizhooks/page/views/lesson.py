@@ -15,11 +15,11 @@ from vizhooks.page.handout import LessonChoices, file_name, lesson_file, step_co
 from vizhooks.page.lesson import FORMATS, STEPS, Step, step_index
 from vizhooks.page.present import present_on, scroll_to_step
 from vizhooks.page.results import cached, get_analysis, get_bundle, grid_png
-from vizhooks.page.snippets import Code
+from vizhooks.page.snippets import Code, ConvPlace
 from vizhooks.page.sources import photo_bytes
 from vizhooks.page.state import Context
 from vizhooks.page.texts import language, t
-from vizhooks.page.views import backward, gradcam, gradients, intervene, maps, table
+from vizhooks.page.views import backward, convolution, gradcam, gradients, intervene, maps, table
 from vizhooks.page.views.code import chosen_target, image_path
 from vizhooks.page.widgets import class_picker
 
@@ -30,6 +30,15 @@ def _clamp_choice(ctx: Context) -> tuple[str, int]:
     chosen = st.session_state.get("iv_clamp_at")
     percentile = int(st.session_state.get("iv_clip_pct", intervene.CLAMP_DEFAULT))
     return (chosen if chosen in layers else layers[-1]), percentile
+
+
+def _conv_choice() -> ConvPlace | None:
+    """The place the Convolution view shows (its widgets' values), once it has been shown."""
+    state = st.session_state
+    if "cv_layer" not in state:
+        return None
+    return ConvPlace(str(state["cv_layer"]), int(state.get("cv_channel", 0)), int(state.get("cv_row", 0)),
+                     int(state.get("cv_col", 0)))
 
 
 def lesson_code(step: Step, ctx: Context) -> Code:
@@ -44,7 +53,7 @@ def lesson_code(step: Step, ctx: Context) -> Code:
         limit = intervene.clamp_limit(ctx, clamp_at, top1 if target is None else target, percentile)[0]
     return step_code(step, model=c.model, image=image_path(c), size=c.size, layers=list(c.layers),
                      target=chosen_target(), pretrained=bundle.pretrained, num_classes=len(bundle.categories),
-                     lang=language(), clamp_at=clamp_at, limit=limit)
+                     lang=language(), clamp_at=clamp_at, limit=limit, conv=_conv_choice())
 
 
 def take_home(ctx: Context) -> None:
@@ -59,7 +68,7 @@ def take_home(ctx: Context) -> None:
     choices = LessonChoices(model=c.model, photo=data, photo_name=Path(image_path(c)).name, size=c.size,
                             lang=language(), layers=tuple(c.layers), target=chosen_target(), clamp_at=clamp_at,
                             percentile=percentile, channels=c.channels, order=c.order, cmap=c.cmap, norm=c.norm,
-                            columns=c.columns or None)
+                            columns=c.columns or None, conv=_conv_choice())
     bundle = ctx.bundle
     st.markdown(f"**{t('handout_download')}**")
     st.caption(t("handout_download_help"))
@@ -111,6 +120,8 @@ def show_live_part(step: Step, ctx: Context) -> None:
                                c.norm, c.columns, layer))
     elif step.live == "table":
         table.show(ctx)
+    elif step.live == "convolution":
+        convolution.show(ctx)
     elif step.live == "gradients":
         gradients.show(ctx)
     elif step.live == "clamp":
