@@ -18,12 +18,15 @@ Benchmarks (each module in this package has the details):
              and a taught model's page view (analyse) vs the plain model's
   overview  12. the Overview view (20 convs of resnet18 x 8 channels in one picture) vs the Feature maps
              view of the five default layers
+  explain   13. explanation scores: deletion + insertion of one map (resnet18, 224 px, 20 steps), and
+             Score-CAM against its batch count x one batched forward
 
 --repeat N (default 5) is the number of measured repetitions: A/B pairs for grids, 3N pairs for
 hooks and gpu, N reruns of each kind for page, min(N, 3) launches for coldstart, min(N, 3) feature
-pairs and cached teach() calls and 3N page-view pairs for teach; memory runs each case once in a
-fresh process. --quick is a smoke test (about a minute): one repetition, two layers for grids, one
-memory case, no profiles; its numbers are not measurements.
+pairs and cached teach() calls and 3N page-view pairs for teach, max(3, N) pairs and min(N, 3)
+Score-CAM calls for explain; memory runs each case once in a fresh process. --quick is a smoke test
+(about a minute): one repetition, two layers for grids, one memory case, no profiles; its numbers
+are not measurements.
 
 Everything runs offline: VIZHOOKS_OFFLINE=1, an empty temporary TORCH_HOME, random weights.
 Targets are reported as PASS / MISS and never asserted; a benchmark that fails to run is an ERROR
@@ -64,6 +67,7 @@ BENCHES = {
     "live": "10. Live camera (processed frames per second)",
     "teach": "11. Teaching your own classes",
     "overview": "12. Overview (the whole network vs the Feature maps view)",
+    "explain": "13. Explanation scores",
 }
 DEFAULT_HEADER = """# vizhooks benchmarks
 
