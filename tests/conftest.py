@@ -150,6 +150,9 @@ BROWSER: tuple[str, ...] = (
     "tests/test_network_guard.py::test_chromium_resolves_no_names",
     "tests/test_app_convolution.py::test_the_first_conv_slides_over_the_photo_when_asked",
     "tests/test_app_convolution.py::test_maxpool_is_taken_apart_and_slides_when_asked",
+    "tests/test_sanity.py::test_every_step_is_the_same_re_initialisation_done_by_hand",
+    "tests/test_sanity.py::test_grad_cam_stops_correlating_once_the_model_is_random_and_the_shared_model_is_untouched",
+    "tests/test_sanity.py::test_a_fully_random_resnet50_gives_finite_logits_and_maps",
 )
 
 
