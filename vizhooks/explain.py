@@ -351,7 +351,8 @@ def _captum(model: nn.Module, x: torch.Tensor, target: Any, method: str, layers:
             smooth_samples: int, occlusion_window: int | None, progress: Progress | None) -> torch.Tensor:
     from captum import attr
 
-    x = x.detach().to(model_device(model)).clone()
+    # parameters are frozen, so the input is what carries requires_grad into the graph
+    x = x.detach().to(model_device(model)).clone().requires_grad_(method != "occlusion")
     if method in ("guidedbackprop", "guidedgradcam"):
         clone = _private_copy(model)
         if method == "guidedbackprop":
@@ -365,7 +366,7 @@ def _captum(model: nn.Module, x: torch.Tensor, target: Any, method: str, layers:
         if method == "smoothgrad":
             calls = math.ceil(smooth_samples / batch_size) * len(x)
             tunnel = attr.NoiseTunnel(attr.Saliency(_Counted(model, method, calls, progress)))
-            stdev = SMOOTH_NOISE * float(x.max() - x.min())
+            stdev = SMOOTH_NOISE * float(x.detach().max() - x.detach().min())
             # a fixed seed: the same photo gives the same map (the page caches it), and the
             # caller's random stream is left where it was
             with torch.random.fork_rng(devices=[x.device] if x.device.type == "cuda" else []):
