@@ -153,6 +153,14 @@ BROWSER: tuple[str, ...] = (
     "tests/test_sanity.py::test_every_step_is_the_same_re_initialisation_done_by_hand",
     "tests/test_sanity.py::test_grad_cam_stops_correlating_once_the_model_is_random_and_the_shared_model_is_untouched",
     "tests/test_sanity.py::test_a_fully_random_resnet50_gives_finite_logits_and_maps",
+    "tests/test_explain.py::test_cam_equals_torchcam[resnet50-gradcam]",
+    "tests/test_explain.py::test_cam_equals_torchcam[resnet50-xgradcam]",
+    "tests/test_explain.py::test_cam_equals_torchcam[resnet50-layercam]",
+    "tests/test_explain.py::test_gradcampp_follows_the_paper_and_torchcam_loses_its_division[resnet50]",
+    "tests/test_explain.py::test_scorecam_is_the_formula_and_torchcam_differs_only_in_mask_order[resnet50-layers1]",
+    "tests/test_explain.py::test_guided_backprop_and_guided_gradcam_equal_hook_free_formulas[resnet50]",
+    "tests/test_faithfulness.py::test_curves_equal_a_plain_loop_and_the_areas_numpys_trapezoid",
+    "tests/test_faithfulness.py::test_infidelity_equals_captums_with_the_same_seed",
 )
 
 

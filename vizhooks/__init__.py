@@ -13,9 +13,11 @@ count, memory) is in ``vizhooks.ops``, and a class (teacher, followers, polls, g
 ``vizhooks.classroom``. :func:`explain` puts explanation methods side by side (Grad-CAM and its
 family, Captum's input attributions); ``from vizhooks.explain import METHODS, attribute, ...`` has the
 rest (the attribute ``vizhooks.explain`` is the function; Captum and pytorch-grad-cam load on first
-use). :func:`teach` gives a model your own classes (a new head on its frozen
-backbone); the rest of that job comes with ``from vizhooks.teach import TeachError, find_head, ...``
-(the attribute ``vizhooks.teach`` is the function). None of them is imported until it is used.
+use); :func:`faithfulness` scores a map (deletion, insertion, Average Drop) and :func:`sanity_check`
+asks whether maps change when the model's weights are scrambled. :func:`teach` gives a model your
+own classes (a new head on its frozen backbone); the rest of that job comes with
+``from vizhooks.teach import TeachError, find_head, ...`` (the attribute ``vizhooks.teach`` is the
+function). None of them is imported until it is used.
 """
 
 from __future__ import annotations
@@ -28,12 +30,14 @@ from ._version import __version__ as __version__
 from .cam import grad_cam
 from .capture import capture, capture_with_output
 from .explain import explain
+from .faithfulness import faithfulness
 from .gradients import BackwardRecord, GradientResult, backward_report, capture_gradients, gradient_pass
 from .images import InvalidImageError, load_image
 from .intervene import ChannelEdit, InterventionResult, clamp_gradients, intervene
 from .layers import LayerInfo, UnknownLayerError, describe_layers, find_layers
 from .models import ModelBundle, list_models, load_model
 from .render import feature_grid, figure_to_png
+from .sanity import sanity_check
 from .summary import SummaryRow, layer_summary
 from .teach import Taught, teach
 from .weights import WeightsError
@@ -57,6 +61,7 @@ __all__ = [
     "clamp_gradients",
     "describe_layers",
     "explain",
+    "faithfulness",
     "feature_grid",
     "figure_to_png",
     "find_layers",
@@ -67,6 +72,7 @@ __all__ = [
     "list_models",
     "load_image",
     "load_model",
+    "sanity_check",
     "teach",
 ]
 

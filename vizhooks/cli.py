@@ -14,7 +14,7 @@ import os
 import sys
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from typing import NoReturn, cast
+from typing import TYPE_CHECKING, NoReturn, cast
 
 from . import __version__
 from .capture import capture
@@ -25,6 +25,11 @@ from .models import family, list_models, load_model, resolve_entry, torchvision_
 from .render import NORMS, ORDERS, feature_grid, figure_to_png, get_colormap
 from .video import DEFAULT_MAX_FRAMES, VIDEO_TYPES, InvalidVideoError
 from .weights import WeightsError, fetch_weights
+
+if TYPE_CHECKING:
+    import torch
+
+    from .models import ModelBundle
 
 PROG = "python -m vizhooks"
 
@@ -466,6 +471,164 @@ def _teach(args: argparse.Namespace) -> int:
     return 0
 
 
+#: What ``explain --metrics`` can write, and the CSV columns of each.
+EXPLAIN_METRICS = {"deletion": ("deletion_auc",), "insertion": ("insertion_auc",), "drop": ("avg_drop", "increase")}
+#: The two reference maps scored beside the methods (vizhooks.faithfulness.reference_maps).
+REFERENCES = ("random", "gaussian")
+
+
+def _names(flag: str, known: Sequence[str]) -> Callable[[str], list[str]]:
+    def parse(text: str) -> list[str]:
+        names = [n.strip() for n in text.split(",") if n.strip()]
+        unknown = [n for n in names if n not in known]
+        if not names or unknown:
+            raise argparse.ArgumentTypeError(f"{flag} takes names from {', '.join(known)}, separated by commas, "
+                                             f"not {(unknown or [text])[0]!r}")
+        return list(dict.fromkeys(names))
+    return parse
+
+
+def _explain_arguments(p: argparse.ArgumentParser) -> None:
+    from .explain import METHODS
+
+    p.description = (
+        "Explanation methods scored on a folder of photos: for every photo (recursively) and method, the map\n"
+        "of the photo's top-1 class and how faithful it is (deletion and insertion areas, Average Drop and\n"
+        "Increase in Confidence), beside a random and a centred Gaussian map. One CSV row per photo and\n"
+        "method, written as each photo finishes: an interrupted run continues when the same command is run\n"
+        "again. At the end, the mean +/- standard deviation per method. Unreadable files are skipped.\n"
+        f"Methods: {', '.join(METHODS)}.")
+    p.epilog = ("Examples:\n"
+                f"  {PROG} explain photos/ --methods gradcam,gradcampp,layercam,ig --out scores.csv\n"
+                f"  {PROG} explain imagenette/val --model resnet18 --weights imagenet --metrics deletion,insertion "
+                "--steps 20 --out imagenette.csv")
+    p.add_argument("folder", metavar="FOLDER", help="folder of photos, read recursively")
+    p.add_argument("--model", default="resnet18", metavar="NAME", help="model name (default: resnet18)")
+    p.add_argument("--weights", default="auto", help="auto | imagenet | none | PATH (default: auto)")
+    p.add_argument("--methods", type=_names("--methods", METHODS), default=["gradcam", "gradcampp", "layercam", "ig"],
+                   help="comma-separated methods (default: gradcam,gradcampp,layercam,ig)")
+    p.add_argument("--metrics", type=_names("--metrics", tuple(EXPLAIN_METRICS)),
+                   default=list(EXPLAIN_METRICS), help="comma-separated: deletion, insertion, drop (default: all)")
+    p.add_argument("--layers", nargs="+", metavar="NAME", help="CAM layers (default: the last block)")
+    p.add_argument("--steps", type=_whole_number("--steps", 1, 1000), default=20,
+                   help="deletion / insertion steps (default: 20)")
+    p.add_argument("--baseline", default="blur", choices=("blur", "zeros"),
+                   help="what removed pixels become (default: blur)")
+    p.add_argument("--size", type=_positive_size, default=224, help="shorter side of the model input (default: 224)")
+    p.add_argument("--batch", type=_whole_number("--batch", 1, 4096), default=16,
+                   help="images per forward pass for the scores and Score-CAM (default: 16)")
+    p.add_argument("--no-references", dest="references", action="store_false",
+                   help="skip the random and Gaussian reference maps")
+    p.add_argument("--out", default="scores.csv", metavar="FILE", help="the CSV file (default: scores.csv)")
+    p.add_argument("--device", default="auto", help="auto, cpu, cuda, cuda:N or mps")
+
+
+def _done_rows(path: os.PathLike[str], header: list[str]) -> set[tuple[str, str]]:
+    """(photo, method) pairs already in ``path``, which must have ``header`` (else one sentence)."""
+    import csv
+
+    with open(path, newline="", encoding="utf-8") as f:
+        rows = list(csv.reader(f))
+    if not rows:
+        return set()
+    if rows[0] != header:
+        raise UsageError(f"{path} was written with other metrics or methods' columns; give another --out, or the "
+                         "same --metrics as before, to continue it")
+    return {(r[0], r[1]) for r in rows[1:] if len(r) == len(header)}
+
+
+def _explain(args: argparse.Namespace) -> int:
+    import csv
+    from pathlib import Path
+
+    from .atlas import list_images
+
+    folder, out = Path(args.folder), Path(args.out)
+    if not folder.is_dir():
+        raise UsageError(f"{folder} is a file; give a folder of photos" if folder.exists()
+                         else f"there is no folder at {folder}")
+    photos = list_images(folder)
+    if not photos:
+        raise UsageError(f"{folder} holds no image files (see `{PROG} explain --help`)")
+    columns = [c for m in args.metrics for c in EXPLAIN_METRICS[m]]
+    header = ["photo", "method", "target", *columns]
+    done = _done_rows(out, header) if out.exists() else set()
+    bundle = load_model(args.model, weights=args.weights, device=args.device)
+    if args.layers:
+        resolve_layers(bundle.model, args.layers)
+    print(f"Model: {bundle.name} on {bundle.device}. {bundle.weights_status}", file=sys.stderr)
+    names = [*args.methods, *(REFERENCES if args.references else ())]
+    new = not out.exists() or out.stat().st_size == 0
+    skipped = 0
+    with open(out, "a", newline="", encoding="utf-8") as f:
+        writer = csv.writer(f)
+        if new:
+            writer.writerow(header)
+        for i, key in enumerate(photos, 1):
+            todo = [m for m in names if (key, m) not in done]
+            if todo:
+                try:
+                    x = bundle.preprocess(load_image(folder / key), args.size)
+                except InvalidImageError as exc:
+                    print(f"{'' if i == 1 else chr(10)}skipped {key}: {exc}", file=sys.stderr)
+                    skipped += 1
+                else:
+                    writer.writerows(_explain_rows(bundle, x, key, todo, columns, args))
+                    f.flush()  # a photo's rows together: a stop keeps every finished photo
+            print(f"\rphotos: {i}/{len(photos)}", end="\n" if i == len(photos) else "", file=sys.stderr, flush=True)
+    if skipped == len(photos):
+        raise UsageError(f"none of the {len(photos)} image files in {folder} could be read")
+    _explain_summary(out, names, columns)
+    if skipped:
+        print(f"{skipped} file(s) skipped.", file=sys.stderr)
+    print(out)
+    return 0
+
+
+def _explain_rows(bundle: ModelBundle, x: torch.Tensor, key: str, todo: list[str], columns: list[str],
+                  args: argparse.Namespace) -> list[list[object]]:
+    """One photo's CSV rows: each method's (and reference map's) scores for the photo's top-1 class."""
+    import torch
+
+    from .explain import explain
+    from .faithfulness import faithfulness, reference_maps
+
+    with torch.no_grad():
+        target = int(bundle.model(x.to(bundle.device))[0].argmax())
+    methods = [m for m in todo if m not in REFERENCES]
+    maps = explain(bundle, x, target, methods, args.layers, batch_size=args.batch) if methods else {}
+    maps.update({m: r for m, r in reference_maps(x.shape[-2:]).items() if m in todo})
+    rows: list[list[object]] = []
+    for method in todo:
+        s = faithfulness(bundle, x, target, maps[method], steps=args.steps, baseline=args.baseline,
+                         batch_size=args.batch)
+        values = {"deletion_auc": s.deletion_auc, "insertion_auc": s.insertion_auc, "avg_drop": s.avg_drop,
+                  "increase": s.increase}
+        rows.append([key, method, target, *(f"{values[c]:.6g}" for c in columns)])
+    return rows
+
+
+def _explain_summary(out: os.PathLike[str], names: list[str], columns: list[str]) -> None:
+    """Mean +/- standard deviation per method over every row of ``out`` (the shape of torch-cam's table)."""
+    import csv
+    import statistics
+
+    with open(out, newline="", encoding="utf-8") as f:
+        rows = [r for r in csv.DictReader(f)]
+    widths = [max(len(c), 17) for c in columns]
+    print("method".ljust(14) + "  photos  " + "  ".join(c.rjust(w) for c, w in zip(columns, widths, strict=True)))
+    for method in names:
+        mine = [r for r in rows if r["method"] == method]
+        if not mine:
+            continue
+        cells = []
+        for c, w in zip(columns, widths, strict=True):
+            values = [float(r[c]) for r in mine]
+            spread = statistics.stdev(values) if len(values) > 1 else 0.0
+            cells.append(f"{statistics.fmean(values):.4g} +/- {spread:.2g}".rjust(w))
+        print(method.ljust(14) + f"  {len(mine):6d}  " + "  ".join(cells))
+
+
 @dataclass(frozen=True)
 class Command:
     """One subcommand: the one line ``--help`` lists for it, the function that declares its arguments
@@ -484,6 +647,7 @@ COMMANDS: tuple[Command, ...] = (
     Command("exemplars", "the images of a folder that excite each channel most", _exemplars_arguments, _exemplars),
     Command("visualize", "an image optimised to excite each channel asked", _visualize_arguments, _visualize),
     Command("teach", "teach a model your own classes from a folder", _teach_arguments, _teach),
+    Command("explain", "explanation methods scored on a folder of photos", _explain_arguments, _explain),
 )
 #: First arguments the top-level parser answers itself; anything else that is not a command is maps.
 _TOP_LEVEL = ("-h", "--help", "--version")
