@@ -809,3 +809,77 @@ def conv_products_figure(window: torch.Tensor | np.ndarray, weights: torch.Tenso
         axes[0, j].set_title(head, family=fonts, fontsize=10)
     fig.tight_layout()
     return fig
+
+
+def curves_figure(curves: Sequence[tuple[str, Sequence[float], Sequence[float], bool]],
+                  titles: Sequence[str] = ("Deletion", "Insertion"),
+                  xlabels: Sequence[str] = ("fraction of pixels removed", "fraction of pixels added"),
+                  ylabel: str = "probability") -> Figure:
+    """Deletion and insertion curves of several maps in one picture: two panels side by side, one
+    line per map (``(label, deletion, insertion, dashed)``; the points lie at 0, 1/steps, ..., 1),
+    reference maps dashed in grey tones, one legend."""
+    fonts = list(text_fonts())
+    fig = Figure(figsize=(10.0, 4.0))
+    axes = fig.subplots(1, 2, sharey=True)
+    tab10 = matplotlib.colormaps["tab10"]
+    colours = [tab10(i) for i in range(10)]
+    greys = ("0.35", "0.6", "0.15")
+    for panel, ax in enumerate(axes):
+        solid = dashed_seen = 0
+        for label, deletion, insertion, dashed in curves:
+            ys = np.asarray(deletion if panel == 0 else insertion, dtype=float)
+            xs = np.linspace(0.0, 1.0, len(ys))
+            colour: Any
+            if dashed:
+                colour, dashed_seen = greys[dashed_seen % len(greys)], dashed_seen + 1
+            else:
+                colour, solid = colours[solid % len(colours)], solid + 1
+            ax.plot(xs, ys, linestyle="--" if dashed else "-", linewidth=1.4 if dashed else 1.8, color=colour,
+                    label=label)
+        ax.set_title(titles[panel], family=fonts, fontsize=11)
+        ax.set_xlabel(xlabels[panel], family=fonts)
+        ax.set_xlim(0.0, 1.0)
+        ax.grid(alpha=0.3)
+    # both panels share one scale from 0 to the highest point of either (set once, after every line)
+    top = max((float(np.max(np.asarray(c, dtype=float))) for _, d, i, _ in curves for c in (d, i) if len(c)),
+              default=1.0)
+    axes[0].set_ylim(0.0, top * 1.05 if top > 0 else 1.0)
+    axes[0].set_ylabel(ylabel, family=fonts)
+    axes[1].legend(prop={"family": fonts, "size": 8}, loc="best")
+    fig.tight_layout()
+    return fig
+
+
+def map_strips_figure(rows: Sequence[tuple[str, Sequence[torch.Tensor | np.ndarray]]], columns: Sequence[str],
+                      cmap: str = "jet", tile: int = 96) -> Figure:
+    """Maps in rows, e.g. one method's map before and after each step of a sanity check: each map
+    scaled to its own range, resized to ``tile`` pixels high (the first map's aspect) and coloured,
+    one row composed into one image (one Axes per row, not per map), ``columns`` as the titles over
+    the first row and each row's label at its left."""
+    if not rows or any(len(maps) != len(columns) for _, maps in rows):
+        raise ValueError(f"Each row needs one map per column ({len(columns)}).")
+    fonts = list(text_fonts())
+    colormap = get_colormap(cmap)
+    gap = 4
+    h0, w0 = (int(s) for s in rows[0][1][0].shape[-2:])
+    high, wide = tile, max(1, round(tile * w0 / h0))  # the maps' own shape, ``tile`` pixels high
+    width = len(columns) * (wide + gap) - gap
+    fig = Figure(figsize=(1.8 + width / 100, 0.6 + len(rows) * (high + 14) / 100))
+    axes = np.atleast_1d(fig.subplots(len(rows), 1, squeeze=False)[:, 0])
+    for ax, (label, maps) in zip(axes, rows, strict=True):
+        strip = np.full((high, width, 3), 255, dtype=np.uint8)
+        for j, m in enumerate(maps):
+            arr = m.detach().float().cpu() if isinstance(m, torch.Tensor) else torch.as_tensor(np.asarray(m)).float()
+            small = torch.nn.functional.interpolate(arr[None, None], size=(high, wide), mode="bilinear",
+                                                    align_corners=False)[0, 0].numpy()
+            strip[:, j * (wide + gap):j * (wide + gap) + wide] = colormap(_unit(small), bytes=True)[..., :3]
+        ax.imshow(strip, interpolation="nearest")
+        ax.set_xticks([])
+        ax.set_yticks([])
+        for side in ax.spines.values():
+            side.set_visible(False)
+        ax.set_ylabel(label, family=fonts, fontsize=10, rotation=0, ha="right", va="center")
+    for j, title in enumerate(columns):
+        axes[0].text(j * (wide + gap) + wide / 2, -4, title, ha="center", va="bottom", family=fonts, fontsize=9)
+    fig.tight_layout()
+    return fig

@@ -20,6 +20,8 @@ from vizhooks.atlas import Atlas, load_atlas, visualize_channels
 from vizhooks.budget import check_capture
 from vizhooks.cam import cams_from
 from vizhooks.convolution import ConvStep, conv_at
+from vizhooks.explain import CAM_METHODS, default_layers, explain
+from vizhooks.faithfulness import Faithfulness, faithfulness, infidelity_score, reference_maps
 from vizhooks.gradients import BackwardRecord, backward_report, gradient_pass
 from vizhooks.layers import LayerInfo, describe_layers
 from vizhooks.models import OPERATOR_FAMILY, backbone_name, family, meta_model, resolve_entry
@@ -29,7 +31,16 @@ from vizhooks.page.cache import ByteLRU
 from vizhooks.page.metrics import computed, counted, observe_cache
 from vizhooks.page.taught import compose, is_taught, names_of
 from vizhooks.page.texts import set_language, t
-from vizhooks.render import conv_products_figure, conv_window_figure, grid_layout, overview_png, palette_png
+from vizhooks.render import (
+    conv_products_figure,
+    conv_window_figure,
+    curves_figure,
+    grid_layout,
+    map_strips_figure,
+    overview_png,
+    palette_png,
+)
+from vizhooks.sanity import SanityResult, sanity_check
 from vizhooks.sliding import PoolInfo, PoolStep, pool_at, pool_layers, slide
 from vizhooks.summary import summary_dataframe, summary_totals
 from vizhooks.video import encode_pages
@@ -306,3 +317,129 @@ def atlases_for(model: str, folder: str) -> list[Atlas]:
             if atlas.model == model:
                 found.append(atlas)
     return found
+
+
+# --- the Explain view: maps of several methods, their scores, the sanity check -----------------------
+
+#: The settings each method's map depends on (the others leave it unchanged, so stay out of its key).
+EXPLAIN_READS: dict[str, tuple[str, ...]] = {"scorecam": ("batch_size",), "smoothgrad": ("batch_size",),
+                                             "occlusion": ("batch_size",),
+                                             "ig": ("batch_size", "ig_steps", "ig_baseline")}
+#: Infidelity's perturbations per map (Captum draws them seeded; 16 forward passes in one batch).
+INFIDELITY_DRAWS = 16
+
+
+@functools.lru_cache(maxsize=64)
+def cam_layers(model: str) -> tuple[str, ...]:
+    """The layer a CAM of ``model`` uses when none is chosen (vizhooks.explain.default_layers), from
+    the model on the meta device (no weights, no time)."""
+    meta, lock = meta_model(model)
+    with lock:
+        return tuple(default_layers(meta))
+
+
+def explain_key(model: str, key: tuple, target: int, method: str, layers: tuple[str, ...],
+                settings: tuple[tuple[str, Any], ...]) -> tuple:
+    """What decides one method's map: the picture, the class, its layers (CAMs and Guided
+    Grad-CAM only) and the settings it reads."""
+    uses_layers = method in CAM_METHODS or method == "guidedgradcam"
+    reads = dict(settings)
+    return ("explain", model, key, target, method, layers if uses_layers else (),
+            tuple((name, reads[name]) for name in EXPLAIN_READS.get(method, ()) if name in reads))
+
+
+def get_explanations(model: str, key: tuple, target: int, methods: tuple[str, ...], layers: tuple[str, ...],
+                     settings: tuple[tuple[str, Any], ...], analysis: Analysis, bar: Any,
+                     names: dict[str, str]) -> dict[str, Tensor]:
+    """``{method: (H, W) map}`` (vizhooks.explain), one cache entry per method, so another choice of
+    methods computes only the new ones; ``bar`` follows the batches (``names``: the methods' labels)."""
+    out: dict[str, Tensor] = {}
+    for i, method in enumerate(methods):
+        def progress(done: int, total: int, _method: str, i: int = i, method: str = method) -> None:
+            if bar is not None:
+                bar.progress(min((i + done / max(total, 1)) / len(methods), 1.0),
+                             text=t("ex_running", method=names[method], i=i + 1, n=len(methods), done=done,
+                                    total=total))
+
+        def make(method: str = method, progress: Any = progress) -> Tensor:
+            return explain(get_bundle(model), analysis.x, target, [method], list(layers), progress=progress,
+                           **dict(settings))[method]
+
+        if bar is not None:
+            bar.progress(i / len(methods), text=t("ex_running_method", method=names[method], i=i + 1,
+                                                   n=len(methods)))
+        out[method] = cached(explain_key(model, key, target, method, layers, settings), make,
+                             lambda m: tensor_bytes([m]))
+    return out
+
+
+def explain_references(hw: tuple[int, int]) -> dict[str, Tensor]:
+    """The random (seed 0) and centred Gaussian maps every method is scored beside."""
+    return reference_maps(hw, seed=0)
+
+
+def get_faithfulness(model: str, key: tuple, target: int, maps: dict[str, tuple[tuple, Tensor]], steps: int,
+                     baseline: str, analysis: Analysis, bar: Any, names: dict[str, str]) -> dict[str, Faithfulness]:
+    """Deletion / insertion curves and areas, Average Drop and Increase of each map
+    (vizhooks.faithfulness); ``maps``: ``{name: (what decides it, map)}``. One cache entry per map."""
+    out: dict[str, Faithfulness] = {}
+    for i, (name, (decided, attribution)) in enumerate(maps.items()):
+        def progress(done: int, total: int, _stage: str, i: int = i, name: str = name) -> None:
+            if bar is not None:
+                bar.progress(min((i + done / max(total, 1)) / len(maps), 1.0),
+                             text=t("ex_scoring", method=names[name], i=i + 1, n=len(maps), done=done, total=total))
+
+        def make(attribution: Tensor = attribution, progress: Any = progress) -> Faithfulness:
+            return faithfulness(get_bundle(model), analysis.x, target, attribution, steps=steps,
+                                baseline=baseline, progress=progress)  # type: ignore[arg-type]
+
+        out[name] = cached(("faithfulness", model, key, target, decided, steps, baseline), make,
+                           lambda f: tensor_bytes([f.deletion_curve, f.insertion_curve]) + 64)
+    return out
+
+
+def get_infidelity(model: str, key: tuple, target: int, maps: dict[str, tuple[tuple, Tensor]], analysis: Analysis,
+                   bar: Any, names: dict[str, str]) -> dict[str, float]:
+    """Captum's infidelity of each map (vizhooks.faithfulness.infidelity_score, seed 0)."""
+    out: dict[str, float] = {}
+    for i, (name, (decided, attribution)) in enumerate(maps.items()):
+        if bar is not None:
+            bar.progress(i / len(maps), text=t("ex_infidelity_running", method=names[name], i=i + 1, n=len(maps)))
+
+        def make(attribution: Tensor = attribution) -> float:
+            return infidelity_score(get_bundle(model), analysis.x, target, attribution, n_perturb=INFIDELITY_DRAWS)
+
+        out[name] = cached(("infidelity", model, key, target, decided, INFIDELITY_DRAWS), make, lambda _: 64)
+    return out
+
+
+def get_sanity(model: str, key: tuple, target: int, methods: tuple[str, ...], layers: tuple[str, ...],
+               settings: tuple[tuple[str, Any], ...], analysis: Analysis, bar: Any) -> SanityResult:
+    """The cascading randomisation test (vizhooks.sanity.sanity_check, seed 0) for ``methods``: every
+    method's map after each step, and its likeness to the original."""
+    def progress(done: int, total: int, stage: str) -> None:
+        if bar is not None:
+            bar.progress(min(done / max(total, 1), 1.0), text=t("ex_sanity_running", done=done, total=total,
+                                                                stage=stage))
+
+    def make() -> SanityResult:
+        if bar is not None:
+            bar.progress(0.0, text=t("ex_sanity_starting"))
+        return sanity_check(get_bundle(model), analysis.x, target, list(methods), list(layers) or None, seed=0,
+                            progress=progress, **dict(settings))
+
+    return cached(("sanity", model, key, target, methods, layers, settings), make,
+                  lambda r: tensor_bytes([m for maps in r.maps.values() for m in maps]))
+
+
+@st.cache_data(max_entries=16, show_spinner=False)
+def curves_png(_curves: tuple, key: tuple, titles: tuple[str, ...], xlabels: tuple[str, ...], ylabel: str) -> bytes:
+    """The deletion and insertion curves of the scored maps in one picture (key: what decided the
+    scores; the labels are the texts, so another language redraws it)."""
+    return vz.figure_to_png(curves_figure(_curves, titles, xlabels, ylabel))
+
+
+@st.cache_data(max_entries=16, show_spinner=False)
+def strips_png(_rows: tuple, key: tuple, columns: tuple[str, ...], cmap: str) -> bytes:
+    """The sanity check's maps, one row per method, one column per step (key: the check's key)."""
+    return vz.figure_to_png(map_strips_figure(_rows, columns, cmap))

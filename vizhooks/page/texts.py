@@ -465,6 +465,7 @@ from . import (  # noqa: E402,E501  (each source with many sentences keeps its o
     texts_class,
     texts_convolution,
     texts_errors,
+    texts_explain,
     texts_handout,
     texts_live,
     texts_overview,
@@ -477,7 +478,7 @@ from . import (  # noqa: E402,E501  (each source with many sentences keeps its o
 from .texts_zh import ZH  # noqa: E402  (the table above is the reference the other follows)
 
 for _part in (texts_video, texts_live, texts_class, texts_polls, texts_present, texts_errors, texts_tables,
-              texts_teach, texts_overview, texts_convolution,
+              texts_teach, texts_overview, texts_convolution, texts_explain,
               texts_handout):
     EN.update(_part.EN)
     ZH.update(_part.ZH)

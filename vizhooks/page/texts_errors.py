@@ -55,6 +55,19 @@ EN: dict[str, str] = {
     "err_class_replayed": "That teacher action was already taken or is too old; do it again.",
     "err_gallery_full_photos": "The class gallery is full ({limit} photos).",
     "err_gallery_full_mb": "The class gallery is full ({limit} MB of photos).",
+    "err_explain_model": "Explanations need a loaded model (a ModelBundle or a torch module).",
+    "err_explain_method": "There is no explanation method {method!r}; choose from {known}.",
+    "err_explain_target": "The class must be a number from 0 to {last}, not {target}.",
+    "err_explain_setting": (
+        "The setting {name} cannot be {value}; choose a whole number of at least 1 (or a listed choice)."
+    ),
+    "err_explain_layers": "This model has no convolution or block for a CAM; choose a layer for it.",
+    "err_explain_layer": (
+        "A CAM needs a layer whose output is a map of channels, and {layer} gives none; choose a convolution or "
+        "a block."
+    ),
+    "err_explain_batch": "Explanations take one picture at a time, not {count}.",
+    "err_explain_stage": "The model has no module {stage} to re-initialise for the sanity check.",
 }
 
 ZH: dict[str, str] = {
@@ -98,4 +111,12 @@ ZH: dict[str, str] = {
     "err_class_replayed": "这个老师操作已经执行过或已过期，请重新操作一次。",
     "err_gallery_full_photos": "班级图库已满（{limit} 张图片）。",
     "err_gallery_full_mb": "班级图库已满（图片共 {limit} MB）。",
+    "err_explain_model": "解释方法需要一个已加载的模型（ModelBundle 或 torch 模块）。",
+    "err_explain_method": "没有名为 {method!r} 的解释方法；请从 {known} 中选择。",
+    "err_explain_target": "类别必须是 0 到 {last} 之间的数字，而不是 {target}。",
+    "err_explain_setting": "设置 {name} 不能是 {value}；请填至少为 1 的整数（或列出的选项之一）。",
+    "err_explain_layers": "这个模型没有可供 CAM 使用的卷积层或模块；请为它指定一层。",
+    "err_explain_layer": "CAM 需要输出为多通道特征图的层，而 {layer} 的输出不是；请选择一个卷积层或模块。",
+    "err_explain_batch": "解释方法一次只处理一张图片，而不是 {count} 张。",
+    "err_explain_stage": "模型中没有可在合理性检验中重新初始化的模块 {stage}。",
 }

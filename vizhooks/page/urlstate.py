@@ -10,6 +10,7 @@ import re
 from collections.abc import Mapping, Sequence
 
 from ..classroom.core import ALPHABET, CODE_LENGTH, normalise_code
+from ..explain import METHODS as EXPLAIN_METHODS
 from ..layers import architecture_layers
 from ..models import list_models
 from ..render import CMAPS, NORMS, ORDERS
@@ -20,8 +21,8 @@ SIZE_MIN, SIZE_MAX, SIZE_STEP = 128, 512, 32
 CHANNEL_CHOICES: tuple[int | str, ...] = (1, 2, 4, 8, 16, 32, 64, 128, 256, 512, "all")
 WHATS = ("output", "input")
 #: The page's views, in menu order.
-VIEWS = ("maps", "overview", "inspector", "convolution", "atlas", "gradients", "gradcam", "backward", "table",
-         "intervene", "compare", "code", "lesson", "teach")
+VIEWS = ("maps", "overview", "inspector", "convolution", "atlas", "gradients", "gradcam", "explain", "backward",
+         "table", "intervene", "compare", "code", "lesson", "teach")
 LANGS = ("en", "zh")
 #: The picture sources (vizhooks.page.sources), and Intervene's kinds of edit.
 SOURCES = ("sample", "upload", "camera", "video", "live")
@@ -32,6 +33,7 @@ VIEW_KEYS: dict[str, tuple[str, ...]] = {
     "convolution": ("cv_layer", "cv_channel", "cv_row", "cv_col"),
     "atlas": ("atlas_layer", "atlas_channel"),
     "intervene": ("iv_layer", "iv_mode", "iv_channels", "iv_k"),
+    "explain": ("ex_methods", "ex_layers"),
 }
 
 DEFAULTS: dict[str, object] = {
@@ -116,6 +118,9 @@ def parse_query(
         "cv_col": lambda v: n if (n := _int(v)) is not None and n < 100_000 else None,
         "iv_mode": lambda v: v if v in EDIT_MODES else None,
         "iv_k": lambda v: n if (n := _int(v)) is not None and 1 <= n < 100_000 else None,
+        "ex_methods": lambda v: (list(dict.fromkeys(parts)) if (parts := [p.strip() for p in v.split(",")
+                                                                           if p.strip()])
+                                 and all(p in EXPLAIN_METHODS for p in parts) else None),
         "iv_channels": lambda v: (sorted({int(x) for x in parts}) if (parts := [p for p in v.split(",") if p])
                                   and all(_int(x) is not None and int(x) < 100_000 for x in parts) else None),
     }
@@ -136,6 +141,12 @@ def parse_query(
                 good[key] = name
             else:
                 bad.append((key, name))
+    if "ex_layers" in params:  # the CAM layers of the Explain view: convs and blocks, like the sidebar's
+        names = [n.strip() for n in _one(params["ex_layers"]).split(",") if n.strip()]
+        if names and all(n in valid for n in names):
+            good["ex_layers"] = list(dict.fromkeys(names))
+        else:
+            bad.append(("ex_layers", _one(params["ex_layers"])))
     if "layers" in params:
         raw = params["layers"]
         names = [n.strip() for part in ([raw] if isinstance(raw, str) else raw) for n in part.split(",")]

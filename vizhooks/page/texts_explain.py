@@ -1,0 +1,226 @@
+"""The Explain view's sentences (methods side by side, their faithfulness scores, the sanity check),
+English and 简体中文; merged into texts.EN and texts_zh.ZH."""
+
+from __future__ import annotations
+
+EN: dict[str, str] = {
+    "view_explain": "Which map to trust",
+    "ex_intro": (
+        "**One class, many explanations.** Each method below says which pixels the prediction rests on, "
+        "each by its own definition. They rarely agree. Two tests tell them apart: the **scores** change "
+        "the photo in the order a map ranks its pixels and watch the class probability; the **sanity "
+        "check** scrambles the network's weights and watches whether the map changes with it."
+    ),
+    "ex_methods": "Methods",
+    "ex_methods_help": (
+        "CAM methods weigh a layer's feature maps; input methods (Saliency to Guided Grad-CAM) give every "
+        "pixel of the photo its own value. Score-CAM and Occlusion run hundreds of forward passes."
+    ),
+    "ex_method_gradcam": "Grad-CAM",
+    "ex_method_gradcampp": "Grad-CAM++",
+    "ex_method_xgradcam": "XGrad-CAM",
+    "ex_method_layercam": "LayerCAM",
+    "ex_method_scorecam": "Score-CAM",
+    "ex_method_eigencam": "Eigen-CAM",
+    "ex_method_saliency": "Saliency",
+    "ex_method_smoothgrad": "SmoothGrad",
+    "ex_method_ig": "Integrated Gradients",
+    "ex_method_occlusion": "Occlusion",
+    "ex_method_guidedbackprop": "Guided Backprop",
+    "ex_method_guidedgradcam": "Guided Grad-CAM",
+    "ex_ref_random": "random map (reference)",
+    "ex_ref_gaussian": "centred Gaussian (reference)",
+    "ex_layers": "CAM layer(s)",
+    "ex_layers_help": (
+        "The layer whose feature maps a CAM weighs; several give the mean of their maps. Empty: the "
+        "network's last block ({default})."
+    ),
+    "ex_settings": "Settings",
+    "ex_batch": "Pictures per forward pass",
+    "ex_batch_help": "Score-CAM's masked photos, Integrated Gradients' steps, Occlusion's windows per batch.",
+    "ex_ig_steps": "Integrated Gradients: steps",
+    "ex_ig_baseline": "Integrated Gradients: baseline",
+    "ex_ig_baseline_black": "black picture",
+    "ex_ig_baseline_blur": "blurred photo",
+    "ex_alpha": "Overlay opacity",
+    "ex_compute": "Compute maps",
+    "ex_compute_hint": "Press the button: some methods take seconds, Score-CAM and Occlusion much longer.",
+    "ex_no_methods": "Choose at least one method.",
+    "ex_class": "Every map explains **{label}** (class {index}), the class chosen above.",
+    "ex_running_method": "{method} ({i} of {n})…",
+    "ex_running": "{method} ({i} of {n}): batch {done} of {total}",
+    "ex_caption": "{method} · {label}",
+    "ex_signed": "Signed, scaled from its lowest value (blue: against the class) to its highest (red: for it).",
+    "ex_download": "Download PNG",
+    "ex_scores_header": "How faithful is each map?",
+    "ex_scores_intro": (
+        "**Deletion**: the pixels the map ranks highest are replaced by the baseline first, in {steps} "
+        "steps; a faithful map makes the probability fall fast (a low area under the curve). **Insertion**: "
+        "from the baseline, the photo's pixels come back in the same order; the probability should rise fast "
+        "(a high area). A random map and a centred Gaussian are scored beside them: a method should beat both."
+    ),
+    "ex_steps": "Steps",
+    "ex_baseline": "Removed pixels become",
+    "ex_baseline_blur": "the blurred photo",
+    "ex_baseline_zeros": "the mean colour",
+    "ex_score": "Score faithfulness",
+    "ex_scoring": "Scoring {method} ({i} of {n}): {done} of {total} pictures",
+    "ex_curve_deletion": "Deletion (lower area is better)",
+    "ex_curve_insertion": "Insertion (higher area is better)",
+    "ex_curve_x_deletion": "fraction of pixels removed",
+    "ex_curve_x_insertion": "fraction of pixels added",
+    "ex_curve_y": "probability of {label}",
+    "ex_curves_caption": "Solid: the methods; dashed: the random and the centred Gaussian maps.",
+    "ex_col_method": "Map",
+    "ex_col_deletion": "Deletion AUC ↓",
+    "ex_col_insertion": "Insertion AUC ↑",
+    "ex_col_drop": "Average Drop % ↓",
+    "ex_col_increase": "Increase in Confidence % ↑",
+    "ex_col_infidelity": "Infidelity ↓",
+    "ex_table_caption": (
+        "↓ lower is better, ↑ higher is better. Average Drop: how much of the probability is lost when the photo "
+        "is multiplied by the map; Increase in Confidence: 100 when that masked photo is more confident, else 0."
+    ),
+    "ex_infidelity": "Infidelity (Captum)",
+    "ex_infidelity_running": "Infidelity of {method} ({i} of {n})…",
+    "ex_infidelity_caption": (
+        "Infidelity: how badly the map predicts the change of the class score when the photo is shaken by "
+        "small noise ({n} draws, seed 0), each pixel's value counted for its three colours; lower is better."
+    ),
+    "ex_sanity_header": "Does the explanation depend on the model?",
+    "ex_sanity_intro": (
+        "The sanity check of Adebayo et al. (2018): on a copy of the network, the layers are re-initialised "
+        "from the top (the head) down, one stage at a time, until every weight is random. A map that "
+        "explains the model must change; a map that stays alike describes the photo (its edges), not the model."
+    ),
+    "ex_sanity_methods": "Methods to check",
+    "ex_sanity_run": "Run the sanity check",
+    "ex_sanity_running": "Step {done} of {total}: {stage} re-initialised",
+    "ex_sanity_starting": "The original maps…",
+    "ex_sanity_original": "original",
+    "ex_sanity_caption": (
+        "Each row: one method's map before and after each step (left to right, more of the network random "
+        "at each step); each map scaled to its own range."
+    ),
+    "ex_sanity_flag": (
+        "**{method}**: its maps stay alike while the model is destroyed (Spearman {r:.2f} with the original "
+        "after the last step): it describes the picture, not the model."
+    ),
+    "ex_sanity_passed": "**{method}** passes: its map changes as the model is destroyed (Spearman {r:.2f} at the end).",
+    "ex_col_step": "Step",
+    "ex_col_stage": "Re-initialised",
+    "ex_col_spearman": "Spearman · {method}",
+    "ex_col_ssim": "SSIM · {method}",
+    "ex_sanity_table_caption": (
+        "Likeness of each step's map to the original: Spearman rank correlation of the pixels and SSIM "
+        "(structure); 1 is the same map. A method is flagged when its Spearman is still {flag} or more at the end."
+    ),
+}
+
+ZH: dict[str, str] = {
+    "view_explain": "该相信哪张图",
+    "ex_intro": (
+        "**同一个类别，多种解释。** 下面每种方法都说明预测依赖照片中的哪些像素，但各有各的定义，结果很少一致。"
+        "有两种检验能区分它们：**评分**按解释图给像素排的顺序修改照片，观察类别概率如何变化；"
+        "**合理性检验**打乱网络的权重，观察解释图是否随之改变。"
+    ),
+    "ex_methods": "方法",
+    "ex_methods_help": (
+        "CAM 类方法给某一层的特征图加权；输入类方法（从显著图到引导 Grad-CAM）给照片的每个像素一个值。"
+        "Score-CAM 和遮挡法要做几百次前向传播。"
+    ),
+    "ex_method_gradcam": "Grad-CAM",
+    "ex_method_gradcampp": "Grad-CAM++",
+    "ex_method_xgradcam": "XGrad-CAM",
+    "ex_method_layercam": "LayerCAM",
+    "ex_method_scorecam": "Score-CAM",
+    "ex_method_eigencam": "Eigen-CAM",
+    "ex_method_saliency": "显著图",
+    "ex_method_smoothgrad": "SmoothGrad 平滑梯度",
+    "ex_method_ig": "积分梯度",
+    "ex_method_occlusion": "遮挡法",
+    "ex_method_guidedbackprop": "引导反向传播",
+    "ex_method_guidedgradcam": "引导 Grad-CAM",
+    "ex_ref_random": "随机图（参照）",
+    "ex_ref_gaussian": "中心高斯图（参照）",
+    "ex_layers": "CAM 所用的层",
+    "ex_layers_help": "CAM 给这一层的特征图加权；选多层时取各层结果的平均。留空则用网络的最后一个模块（{default}）。",
+    "ex_settings": "设置",
+    "ex_batch": "每次前向传播的图片数",
+    "ex_batch_help": "每批处理的 Score-CAM 遮罩图、积分梯度的步数、遮挡法的窗口数。",
+    "ex_ig_steps": "积分梯度：步数",
+    "ex_ig_baseline": "积分梯度：基准图",
+    "ex_ig_baseline_black": "全黑图片",
+    "ex_ig_baseline_blur": "模糊后的照片",
+    "ex_alpha": "叠加不透明度",
+    "ex_compute": "计算解释图",
+    "ex_compute_hint": "请按按钮开始：有些方法要几秒钟，Score-CAM 和遮挡法要久得多。",
+    "ex_no_methods": "请至少选择一种方法。",
+    "ex_class": "每张图解释的都是 **{label}**（类别 {index}），即上面选中的类别。",
+    "ex_running_method": "{method}（第 {i}/{n} 种）…",
+    "ex_running": "{method}（第 {i}/{n} 种）：第 {done}/{total} 批",
+    "ex_caption": "{method} · {label}",
+    "ex_signed": "有正负，按从最小值（蓝色：不利于该类别）到最大值（红色：支持该类别）缩放。",
+    "ex_download": "下载 PNG",
+    "ex_scores_header": "每张解释图有多可信？",
+    "ex_scores_intro": (
+        "**删除**：按解释图的排序，先把排名最高的像素换成基准图，分 {steps} 步进行；可信的解释图会让概率迅速下降"
+        "（曲线下面积小）。**插入**：从基准图开始，按同样的顺序把照片的像素放回去；概率应迅速上升（面积大）。"
+        "旁边同时给随机图和中心高斯图打分：一种方法应当胜过这两者。"
+    ),
+    "ex_steps": "步数",
+    "ex_baseline": "被删除的像素换成",
+    "ex_baseline_blur": "模糊后的照片",
+    "ex_baseline_zeros": "平均颜色",
+    "ex_score": "评估可信度",
+    "ex_scoring": "正在评分 {method}（第 {i}/{n} 张）：{done}/{total} 张图片",
+    "ex_curve_deletion": "删除（面积越小越好）",
+    "ex_curve_insertion": "插入（面积越大越好）",
+    "ex_curve_x_deletion": "已删除像素的比例",
+    "ex_curve_x_insertion": "已插入像素的比例",
+    "ex_curve_y": "{label} 的概率",
+    "ex_curves_caption": "实线：各方法；虚线：随机图和中心高斯图。",
+    "ex_col_method": "解释图",
+    "ex_col_deletion": "删除 AUC ↓",
+    "ex_col_insertion": "插入 AUC ↑",
+    "ex_col_drop": "平均下降 % ↓",
+    "ex_col_increase": "置信度提升 % ↑",
+    "ex_col_infidelity": "不忠实度 ↓",
+    "ex_table_caption": (
+        "↓ 越小越好，↑ 越大越好。平均下降：照片乘以解释图后损失了多少概率；"
+        "置信度提升：乘以解释图后的照片更有把握时为 100，否则为 0。"
+    ),
+    "ex_infidelity": "不忠实度（Captum）",
+    "ex_infidelity_running": "正在计算 {method} 的不忠实度（第 {i}/{n} 张）…",
+    "ex_infidelity_caption": (
+        "不忠实度：给照片加上小噪声（抽样 {n} 次，种子 0）时，解释图对类别得分变化的预测有多差；"
+        "每个像素的值同时用于它的三个颜色通道。越小越好。"
+    ),
+    "ex_sanity_header": "解释依赖于模型吗？",
+    "ex_sanity_intro": (
+        "Adebayo 等人（2018）的合理性检验：在网络的副本上，从顶部（输出头）往下，一次一段地重新初始化各层，"
+        "直到所有权重都是随机的。真正解释模型的图必定随之改变；始终相似的图描述的是照片（它的边缘），而不是模型。"
+    ),
+    "ex_sanity_methods": "要检验的方法",
+    "ex_sanity_run": "运行合理性检验",
+    "ex_sanity_running": "第 {done}/{total} 步：已重新初始化 {stage}",
+    "ex_sanity_starting": "原始解释图…",
+    "ex_sanity_original": "原始",
+    "ex_sanity_caption": (
+        "每一行是一种方法的解释图：从左到右依次是每一步之后的结果，网络中随机的部分越来越多；"
+        "每张图按各自的范围缩放。"
+    ),
+    "ex_sanity_flag": (
+        "**{method}**：模型被破坏了，它的图却仍然相似（最后一步后与原图的 Spearman 相关为 {r:.2f}）："
+        "它描述的是照片，而不是模型。"
+    ),
+    "ex_sanity_passed": "**{method}** 通过检验：模型被破坏时它的图随之改变（最后 Spearman 相关为 {r:.2f}）。",
+    "ex_col_step": "步骤",
+    "ex_col_stage": "重新初始化",
+    "ex_col_spearman": "Spearman · {method}",
+    "ex_col_ssim": "SSIM · {method}",
+    "ex_sanity_table_caption": (
+        "每一步的图与原图的相似度：像素的 Spearman 秩相关和 SSIM（结构相似度）；1 表示完全相同。"
+        "若最后一步的 Spearman 相关仍不低于 {flag}，该方法会被标记。"
+    ),
+}
