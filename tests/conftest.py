@@ -161,6 +161,10 @@ BROWSER: tuple[str, ...] = (
     "tests/test_explain.py::test_guided_backprop_and_guided_gradcam_equal_hook_free_formulas[resnet50]",
     "tests/test_faithfulness.py::test_curves_equal_a_plain_loop_and_the_areas_numpys_trapezoid",
     "tests/test_faithfulness.py::test_infidelity_equals_captums_with_the_same_seed",
+    "tests/test_app_explain.py::test_maps_are_the_librarys_and_come_only_on_the_button",
+    "tests/test_app_explain.py::test_another_class_and_layer_redraw_the_maps",
+    "tests/test_app_explain.py::test_scores_are_the_librarys_on_the_button",
+    "tests/test_app_explain.py::test_sanity_check_is_the_librarys_on_the_button",
 )
 
 

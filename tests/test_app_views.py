@@ -106,7 +106,7 @@ def test_lesson_next_back_and_link(lang):
     assert at.button(key="lesson_next").disabled
 
 
-@pytest.mark.parametrize("body", ["hello", "prepost", "conv", "grad_none", "clamp", "remove"])
+@pytest.mark.parametrize("body", ["hello", "prepost", "conv", "grad_none", "clamp", "sanity", "remove"])
 def test_lesson_snippets_run_and_print_what_the_page_shows(body):
     layers = ["layer1.0.conv1", "layer2.0.conv1"]
     code = lesson_snippet(body, model="resnet18", image="sample_images/chelsea.jpg", size=128, layers=layers,
@@ -129,6 +129,13 @@ def test_lesson_snippets_run_and_print_what_the_page_shows(body):
         assert f"{layers[0]} channel 0 at {(h // 2, w // 2)} kernel (64, 3, 3)" in out
         assert f"products {64 * 3 * 3} sum" in out
         _assert_by_hand_is_the_hooks(out)
+    elif body == "sanity":  # torchvision's own (unseeded) weights here: the stages, and numbers that are
+        # correlations; tests/test_handout.py compares the page's numbers with the notebook's
+        from vizhooks.sanity import randomisation_stages
+
+        printed = [line.split() for line in out.splitlines()]
+        assert [p[0] for p in printed] == randomisation_stages(bundle.model)
+        assert all(p[1:3] == ["re-initialised:", "Spearman"] and -1 <= float(p[3]) <= 1 for p in printed)
     elif body == "grad_none":
         grads = vz.capture_gradients(bundle.model, x, layers, target=281)
         for n in layers:

@@ -35,6 +35,7 @@ from vizhooks.page.analysis import analyse, hook_calls_demo, layer_stats
 from vizhooks.page.handout import LessonChoices, lesson_file, page_layers, prepare, step_code
 from vizhooks.page.lesson import STEPS
 from vizhooks.page.texts import EN, ZH
+from vizhooks.sanity import randomisation_stages, sanity_check
 
 PHOTO = ROOT / "sample_images" / "chelsea.jpg"
 SIZE = 64  # small: the lesson's numbers, not its pictures, are what the notebook test reads
@@ -216,6 +217,12 @@ def test_the_notebook_prints_the_pages_gradient_numbers(ran, bundle, page):
         assert abs(float(m.group(3)) - float(cam.mean())) <= RTOL
         row, col = ast.literal_eval(m.group(4))
         assert float(cam[row, col]) >= float(cam.max()) - RTOL
+
+    # the sanity check: the notebook's own Grad-CAM, re-initialisation and ranks against vizhooks.sanity
+    check = sanity_check(bundle, analysis.x, target, ["gradcam"], [layers[-1]])
+    printed = [re.match(rf"^\s*(\S+) re-initialised: Spearman {NUMBER}$", line) for line in steps["sanity"]]
+    assert [m.group(1) for m in printed if m] == list(check.stages) == randomisation_stages(bundle.model)
+    assert [float(m.group(2)) for m in printed if m] == pytest.approx(check.correlations["gradcam"], abs=2e-3)
 
 
 def test_the_lesson_views_code_is_the_handouts(bundle):

@@ -18,6 +18,7 @@ from ..gradients import gradient_pass
 from ..images import to_tensor
 from ..layers import conv_layers
 from ..models import ModelBundle
+from ..sanity import SanityResult, sanity_check
 
 
 @dataclass(frozen=True)
@@ -199,6 +200,21 @@ def clamp_limit_of(gradient: torch.Tensor, percentile: int) -> tuple[float, floa
         return 0.0, 0.0, count
     limit = float(nonzero[min(max(math.ceil(nonzero.numel() * percentile / 100) - 1, 0), nonzero.numel() - 1)])
     return limit, float((ordered > limit).sum()) / count, count
+
+
+def lesson_sanity(bundle: ModelBundle, x: torch.Tensor, layer: str, target: int) -> SanityResult:
+    """The lesson's sanity check: Grad-CAM of ``layer`` for ``target`` on a copy of the model, after
+    each stage is re-initialised from the head down (vizhooks.sanity, seed 0: the lesson's code draws
+    the same weights).
+
+    Raises:
+        ExplainError: the layer has no spatial map (a transformer's tokens).
+    """
+    return sanity_check(bundle, x, target, ["gradcam"], [layer])
+
+
+def sanity_bytes(result: SanityResult) -> int:
+    return sum(m.numel() * m.element_size() for maps in result.maps.values() for m in maps)
 
 
 def hook_calls_demo(model: torch.nn.Module, x: torch.Tensor, layer: str, passes: int = 3) -> dict[str, list[int]]:

@@ -7,8 +7,8 @@ Jupyter notebook or as one self-contained HTML handout.
   runs top to bottom offline with PyTorch, torchvision and Pillow only: a pretrained model falls back
   to the page's seeded random weights, with a sentence, where no checkpoint is cached.
 - The **handout** is one HTML file: the same text and code with the pictures this photo gives at each
-  step (feature-map grids, one convolution taken apart, gradients, Grad-CAM, the tables), embedded as
-  ``data:`` URLs; no script, no request for a style or a font; an A4 print style.
+  step (feature-map grids, one convolution taken apart, gradients, Grad-CAM and its sanity check, the
+  tables), embedded as ``data:`` URLs; no script, no request for a style or a font; an A4 print style.
 
 Both are made outside a page run (the page's deferred download, ``python -m vizhooks lesson``) from
 plain values (:class:`LessonChoices`) and the shared model, in the language asked, with the page's
@@ -35,9 +35,10 @@ from PIL import Image
 import vizhooks as vz
 from vizhooks.cam import cams_from
 from vizhooks.convolution import ConvStep, conv_at
+from vizhooks.explain import ExplainError
 from vizhooks.gradients import GradientResult, backward_report, gradient_pass
 from vizhooks.layers import architecture_layers, quick_picks, token_model
-from vizhooks.page.analysis import Analysis, analyse, clamp_limit_of, hook_calls_demo, top_classes
+from vizhooks.page.analysis import Analysis, analyse, clamp_limit_of, hook_calls_demo, lesson_sanity, top_classes
 from vizhooks.page.labels import class_labels
 from vizhooks.page.lesson import FORMATS, STEPS, Step
 from vizhooks.page.snippets import Code, ConvPlace, conv_place, lesson_code, view_code, with_weights_fallback
@@ -260,6 +261,7 @@ img { max-width: 100%; height: auto; display: block; }
 figure { margin: 8px 0; break-inside: avoid; page-break-inside: avoid; }
 figcaption, .caption { color: #555; font-size: 9.5pt; }
 .pair { display: grid; grid-template-columns: 1fr 1fr; gap: 8px; }
+.strip { display: grid; grid-template-columns: repeat(4, 1fr); gap: 6px; }
 table { border-collapse: collapse; font-size: 8.5pt; margin: 6px 0; }
 th, td { border: 1px solid #ccc; padding: 2px 5px; text-align: left; }
 .question { background: #eef4ff; border-left: 4px solid #4a7bd0; padding: 6px 10px; break-inside: avoid; }
@@ -269,7 +271,7 @@ th, td { border: 1px solid #ccc; padding: 2px 5px; text-align: left; }
   body { max-width: none; padding: 0; font-size: 10pt; }
   h2 { break-before: page; page-break-before: always; border-top: none; }
   h2.first { break-before: auto; page-break-before: auto; }
-  pre, table, .pair { break-inside: avoid; page-break-inside: avoid; }
+  pre, table, .pair, .strip { break-inside: avoid; page-break-inside: avoid; }
 }
 """
 
@@ -398,6 +400,8 @@ def live_part(lesson: Lesson, step: Step, labels: list[str]) -> str:
         cams = cams_from(lesson.gradients(), a.x.shape[-2:])
         return "".join(_photo(channel_overlay(a.picture, cams[n], 0.5, "jet"),
                                t("cam_caption", layer=n, label=labels[target])) for n in layers)
+    if step.live == "sanity":
+        return _sanity_part(lesson, labels)
     if step.live == "remove":
         counts = hook_calls_demo(model, a.x, layers[0])
         return _inline(f"- {t('lesson_remove_forgot', calls=counts['forgot'])}\n"
@@ -422,6 +426,24 @@ def _conv_part(lesson: Lesson) -> str:
                  own=float(s.output[s.row, s.col]))
     return (f"<p>{html.escape(s.layer)}</p>" + _figure(window, t("cv_window_caption", sw=s.stride[1]))
             + _figure(products, s.layer) + _inline(equation))
+
+
+def _sanity_part(lesson: Lesson, labels: list[str]) -> str:
+    """The sanity step as the Lesson view shows it (views.lesson.show_sanity): Grad-CAM of the deepest
+    layer, then after each stage of a copy is re-initialised, with its Spearman correlation."""
+    a, layer, target = lesson.analysis, lesson.layers[-1], lesson.target
+    try:
+        result = lesson_sanity(lesson.bundle, a.x, layer, target)
+    except ExplainError as exc:
+        if exc.code != "explain_layer":
+            raise
+        return _inline(t("lesson_sanity_none", layer=layer))
+    captions = [t("lesson_sanity_original")] + [t("lesson_sanity_after", stage=stage, rho=rho) for stage, rho in
+                                                zip(result.stages, result.correlations["gradcam"], strict=True)]
+    figures = "".join(_photo(channel_overlay(a.picture, cam, 0.5, "jet"), caption)
+                      for cam, caption in zip(result.maps["gradcam"], captions, strict=True))
+    return (f"<p class='caption'>{html.escape(t('lesson_sanity_caption', layer=layer, label=labels[target]))}</p>"
+            f"<div class='strip'>{figures}</div>")
 
 
 def _clamp_part(lesson: Lesson) -> str:

@@ -31,6 +31,7 @@ STEPS: tuple[Step, ...] = (
     Step("clamp", "clamp", ("lesson", "clamp")),
     Step("backward", "backward", ("view", "backward")),
     Step("gradcam", "gradcam", ("view", "gradcam")),
+    Step("sanity", "sanity", ("lesson", "sanity")),
     Step("remove", "remove", ("lesson", "remove")),
 )
 

@@ -26,7 +26,7 @@ from .taught import TaughtModelGoneError, checkpoint_files, head, is_taught
 
 VIEWS = ("maps", "gradients", "gradcam", "backward", "table")
 #: Bodies used by the lesson only (see vizhooks/page/lesson.py).
-LESSON_BODIES = ("hello", "prepost", "conv", "grad_none", "clamp", "remove")
+LESSON_BODIES = ("hello", "prepost", "conv", "grad_none", "clamp", "sanity", "remove")
 
 #: The widest line the page shows: a code box at a projector's width holds 88 columns.
 WIDTH = 88
@@ -533,6 +533,66 @@ for name in layers:
     print(name, tuple(to_map(name, plain[name]).shape), "largest change", change)
 '''
 
+_SANITY = '''
+# Does the map depend on the model? Grad-CAM of the photo, then again after each stage
+# of a copy of the network is re-initialised, from the head down (Adebayo et al. 2018).
+import copy
+
+name = {layer!r}
+target = {target}
+{stages_def}
+
+def grad_cam(net):
+    kept = {{}}
+
+    def hook(module, inputs, output):
+        kept["act"] = output
+        output.register_hook(lambda grad: kept.update(grad=grad))
+
+    handle = dict(net.named_modules())[name].register_forward_hook(hook)
+    try:
+        net(x.detach().clone().requires_grad_(True))[0, target].backward()
+    finally:
+        handle.remove()
+    act, grad = to_map(name, kept["act"]), to_map(name, kept["grad"])
+    weights = grad.mean(dim=(2, 3), keepdim=True)
+    cam = torch.relu((weights * act).sum(dim=1, keepdim=True))
+    # the page's size: the map stretched over the photo
+    return torch.nn.functional.interpolate(cam, size=x.shape[-2:], mode="bilinear",
+                                           align_corners=False)[0, 0]
+
+
+def ranks(t):
+    # tied values share the mean of their places
+    v, order = t.flatten().double().sort()
+    first = torch.searchsorted(v, v, right=False)
+    last = torch.searchsorted(v, v, right=True)
+    r = torch.empty_like(v)
+    r[order] = (first + last + 1).double() / 2
+    return r
+
+
+def spearman(a, b):
+    ra, rb = ranks(a), ranks(b)
+    ra, rb = ra - ra.mean(), rb - rb.mean()
+    scale = (ra.norm() * rb.norm()).item()
+    return (ra * rb).sum().item() / scale if scale > 0 else 0.0
+
+
+scrambled = copy.deepcopy(model)
+for p in [*model.parameters(), *scrambled.parameters()]:
+    p.requires_grad_(False)
+original = grad_cam(model)
+parts = dict(scrambled.named_modules())
+for step, stage in enumerate(stages, 1):
+    torch.manual_seed(step)  # PyTorch's own initialisation, drawn anew
+    for module in parts[stage].modules():
+        if hasattr(module, "reset_parameters"):
+            module.reset_parameters()
+    rho = spearman(original, grad_cam(scrambled))
+    print(f"{{stage:>10}} re-initialised: Spearman {{rho:.3f}}")
+'''
+
 _REMOVE = '''
 # Forgetting handle.remove(): a hook registered in a loop stays on the model, so every
 # pass adds one more and the calls pile up. Removing it after each pass keeps one call
@@ -628,13 +688,15 @@ def lesson_code(body: str, *, model: str, image: str, size: int, layers: list[st
     head = _preamble(model, image, size, pretrained, num_classes, names, lang)
     target_expr = str(int(target)) if target is not None else "int(model(x)[0].argmax())"
     text = {"hello": _HELLO, "prepost": _PREPOST, "conv": _CONV, "grad_none": _GRAD_NONE, "clamp": _CLAMP,
-            "remove": _REMOVE}[body]
-    place = (conv or conv_place(model, layers)) if body == "conv" else ConvPlace(layers[0])
+            "sanity": _SANITY, "remove": _REMOVE}[body]
+    place = (conv or conv_place(model, layers)) if body == "conv" else ConvPlace(layers[-1 if body == "sanity" else 0])
+    stages = sanity_stages(model) if body == "sanity" else []
     where = (f"row, col = {place.row}, {place.col}" if place.row is not None and place.col is not None else
              localise("row, col = out.shape[-2] // 2, out.shape[-1] // 2  # the centre", lang))
     return Code(head, localise(text, lang).format(layers_def=assign("layers", layers), layer=place.layer,
                                                   target=target_expr, clamp_at=clamp_at, limit=float(limit),
-                                                  channel=place.channel, where=where))
+                                                  channel=place.channel, where=where,
+                                                  stages_def=assign("stages", stages)))
 
 
 @dataclass(frozen=True)
@@ -646,6 +708,15 @@ class ConvPlace:
     channel: int = 0
     row: int | None = None
     col: int | None = None
+
+
+def sanity_stages(model: str) -> list[str]:
+    """The sanity check's stages for ``model`` (vizhooks.sanity.randomisation_stages, on the meta device)."""
+    from ..sanity import randomisation_stages
+
+    meta, lock = meta_model(model)
+    with lock:
+        return randomisation_stages(meta)
 
 
 def conv_place(model: str, layers: list[str]) -> ConvPlace:
@@ -727,6 +798,6 @@ TEMPLATES.update({
     "free_size": _FREE_SIZE, "fixed_size": _FIXED_SIZE, "normalise": _NORMALISE, "maps_output": _MAPS_OUTPUT,
     "maps_input": _MAPS_INPUT, "gradients": _GRADIENTS, "gradcam": _GRADCAM, "backward": _BACKWARD,
     "table": _TABLE, "hello": _HELLO, "prepost": _PREPOST, "conv": _CONV, "grad_none": _GRAD_NONE, "clamp": _CLAMP,
-    "remove": _REMOVE, "to_map": _TO_MAP, "tokens": _TOKENS, "channels_last": _CHANNELS_LAST,
+    "sanity": _SANITY, "remove": _REMOVE, "to_map": _TO_MAP, "tokens": _TOKENS, "channels_last": _CHANNELS_LAST,
     "channels_last_list": _CHANNELS_LAST_LIST,
 })

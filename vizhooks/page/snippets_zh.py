@@ -6,6 +6,13 @@ so a translated line keeps to about 40 of them (tests/test_snippets.py measures 
 from __future__ import annotations
 
 COMMENTS_ZH: dict[str, str] = {
+    "Does the map depend on the model? Grad-CAM of the photo, then again after each stage":
+        "解释图取决于模型吗？先算这张照片的 Grad-CAM，",
+    "of a copy of the network is re-initialised, from the head down (Adebayo et al. 2018).":
+        "再从输出端往下逐段重新初始化网络副本，每一步后重算（Adebayo 等，2018）。",
+    "the page's size: the map stretched over the photo": "与页面相同的尺寸：把热力图拉伸到照片大小",
+    "tied values share the mean of their places": "相同的值取它们名次的平均",
+    "PyTorch's own initialisation, drawn anew": "用 PyTorch 自己的初始化重新抽取参数",
     "One output value of a convolution, by hand. A pre-hook keeps the conv's input, a hook":
         "亲手算出卷积的一个输出值。前向预钩子保存卷积层的输入，",
     "its output; the window under the kernel times the weights, summed, plus the bias, is":

@@ -421,6 +421,28 @@ EN: dict[str, str] = {
         "Deep layers have few, large cells (7 × 7 for 224 pixels) that stand for whole objects; "
         "early layers have many small cells that respond to edges and textures, not to the class."
     ),
+    "lesson_sanity_title": "Does the explanation depend on the model?",
+    "lesson_sanity_text": (
+        "A map that explains the **model** must change when the model changes. The sanity check of "
+        "Adebayo et al. (2018) tests exactly that: a copy of the network has its weights re-initialised "
+        "stage by stage, from the head down, and after each step Grad-CAM is drawn again for the same "
+        "photo and class. The number beside each map is the Spearman rank correlation with the original "
+        "map: 1 means the same pixels are ranked the same way, 0 means no relation. The hooks are the "
+        "Grad-CAM ones of the previous step, on the copy."
+    ),
+    "lesson_sanity_q": (
+        "After every layer is random, one method's map still correlates 0.9 with the original, another's "
+        "0.1. Which one can tell you what the trained model looks at, and why?"
+    ),
+    "lesson_sanity_a": (
+        "The one at 0.1: its map changed when the model was destroyed, so it depends on the weights. A map "
+        "that stays the same for a random network is made by the picture (its edges and colours), not by "
+        "what the model learned; Guided Backprop often fails this way, Grad-CAM passes."
+    ),
+    "lesson_sanity_caption": "Grad-CAM of {layer} for {label}: the original, then after each stage is re-initialised",
+    "lesson_sanity_after": "{stage} random · ρ = {rho:.2f}",
+    "lesson_sanity_original": "original",
+    "lesson_sanity_none": "This model's layer {layer} has no spatial map for Grad-CAM; choose a conv layer.",
     "lesson_remove_title": "Removing hooks, and forgetting to",
     "lesson_remove_text": (
         "Every `register_*` call returns a **handle**; `handle.remove()` takes the hook off again. "

@@ -9,7 +9,8 @@ from urllib.parse import urlencode
 
 import streamlit as st
 
-from vizhooks.page.analysis import hook_calls_demo
+from vizhooks.explain import ExplainError
+from vizhooks.page.analysis import hook_calls_demo, lesson_sanity, sanity_bytes
 from vizhooks.page.classes import answer_hidden, poll
 from vizhooks.page.handout import LessonChoices, file_name, lesson_file, step_code
 from vizhooks.page.lesson import FORMATS, STEPS, Step, step_index
@@ -21,7 +22,8 @@ from vizhooks.page.state import Context
 from vizhooks.page.texts import language, t
 from vizhooks.page.views import backward, convolution, gradcam, gradients, intervene, maps, table
 from vizhooks.page.views.code import chosen_target, image_path
-from vizhooks.page.widgets import class_picker
+from vizhooks.page.widgets import class_picker, shown_labels
+from vizhooks.render import channel_overlay, image_to_png
 
 
 def _clamp_choice(ctx: Context) -> tuple[str, int]:
@@ -130,12 +132,44 @@ def show_live_part(step: Step, ctx: Context) -> None:
         backward.show(ctx)
     elif step.live == "gradcam":
         gradcam.show(ctx)
+    elif step.live == "sanity":
+        show_sanity(ctx, layers[-1])
     elif step.live == "remove":
         layer = layers[0]
         counts = cached(("hook-calls", c.model, digest, c.size, layer),
                         lambda: hook_calls_demo(get_bundle(c.model).model, analysis.x, layer), lambda _: 64)
         st.markdown(f"- {t('lesson_remove_forgot', calls=counts['forgot'])}\n"
                     f"- {t('lesson_remove_removed', calls=counts['removed'])}")
+
+
+#: Overlays per row in the sanity step's strip.
+SANITY_COLUMNS = 4
+
+
+def show_sanity(ctx: Context, layer: str) -> None:
+    """Grad-CAM of the deepest chosen layer, then after each stage of a copy is re-initialised, each
+    with its Spearman correlation with the original (the lesson's "sanity" code prints the same)."""
+    analysis, c = ctx.analysis, ctx.choices
+    target = chosen_target()
+    target = int(analysis.logits[0].argmax()) if target is None else target
+    try:
+        with st.spinner(t("lesson_sanity_title")):
+            result = cached(("lesson-sanity", c.model, ctx.digest, c.size, layer, target),
+                            lambda: lesson_sanity(get_bundle(c.model), analysis.x, layer, target), sanity_bytes)
+    except ExplainError as exc:  # a layer without a spatial map (tokens): the step says so, the page goes on
+        if exc.code != "explain_layer":
+            raise
+        st.info(t("lesson_sanity_none", layer=layer))
+        return
+    labels = shown_labels(ctx.bundle)
+    st.caption(t("lesson_sanity_caption", layer=layer, label=labels[target]))
+    maps = result.maps["gradcam"]
+    captions = [t("lesson_sanity_original")] + [t("lesson_sanity_after", stage=stage, rho=rho) for stage, rho in
+                                                zip(result.stages, result.correlations["gradcam"], strict=True)]
+    for start in range(0, len(maps), SANITY_COLUMNS):
+        for col, cam, caption in zip(st.columns(SANITY_COLUMNS), maps[start:start + SANITY_COLUMNS],
+                                     captions[start:start + SANITY_COLUMNS], strict=False):
+            col.image(image_to_png(channel_overlay(analysis.picture, cam, 0.5, "jet")), caption=caption)
 
 
 def _picked_step() -> None:
