@@ -7,19 +7,19 @@ from __future__ import annotations
 
 COMMENTS_ZH: dict[str, str] = {
     "Does the map depend on the model? Grad-CAM of the photo, then again after each stage":
-        "解释图取决于模型吗？先算这张照片的 Grad-CAM，",
+        "解释图取决于模型吗？先算这张照片的 Grad-CAM，然后",
     "of a copy of the network is re-initialised, from the head down (Adebayo et al. 2018).":
-        "再从输出端往下逐段重新初始化网络副本，每一步后重算（Adebayo 等，2018）。",
+        "从输出端往下逐段重新初始化网络副本，每段之后重算（Adebayo 等，2018）。",
     "the page's size: the map stretched over the photo": "与页面相同的尺寸：把热力图拉伸到照片大小",
-    "tied values share the mean of their places": "相同的值取它们名次的平均",
-    "PyTorch's own initialisation, drawn anew": "用 PyTorch 自己的初始化重新抽取参数",
+    "tied values share the mean of their places": "并列的值取其名次的平均值",
+    "PyTorch's own initialisation, drawn anew": "按 PyTorch 自带的初始化方式重新抽取参数",
     "One output value of a convolution, by hand. A pre-hook keeps the conv's input, a hook":
-        "亲手算出卷积的一个输出值。前向预钩子保存卷积层的输入，",
+        "手工算出卷积的一个输出值。前向预钩子保存卷积层的输入，",
     "its output; the window under the kernel times the weights, summed, plus the bias, is":
         "前向钩子保存它的输出；卷积核覆盖的窗口与权重逐元素相乘、求和、",
     "the value the hook saw.": "再加上偏置，就是钩子看到的那个值。",
     "the input channels this output channel sees: all of them, or its group's":
-        "这个输出通道能看到的输入通道：全部，或者它所在分组的那些",
+        "这个输出通道看到的输入通道：全部，或只是它所在组的那些",
     "every window as one column: (1, per_group * kh * kw, places), zeros where padded":
         "每个窗口展开成一列：(1, per_group * kh * kw, 位置数)，填充处为 0",
     "the centre": "中心",

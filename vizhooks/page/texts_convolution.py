@@ -172,31 +172,33 @@ ZH: dict[str, str] = {
     "cv_pool": "池化层",
     "cv_pool_settings": (
         "**{layer}**（{type}）：窗口 {kh}×{kw}，步幅 {sh}×{sw}，填充 {ph}×{pw}，{c} 个通道各自单独池化："
-        "输入 {h_in}×{w_in} → 输出 {h}×{w}。输出位置 ({row}, {col}) 看的是同一通道输入的第 {r0} 到 {r1} 行、"
+        "输入 {h_in}×{w_in} → 输出 {h}×{w}。输出位置 ({row}, {col}) 看的是输入同一通道的第 {r0} 到 {r1} 行、"
         "第 {c0} 到 {c1} 列。"
     ),
     "cv_title_pool_input": "输入通道 {channel}",
     "cv_pool_max": "窗口内 {n} 个值中最大的是 **{value:+.4f}**（输入第 {r} 行、第 {c} 列）。这一层自己在此位置的输出："
                    "**{own:+.4f}**。",
-    "cv_pool_mean": "窗口之和 {total:+.4f} ÷ {divisor} = **{value:+.4f}**。这一层自己在此位置的输出：**{own:+.4f}**。",
-    "cv_pool_padding_max": "窗口的 {taps} 个位置中有 {n} 个落在填充上：取最大值时不算它们。",
+    "cv_pool_mean": (
+        "窗口内的和 {total:+.4f} ÷ {divisor} = **{value:+.4f}**。这一层自己在此位置的输出：**{own:+.4f}**。"
+    ),
+    "cv_pool_padding_max": "窗口的 {taps} 个位置中有 {n} 个落在填充上：取最大值时不考虑它们。",
     "cv_pool_padding_avg": (
         "窗口的 {taps} 个位置中有 {n} 个落在填充上：是否把它们当作 0 计入，由这一层的规则决定（见上面的除数）。"
     ),
     "cv_pool_total": "池化在 ({row}, {col}) 的输出",
     "cv_slide_header": "看窗口滑动",
     "cv_slide_conv": (
-        "{layer} 直接在照片上滑动卷积核。动画中红框是窗口，在输入上移动，灰色是填充；输出通道 {channel} "
-        "随之一格一格填满，用的是这一层算出的值：开头几步逐格展示，之后加快。"
+        "{layer} 的卷积核直接在照片上滑动。动画中，红框（窗口）在输入上移动，灰色部分是填充；"
+        "输出通道 {channel} 用这一层实际算出的值逐格填满：开头几个位置逐一展示，之后加快。"
     ),
     "cv_slide_pool": (
-        "{layer} 在每个通道上滑动窗口。动画中红框在输入通道 {channel} 上移动，灰色是填充；输出通道随之一格一格"
-        "填满，用的是这一层算出的值，颜色刻度与输入相同：开头几步逐格展示，之后加快。"
+        "{layer} 在每个通道上各自滑动窗口。动画中，红框在输入通道 {channel} 上移动，灰色部分是填充；"
+        "输出通道用这一层实际算出的值逐格填满，颜色刻度与输入相同：开头几个位置逐一展示，之后加快。"
     ),
     "cv_slide_build": "生成动画",
-    "cv_slide_running": "运行到 {layer}，绘制并编码各帧……",
-    "cv_slide_caption": "输出特征图共 {places} 个位置，按阅读顺序取其中 {frames} 帧。",
+    "cv_slide_running": "运行一次前向传播，直到 {layer}；正在绘制并编码各帧……",
+    "cv_slide_caption": "按阅读顺序，从输出特征图的 {places} 个位置中取 {frames} 帧。",
     "cv_slide_gif": "下载 GIF",
     "cv_slide_mp4": "下载 MP4",
-    "cv_slide_no_mp4": "MP4 需要 PyAV 或带 H.264 编码器的 OpenCV；GIF 可以下载。",
+    "cv_slide_no_mp4": "生成 MP4 需要 PyAV 或带 H.264 编码器的 OpenCV；GIF 仍可下载。",
 }

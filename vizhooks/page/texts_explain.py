@@ -120,13 +120,13 @@ EN: dict[str, str] = {
 ZH: dict[str, str] = {
     "view_explain": "该相信哪张图",
     "ex_intro": (
-        "**同一个类别，多种解释。** 下面每种方法都说明预测依赖照片中的哪些像素，但各有各的定义，结果很少一致。"
-        "有两种检验能区分它们：**评分**按解释图给像素排的顺序修改照片，观察类别概率如何变化；"
+        "**同一个类别，多种解释。** 下面每种方法都按各自的定义，指出预测依据的是照片中的哪些像素；它们很少一致。"
+        "有两种检验可以把它们区分开：**评分**按解释图给像素的排序依次修改照片，观察类别概率的变化；"
         "**合理性检验**打乱网络的权重，观察解释图是否随之改变。"
     ),
     "ex_methods": "方法",
     "ex_methods_help": (
-        "CAM 类方法给某一层的特征图加权；输入类方法（从显著图到引导 Grad-CAM）给照片的每个像素一个值。"
+        "CAM 类方法给某一层的特征图加权；输入类方法（从显著图到引导 Grad-CAM）为照片的每个像素各给出一个值。"
         "Score-CAM 和遮挡法要做几百次前向传播。"
     ),
     "ex_method_gradcam": "Grad-CAM",
@@ -136,44 +136,44 @@ ZH: dict[str, str] = {
     "ex_method_scorecam": "Score-CAM",
     "ex_method_eigencam": "Eigen-CAM",
     "ex_method_saliency": "显著图",
-    "ex_method_smoothgrad": "SmoothGrad 平滑梯度",
+    "ex_method_smoothgrad": "SmoothGrad",
     "ex_method_ig": "积分梯度",
     "ex_method_occlusion": "遮挡法",
     "ex_method_guidedbackprop": "引导反向传播",
     "ex_method_guidedgradcam": "引导 Grad-CAM",
-    "ex_ref_random": "随机图（参照）",
-    "ex_ref_gaussian": "中心高斯图（参照）",
+    "ex_ref_random": "随机图（对照）",
+    "ex_ref_gaussian": "中心高斯图（对照）",
     "ex_layers": "CAM 所用的层",
-    "ex_layers_help": "CAM 给这一层的特征图加权；选多层时取各层结果的平均。留空则用网络的最后一个模块（{default}）。",
+    "ex_layers_help": "CAM 给这一层的特征图加权；选多层时取各层结果的平均。留空则用网络的最后一个块（{default}）。",
     "ex_settings": "设置",
     "ex_batch": "每次前向传播的图片数",
-    "ex_batch_help": "每批处理的 Score-CAM 遮罩图、积分梯度的步数、遮挡法的窗口数。",
+    "ex_batch_help": "每批处理的 Score-CAM 遮罩照片数、积分梯度步数或遮挡法窗口数。",
     "ex_ig_steps": "积分梯度：步数",
-    "ex_ig_baseline": "积分梯度：基准图",
+    "ex_ig_baseline": "积分梯度：基线",
     "ex_ig_baseline_black": "全黑图片",
     "ex_ig_baseline_blur": "模糊后的照片",
     "ex_alpha": "叠加不透明度",
     "ex_compute": "计算解释图",
-    "ex_compute_hint": "请按按钮开始：有些方法要几秒钟，Score-CAM 和遮挡法要久得多。",
+    "ex_compute_hint": "按下按钮开始计算：有些方法需要几秒钟，Score-CAM 和遮挡法要久得多。",
     "ex_no_methods": "请至少选择一种方法。",
     "ex_class": "每张图解释的都是 **{label}**（类别 {index}），即上面选中的类别。",
     "ex_running_method": "{method}（第 {i}/{n} 种）…",
     "ex_running": "{method}（第 {i}/{n} 种）：第 {done}/{total} 批",
     "ex_caption": "{method} · {label}",
-    "ex_signed": "有正负，按从最小值（蓝色：不利于该类别）到最大值（红色：支持该类别）缩放。",
+    "ex_signed": "有正有负：从最小值（蓝色，不利于该类别）到最大值（红色，支持该类别）缩放。",
     "ex_download": "下载 PNG",
     "ex_scores_header": "每张解释图有多可信？",
     "ex_scores_intro": (
-        "**删除**：按解释图的排序，先把排名最高的像素换成基准图，分 {steps} 步进行；可信的解释图会让概率迅速下降"
-        "（曲线下面积小）。**插入**：从基准图开始，按同样的顺序把照片的像素放回去；概率应迅速上升（面积大）。"
-        "旁边同时给随机图和中心高斯图打分：一种方法应当胜过这两者。"
+        "**删除**：按解释图给出的排序，分 {steps} 步把像素换成基线，排名最高的先换；可信的解释图会让概率迅速下降"
+        "（曲线下面积小）。**插入**：从基线出发，按同样的顺序把照片的像素放回去；概率应当迅速上升（面积大）。"
+        "随机图和中心高斯图也在旁边一起评分：好的方法应当胜过这两者。"
     ),
     "ex_steps": "步数",
     "ex_baseline": "被删除的像素换成",
     "ex_baseline_blur": "模糊后的照片",
     "ex_baseline_zeros": "平均颜色",
     "ex_score": "评估可信度",
-    "ex_scoring": "正在评分 {method}（第 {i}/{n} 张）：{done}/{total} 张图片",
+    "ex_scoring": "正在为 {method} 评分（第 {i}/{n} 张解释图）：已处理 {done}/{total} 张图片",
     "ex_curve_deletion": "删除（面积越小越好）",
     "ex_curve_insertion": "插入（面积越大越好）",
     "ex_curve_x_deletion": "已删除像素的比例",
@@ -187,40 +187,42 @@ ZH: dict[str, str] = {
     "ex_col_increase": "置信度提升 % ↑",
     "ex_col_infidelity": "不忠实度 ↓",
     "ex_table_caption": (
-        "↓ 越小越好，↑ 越大越好。平均下降：照片乘以解释图后损失了多少概率；"
-        "置信度提升：乘以解释图后的照片更有把握时为 100，否则为 0。"
+        "↓ 越小越好，↑ 越大越好。平均下降：照片乘以解释图后，概率损失了多少；"
+        "置信度提升：模型对乘以解释图后的照片更有把握时为 100，否则为 0。"
     ),
     "ex_infidelity": "不忠实度（Captum）",
-    "ex_infidelity_running": "正在计算 {method} 的不忠实度（第 {i}/{n} 张）…",
+    "ex_infidelity_running": "正在计算 {method} 的不忠实度（第 {i}/{n} 张解释图）…",
     "ex_infidelity_caption": (
-        "不忠实度：给照片加上小噪声（抽样 {n} 次，种子 0）时，解释图对类别得分变化的预测有多差；"
-        "每个像素的值同时用于它的三个颜色通道。越小越好。"
+        "不忠实度：用微小的噪声扰动照片（抽样 {n} 次，随机种子 0），解释图对类别得分变化的预测偏差有多大；"
+        "解释图中每个像素的值同时计入该像素的三个颜色通道。越小越好。"
     ),
-    "ex_sanity_header": "解释依赖于模型吗？",
+    "ex_sanity_header": "解释取决于模型吗？",
     "ex_sanity_intro": (
-        "Adebayo 等人（2018）的合理性检验：在网络的副本上，从顶部（输出头）往下，一次一段地重新初始化各层，"
-        "直到所有权重都是随机的。真正解释模型的图必定随之改变；始终相似的图描述的是照片（它的边缘），而不是模型。"
+        "Adebayo 等人（2018）提出的合理性检验：在网络的副本上，从输出端（head）往下逐段重新初始化各层，"
+        "直到所有权重都是随机的。真正解释模型的图必然随之改变；始终相似的图描述的是照片（它的边缘），而不是模型。"
     ),
     "ex_sanity_methods": "要检验的方法",
     "ex_sanity_run": "运行合理性检验",
     "ex_sanity_running": "第 {done}/{total} 步：已重新初始化 {stage}",
-    "ex_sanity_starting": "原始解释图…",
-    "ex_sanity_original": "原始",
+    "ex_sanity_starting": "正在计算原始模型的解释图…",
+    "ex_sanity_original": "原始模型",
     "ex_sanity_caption": (
-        "每一行是一种方法的解释图：从左到右依次是每一步之后的结果，网络中随机的部分越来越多；"
-        "每张图按各自的范围缩放。"
+        "每一行是一种方法在每一步之前和之后的解释图（从左到右，每一步网络中随机的部分都更多）；"
+        "每张图按各自的取值范围缩放。"
     ),
     "ex_sanity_flag": (
-        "**{method}**：模型被破坏了，它的图却仍然相似（最后一步后与原图的 Spearman 相关为 {r:.2f}）："
+        "**{method}**：模型被破坏了，它的图却仍然相似（最后一步之后，与原始解释图的 Spearman 相关系数为 {r:.2f}）："
         "它描述的是照片，而不是模型。"
     ),
-    "ex_sanity_passed": "**{method}** 通过检验：模型被破坏时它的图随之改变（最后 Spearman 相关为 {r:.2f}）。",
+    "ex_sanity_passed": (
+        "**{method}** 通过检验：模型被破坏时，它的图随之改变（最后一步的 Spearman 相关系数为 {r:.2f}）。"
+    ),
     "ex_col_step": "步骤",
-    "ex_col_stage": "重新初始化",
+    "ex_col_stage": "重新初始化的部分",
     "ex_col_spearman": "Spearman · {method}",
     "ex_col_ssim": "SSIM · {method}",
     "ex_sanity_table_caption": (
-        "每一步的图与原图的相似度：像素的 Spearman 秩相关和 SSIM（结构相似度）；1 表示完全相同。"
-        "若最后一步的 Spearman 相关仍不低于 {flag}，该方法会被标记。"
+        "每一步的解释图与原始解释图的相似度：像素的 Spearman 秩相关系数，以及 SSIM（结构相似度）；1 表示两张图相同。"
+        "若最后一步的 Spearman 相关系数仍不低于 {flag}，该方法会被标记。"
     ),
 }
