@@ -214,6 +214,22 @@ def image_tensor():
 
 
 @pytest.fixture
+def media(monkeypatch):
+    """{(mimetype, file name): bytes} of every file the page hands to Streamlit (images, downloads)."""
+    from streamlit.runtime.media_file_manager import MediaFileManager
+
+    found: dict = {}
+    original = MediaFileManager.add
+
+    def keep(self, path_or_data, mimetype, coordinates, file_name=None, is_for_static_download=False):
+        found[(mimetype, file_name)] = path_or_data
+        return original(self, path_or_data, mimetype, coordinates, file_name, is_for_static_download)
+
+    monkeypatch.setattr(MediaFileManager, "add", keep)
+    return found
+
+
+@pytest.fixture
 def fresh_results():
     """The page's results forgotten, its models kept: for a test that must see the page compute."""
     from tests.helpers import clear_results

@@ -12,7 +12,6 @@ import av
 import numpy as np
 import pytest
 from PIL import Image
-from streamlit.runtime.media_file_manager import MediaFileManager
 
 from tests.helpers import ROOT, allowed_names, english_in, ok, open_page
 from vizhooks import load_image
@@ -116,20 +115,6 @@ def test_vgg16_first_conv_and_its_relu_on_the_chinese_page():
     step = _library("vgg16", 128, "features.0", 5, 3, 4)
     assert [f.layer for f in step.follow] == ["features.1"]  # VGG: a ReLU straight after each conv
     _shown(at, "zh", step)
-
-
-@pytest.fixture
-def media(monkeypatch):
-    """{(mimetype, file name): bytes} of every file the page hands to Streamlit (images, downloads)."""
-    found: dict = {}
-    original = MediaFileManager.add
-
-    def keep(self, path_or_data, mimetype, coordinates, file_name=None, is_for_static_download=False):
-        found[(mimetype, file_name)] = path_or_data
-        return original(self, path_or_data, mimetype, coordinates, file_name, is_for_static_download)
-
-    monkeypatch.setattr(MediaFileManager, "add", keep)
-    return found
 
 
 def _built(at, media, lang: str, model: str, size: int, layer: str, channel: int) -> None:

@@ -12,7 +12,6 @@ import io
 import numpy as np
 import pytest
 from PIL import Image
-from streamlit.runtime.media_file_manager import MediaFileManager
 
 from tests.helpers import ROOT, allowed_names, english_in, ok, open_page
 from vizhooks import load_image
@@ -33,20 +32,6 @@ TEXTS = {"en": EN, "zh": ZH}
 SIZE = 128
 #: The page's settings at their defaults, as explain() takes them.
 SETTINGS = {"batch_size": 32, "ig_steps": 32, "ig_baseline": "black"}
-
-
-@pytest.fixture
-def media(monkeypatch):
-    """{(mimetype, file name): bytes} of every file the page hands to Streamlit (images, downloads)."""
-    found: dict = {}
-    original = MediaFileManager.add
-
-    def keep(self, path_or_data, mimetype, coordinates, file_name=None, is_for_static_download=False):
-        found[(mimetype, file_name)] = path_or_data
-        return original(self, path_or_data, mimetype, coordinates, file_name, is_for_static_download)
-
-    monkeypatch.setattr(MediaFileManager, "add", keep)
-    return found
 
 
 def _photo():

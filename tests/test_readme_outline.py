@@ -28,6 +28,7 @@ OUTLINE: dict[str, str] = {
     "### Video": "### 视频",
     "### Live camera": "### 实时摄像头",
     "## Your own classes": "## 教网络认识你自己的类别",
+    "## Which explanation to believe": "## 该相信哪一张解释图",
     "## Library": "## Python 库",
     "## Command line": "## 命令行",
     "## Models": "## 模型",
