@@ -256,11 +256,19 @@ def _shows_teach(page, height, width):
     expect(page.get_by_text(EN["teach_count"].format(n=0)).first).to_be_visible()
 
 
+def _shows_explain(page, height, width):
+    from vizhooks.page.texts import EN
+
+    # nothing slow before the button: the view waits with its methods chosen
+    expect(page.get_by_role("button", name=EN["ex_compute"])).to_be_visible()
+    expect(page.get_by_role("button", name=EN["ex_sanity_run"])).to_be_visible()
+
+
 SHOWS = {"maps": _shows_maps, "overview": _shows_overview, "inspector": _shows_inspector,
          "convolution": _shows_convolution, "atlas": _shows_atlas,
          "gradients": _shows_gradients, "gradcam": _shows_gradcam, "backward": _shows_backward, "table": _shows_table,
          "intervene": _shows_intervene, "compare": _shows_compare, "code": _shows_code, "lesson": _shows_lesson,
-         "teach": _shows_teach}
+         "teach": _shows_teach, "explain": _shows_explain}
 
 
 def test_every_view_renders_from_a_link(server, page, artifacts):

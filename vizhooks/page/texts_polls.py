@@ -18,6 +18,8 @@ CORRECT: dict[str, int] = {
     "backward": 0,
     "gradcam": 2,
     "remove": 3,
+    "conv": 0,
+    "sanity": 2,
 }
 
 EN: dict[str, str] = {
@@ -71,6 +73,13 @@ EN: dict[str, str] = {
     "lesson_gradcam_c2": "Early layers are trained less than deep ones, so their maps stay random.",
     "lesson_gradcam_c3": "Deep layers have few large cells (7 × 7) for whole objects; early ones see edges.",
     # one forgotten hook on the shared model
+    "lesson_conv_c1": "576 multiplications on 576 input numbers; the depthwise conv: 9 and 9.",
+    "lesson_conv_c2": "9 multiplications: the kernel has 3 × 3 weights, whatever the channels.",
+    "lesson_conv_c3": "64 multiplications: one per input channel, each with the kernel's sum.",
+    "lesson_conv_c4": "576 for the ordinary conv, and 576 for the depthwise one too.",
+    "lesson_sanity_c1": "The one at 0.9: a map that stays stable is the one to trust.",
+    "lesson_sanity_c2": "Either: scrambling the weights says nothing about an explanation.",
+    "lesson_sanity_c3": "The one at 0.1: its map changed with the weights, so it depends on the model.",
     "lesson_remove_c1": "Nothing: a hook is removed when the function that made it returns.",
     "lesson_remove_c2": "Only the student who registered it would notice anything.",
     "lesson_remove_c3": "PyTorch refuses a second hook on the same layer, so the others get an error.",
@@ -118,6 +127,13 @@ ZH: dict[str, str] = {
     "lesson_gradcam_c1": "深层的通道更少，所以每张特征图的细节也更少。",
     "lesson_gradcam_c2": "浅层训练得不如深层充分，所以它们的图接近随机。",
     "lesson_gradcam_c3": "深层只有少量大单元格（7 × 7），对应整个物体；浅层响应的是边缘和纹理。",
+    "lesson_conv_c1": "576 次乘法，依赖 576 个输入数；逐通道卷积只有 9 次乘法、9 个输入数。",
+    "lesson_conv_c2": "9 次：卷积核只有 3 × 3 个权重，与通道数无关。",
+    "lesson_conv_c3": "64 次：每个输入通道一次，乘的是卷积核权重之和。",
+    "lesson_conv_c4": "普通卷积 576 次，逐通道卷积同样是 576 次。",
+    "lesson_sanity_c1": "0.9 的那种：稳定不变的热力图才可信。",
+    "lesson_sanity_c2": "两种都行：打乱权重说明不了解释的好坏。",
+    "lesson_sanity_c3": "0.1 的那种：权重变了，它的图也跟着变，说明它依赖于模型。",
     "lesson_remove_c1": "没什么影响：创建钩子的函数一返回，钩子就自动移除了。",
     "lesson_remove_c2": "只有注册它的那个学生会受到影响。",
     "lesson_remove_c3": "PyTorch 不允许同一层挂第二个钩子，所以其他人会报错。",
