@@ -114,13 +114,6 @@ def _check_settings(batch_size: int, ig_steps: int, ig_baseline: str, smooth_sam
                            name="ig_baseline", value=str(ig_baseline))
 
 
-def _top1(model: nn.Module, x: torch.Tensor) -> tuple[int, int]:
-    """(top-1 class, number of classes) of one picture, under the model's lock."""
-    with model_lock(model), preserved_state(model), torch.no_grad():
-        logits = first_tensor(model(x.to(model_device(model))))
-    return int(logits[0].argmax()), int(logits.shape[-1])
-
-
 def default_layers(model: ModelBundle | nn.Module) -> list[str]:
     """The layer a CAM uses when none is chosen: the network's last block, or its last conv when
     that comes after the last block (EfficientNet's closing 1x1 conv, SqueezeNet's class conv).
@@ -220,27 +213,31 @@ def _library_cam(model: nn.Module, x: torch.Tensor, target: int, method: str, la
     return torch.from_numpy(maps[0]).float()
 
 
-def _cam_channels(model: nn.Module, x: torch.Tensor, layer: str) -> int:
-    """The channel count of ``layer``'s map (Score-CAM's batch count follows from it); refuses a
-    layer whose output is no (1, C, h, w) map: a pooled vector, ViT tokens, a head."""
-    shape: list[torch.Size] = []
-    module = model.get_submodule(layer)
+def _probe(model: nn.Module, x: torch.Tensor, layers: Sequence[str]) -> tuple[int, int, dict[str, int]]:
+    """One forward pass: (top-1 class, number of classes, {layer: channels of its map}). The channel
+    counts give Score-CAM's batch count; a layer whose output is no (1, C, h, w) map (a pooled
+    vector, ViT tokens, a head) is refused."""
+    shapes: dict[str, torch.Size] = {}
 
-    def hook(_m: nn.Module, _a: Any, output: Any) -> None:
-        if not shape:
-            shape.append(first_tensor(output).shape)
+    def keep(name: str) -> Callable[[nn.Module, Any, Any], None]:
+        def hook(_m: nn.Module, _a: Any, output: Any) -> None:
+            shapes.setdefault(name, first_tensor(output).shape)
+        return hook
 
     with model_lock(model), preserved_state(model), torch.no_grad():
-        handle = module.register_forward_hook(hook)
+        handles = [model.get_submodule(name).register_forward_hook(keep(name)) for name in layers]
         try:
-            model(x.to(model_device(model)))
+            logits = first_tensor(model(x.to(model_device(model))))
         finally:
-            handle.remove()
-    if not shape or len(shape[0]) != 4:
-        got = "did not run" if not shape else f"gives a {tuple(shape[0])} tensor"
-        raise ExplainError(f"A CAM needs a layer whose output is a (1, C, h, w) map; {layer!r} {got}.",
-                           "explain_layer", layer=layer)
-    return int(shape[0][1])
+            for handle in handles:
+                handle.remove()
+    for layer in layers:
+        shape = shapes.get(layer)
+        if shape is None or len(shape) != 4:
+            got = "did not run" if shape is None else f"gives a {tuple(shape)} tensor"
+            raise ExplainError(f"A CAM needs a layer whose output is a (1, C, h, w) map; {layer!r} {got}.",
+                               "explain_layer", layer=layer)
+    return int(logits[0].argmax()), int(logits.shape[-1]), {layer: int(shapes[layer][1]) for layer in layers}
 
 
 def _cam(model: nn.Module, x: torch.Tensor, target: int, method: str, layers: dict[str, int],
@@ -285,8 +282,9 @@ class _Counted:
         return out
 
 
-def _private_copy(model: nn.Module) -> nn.Module:
-    """A copy for Captum's module hooks: ReLUs not in place, eval mode, parameters frozen.
+def private_copy(model: nn.Module) -> nn.Module:
+    """A private copy of a shared model: ReLUs not in place, no hook of the original, eval mode,
+    parameters frozen (Captum's module hooks; the sanity check's randomised copies).
 
     Captum's Guided Backprop does not support in-place modules (captum#837). The copy is taken
     under the model's lock, when no vizhooks hook is on it; the shared model is never changed.
@@ -354,7 +352,7 @@ def _captum(model: nn.Module, x: torch.Tensor, target: Any, method: str, layers:
     # parameters are frozen, so the input is what carries requires_grad into the graph
     x = x.detach().to(model_device(model)).clone().requires_grad_(method != "occlusion")
     if method in ("guidedbackprop", "guidedgradcam"):
-        clone = _private_copy(model)
+        clone = private_copy(model)
         if method == "guidedbackprop":
             return attr.GuidedBackprop(clone).attribute(x, target=target)
         maps = [attr.GuidedGradCam(clone, clone.get_submodule(layer)).attribute(
@@ -489,11 +487,9 @@ def explain(
     names = _check_methods(methods)
     _check_settings(batch_size, ig_steps, ig_baseline, smooth_samples, occlusion_window)
     chosen = resolve_layers(model, layers) if layers else default_layers(model)
-    top1, classes = _top1(model, x)
+    mapped = chosen if any(m in CAM_METHODS or m == "guidedgradcam" for m in names) else []
+    top1, classes, channels = _probe(model, x, mapped)
     index = top1 if target is None else _check_target(target, classes)
-    channels: dict[str, int] = {}
-    if any(m in CAM_METHODS or m == "guidedgradcam" for m in names):
-        channels = {layer: _cam_channels(model, x, layer) for layer in chosen}
     out: dict[str, torch.Tensor] = {}
     for method in names:
         if method in CAM_METHODS:

@@ -23,7 +23,6 @@ that gives NaN). The shared model is only read, under its lock, to make the copy
 
 from __future__ import annotations
 
-import copy
 import dataclasses
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
@@ -33,8 +32,8 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
-from ._hooks import check_input, model_lock
-from .explain import METHODS, ExplainError, explain
+from ._hooks import check_input
+from .explain import METHODS, ExplainError, explain, private_copy
 from .models import ModelBundle
 
 #: A method whose maps still correlate this much with the original after every stage is randomised
@@ -179,15 +178,6 @@ def reinitialise(module: nn.Module, seed: int) -> None:
         torch.random.set_rng_state(generator_state)
 
 
-def _private_copy(model: nn.Module) -> nn.Module:
-    """A deep copy of the shared model, made under its lock (no hook of another session can be in
-    it then); the copy's parameters are its own."""
-    with model_lock(model):
-        private = copy.deepcopy(model)
-    private.eval()
-    return private
-
-
 def sanity_check(
     bundle_or_model: ModelBundle | nn.Module,
     x: torch.Tensor,
@@ -226,7 +216,7 @@ def sanity_check(
     if unknown:
         raise ExplainError(f"Unknown method {unknown[0]!r}; choose from {', '.join(METHODS)}.", "explain_method",
                            method=unknown[0], known=", ".join(METHODS))
-    private = _private_copy(model)
+    private = private_copy(model)
     modules = dict(private.named_modules())
     steps = list(stages) if stages is not None else randomisation_stages(private)
     missing = [s for s in steps if s not in modules]
