@@ -146,7 +146,7 @@ def prepare(choices: LessonChoices, bundle: vz.ModelBundle) -> Lesson:
     clamp_at = choices.clamp_at if choices.clamp_at in layers else layers[-1]
     grad = vz.capture_gradients(bundle.model, analysis.x, [clamp_at], target=target)[clamp_at]
     limit, clipped, count = clamp_limit_of(grad, choices.percentile)
-    place = conv_of(choices, bundle, analysis.x, layers)
+    place = conv_of(choices, bundle, analysis, layers)
     step = conv_at(bundle.model, analysis.x, place.layer, place.channel, int(place.row or 0), int(place.col or 0))
     lesson = Lesson(choices, bundle, analysis, layers, target, clamp_at, limit, clipped, count, step)
     for each in STEPS:
@@ -157,14 +157,17 @@ def prepare(choices: LessonChoices, bundle: vz.ModelBundle) -> Lesson:
     return lesson
 
 
-def conv_of(choices: LessonChoices, bundle: vz.ModelBundle, x: torch.Tensor, layers: list[str]) -> ConvPlace:
+def conv_of(choices: LessonChoices, bundle: vz.ModelBundle, analysis: Analysis, layers: list[str]) -> ConvPlace:
     """The conv step's place, every part inside this photo's map: the one chosen on the page when it
-    fits, else its default (channel 0, the centre)."""
+    fits, else its default (channel 0, the centre). The map's shape comes from the analysis when it
+    holds the layer (the default: the first chosen conv), else from one capture."""
     chosen = choices.conv
     modules = dict(bundle.model.named_modules())
     if chosen is None or not isinstance(modules.get(chosen.layer), torch.nn.Conv2d):
         chosen = conv_place(choices.model, layers)
-    out = vz.capture(bundle.model, x, [chosen.layer])[chosen.layer]
+    out = analysis.activations.get(chosen.layer)
+    if out is None:
+        out = vz.capture(bundle.model, analysis.x, [chosen.layer])[chosen.layer]
     c, h, w = (int(n) for n in out.shape[1:])
     row, col = chosen.row, chosen.col
     if row is None or col is None or not (0 <= row < h and 0 <= col < w):
