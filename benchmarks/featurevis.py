@@ -1,5 +1,5 @@
 """Feature visualization: time per optimisation step, one channel at a time against 16 channels in
-one batch (``vizhooks.visualize_channels``), resnet18 ``layer3.0.conv2`` at 64 and 128 px.
+one batch (``vizhooks.atlas.visualize_channels``), resnet18 ``layer3.0.conv2`` at 64 and 128 px.
 
 Part of ``benchmarks.run``'s table; alone:
 

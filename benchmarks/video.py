@@ -1,4 +1,4 @@
-"""Video: ``vizhooks.capture_frames`` in batches of 8 against one ``vizhooks.capture`` per frame.
+"""Video: ``vizhooks.video.capture_frames`` in batches of 8 against one ``vizhooks.capture`` per frame.
 
 resnet18 (random weights), 48 frames of a generated 320 x 240 clip (a pan across the sample
 photo, written with OpenCV's mp4v, decoded with ``read_frames``), layers ``layer1.0.conv1`` and

@@ -167,30 +167,21 @@ def test_public_surface_is_small_and_sorted():
 
 
 # old top-level name -> the module it lives in now
-MOVED = {
-    "ARCHITECTURES": "vizhooks.models", "Atlas": "vizhooks.atlas", "Clip": "vizhooks.video",
-    "Exemplar": "vizhooks.atlas", "InputSpec": "vizhooks.images", "InvalidVideoError": "vizhooks.video",
-    "LiveProcessor": "vizhooks.live", "LiveSettings": "vizhooks.live", "LiveStats": "vizhooks.live",
-    "MAX_PIXELS": "vizhooks.images", "as_map": "vizhooks.maps", "block_layers": "vizhooks.layers",
-    "capture_frames": "vizhooks.video", "checkpoint_path": "vizhooks.ops", "conv_layers": "vizhooks.layers",
-    "default_layers": "vizhooks.layers", "fetch_weights": "vizhooks.weights", "hook_count": "vizhooks.ops",
-    "is_out_of_memory": "vizhooks.ops", "layer_video": "vizhooks.video", "load_atlas": "vizhooks.atlas",
-    "model_lock": "vizhooks.ops", "preprocess": "vizhooks.images", "read_clip": "vizhooks.video",
-    "read_frames": "vizhooks.video", "release_memory": "vizhooks.ops", "resize_for_model": "vizhooks.images",
-    "resolve_device": "vizhooks.models", "resolve_layers": "vizhooks.layers",
-    "summary_dataframe": "vizhooks.summary", "tensor_to_image": "vizhooks.images", "to_tensor": "vizhooks.images",
-    "visualize_channel": "vizhooks.atlas", "visualize_channels": "vizhooks.atlas",
-}
+#: Names that sat at the top level before 0.1.0 with a DeprecationWarning; 0.1.0 promises none of them
+#: (CHANGELOG.md), so they are gone: each is an AttributeError now, and lives only in its module.
+GONE = (
+    "ARCHITECTURES", "Atlas", "Clip", "Exemplar", "InputSpec", "InvalidVideoError", "LiveProcessor", "LiveSettings",
+    "LiveStats", "MAX_PIXELS", "as_map", "block_layers", "capture_frames", "checkpoint_path", "conv_layers",
+    "default_layers", "fetch_weights", "hook_count", "is_out_of_memory", "layer_video", "load_atlas", "model_lock",
+    "preprocess", "read_clip", "read_frames", "release_memory", "resize_for_model", "resolve_device",
+    "resolve_layers", "summary_dataframe", "tensor_to_image", "to_tensor", "visualize_channel", "visualize_channels",
+)
 
 
-@pytest.mark.parametrize("name", sorted(MOVED))
-def test_an_old_top_level_name_warns_and_is_the_same_object(name):
-    import importlib
-
-    home = importlib.import_module(MOVED[name])
-    with pytest.warns(DeprecationWarning, match=rf"vizhooks\.{name} moved to {MOVED[name]}\.{name}"):
-        old = getattr(vizhooks, name)
-    assert old is getattr(home, name)
+@pytest.mark.parametrize("name", GONE)
+def test_no_compatibility_name_is_left_at_the_top_level(name):
+    with pytest.raises(AttributeError, match=name):
+        getattr(vizhooks, name)
     assert name not in vizhooks.__all__
 
 

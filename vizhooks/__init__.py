@@ -23,7 +23,6 @@ function). None of them is imported until it is used.
 from __future__ import annotations
 
 import importlib
-import warnings
 from types import ModuleType
 
 from ._version import __version__ as __version__
@@ -79,56 +78,10 @@ __all__ = [
 #: Namespaces reachable as attributes, imported on first use (OpenCV, Ray, pyarrow stay unloaded).
 _NAMESPACES = ("atlas", "classroom", "live", "ops", "video")
 
-#: Names that were at the top level before 0.2, and the module each lives in now. They keep working
-#: for one release, with a DeprecationWarning that names the new place.
-_MOVED = {
-    "ARCHITECTURES": "models",
-    "Atlas": "atlas",
-    "Clip": "video",
-    "Exemplar": "atlas",
-    "InputSpec": "images",
-    "InvalidVideoError": "video",
-    "LiveProcessor": "live",
-    "LiveSettings": "live",
-    "LiveStats": "live",
-    "MAX_PIXELS": "images",
-    "as_map": "maps",
-    "block_layers": "layers",
-    "capture_frames": "video",
-    "checkpoint_path": "ops",
-    "conv_layers": "layers",
-    "default_layers": "layers",
-    "fetch_weights": "weights",
-    "hook_count": "ops",
-    "is_out_of_memory": "ops",
-    "layer_video": "video",
-    "load_atlas": "atlas",
-    "model_lock": "ops",
-    "preprocess": "images",
-    "read_clip": "video",
-    "read_frames": "video",
-    "release_memory": "ops",
-    "resize_for_model": "images",
-    "resolve_device": "models",
-    "resolve_layers": "layers",
-    "summary_dataframe": "summary",
-    "tensor_to_image": "images",
-    "to_tensor": "images",
-    "visualize_channel": "atlas",
-    "visualize_channels": "atlas",
-}
-
-
-def __getattr__(name: str) -> ModuleType | object:
+def __getattr__(name: str) -> ModuleType:
     if name in _NAMESPACES:
         return importlib.import_module(f"{__name__}.{name}")
-    home = _MOVED.get(name)
-    if home is None:
-        raise AttributeError(f"module 'vizhooks' has no attribute {name!r}")
-    hint = " (bundle.preprocess uses the model's own input spec)" if name in ("preprocess", "resize_for_model") else ""
-    warnings.warn(f"vizhooks.{name} moved to vizhooks.{home}.{name}; import it from there{hint}. "
-                  "The old name goes away in the next release.", DeprecationWarning, stacklevel=2)
-    return getattr(importlib.import_module(f"{__name__}.{home}"), name)
+    raise AttributeError(f"module 'vizhooks' has no attribute {name!r}")
 
 
 def __dir__() -> list[str]:

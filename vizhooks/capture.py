@@ -82,8 +82,8 @@ def capture(
 
     Args:
         model: any ``nn.Module``; the input is moved to the device of its parameters.
-        x: input batch, e.g. from :func:`vizhooks.preprocess`.
-        layers: qualified module names (see :func:`vizhooks.conv_layers`), or ``"all"`` for
+        x: input batch, e.g. from :meth:`vizhooks.ModelBundle.preprocess`.
+        layers: qualified module names (see :func:`vizhooks.layers.conv_layers`), or ``"all"`` for
             every Conv2d.
         what: ``"output"`` (forward hook) or ``"input"`` (forward pre-hook, first argument).
         as_maps: return every tensor as ``(1, C, H, W)`` (see :func:`as_map`): ViT tokens over

@@ -225,7 +225,7 @@ def _conv(model: nn.Module, layer: str) -> nn.Conv2d:
     module = model.get_submodule(name)
     if not isinstance(module, nn.Conv2d):
         raise ValueError(f"Layer {layer!r} is a {type(module).__name__}, not a Conv2d; "
-                         "choose a convolution (see vizhooks.conv_layers).")
+                         "choose a convolution (see vizhooks.layers.conv_layers).")
     if module.padding_mode != "zeros":
         raise ValueError(f"Layer {layer!r} pads with {module.padding_mode!r}; only zero padding is "
                          "shown, so choose a conv with padding_mode='zeros'.")
@@ -265,8 +265,8 @@ def conv_at(model: nn.Module, x: torch.Tensor, layer: str, channel: int, row: in
 
     Args:
         model: any ``nn.Module``; the input is moved to the device of its parameters.
-        x: input batch, e.g. from :func:`vizhooks.preprocess`; only the first picture is used.
-        layer: the name of a ``Conv2d`` (see :func:`vizhooks.conv_layers`). A conv that runs
+        x: input batch, e.g. from :meth:`vizhooks.ModelBundle.preprocess`; only the first picture is used.
+        layer: the name of a ``Conv2d`` (see :func:`vizhooks.layers.conv_layers`). A conv that runs
             several times in one pass is taken at its first call.
         channel: output channel, 0 to ``out_channels - 1``.
         row, col: the place in the output map, 0 to its height / width - 1.

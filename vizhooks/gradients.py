@@ -83,9 +83,9 @@ def gradient_pass(
     """Forward with a tensor hook on each layer's output, then backward from one class logit.
 
     Args:
-        layers: module names (see :func:`vizhooks.conv_layers`) or ``"all"``.
+        layers: module names (see :func:`vizhooks.layers.conv_layers`) or ``"all"``.
         target: class index; default the top-1 class of this image.
-        as_maps: activations and gradients as ``(1, C, H, W)`` (see :func:`vizhooks.as_map`).
+        as_maps: activations and gradients as ``(1, C, H, W)`` (see :func:`vizhooks.maps.as_map`).
 
     Returns:
         A :class:`GradientResult`. A module that runs several times in the pass is keyed like
@@ -137,7 +137,7 @@ def capture_gradients(
 
     Args:
         model: any classifier returning (N, classes) logits.
-        x: (1, 3, H, W) input, e.g. from :func:`vizhooks.preprocess`.
+        x: (1, 3, H, W) input, e.g. from :meth:`vizhooks.ModelBundle.preprocess`.
         layers: module names or ``"all"`` (every Conv2d).
         target: class index; default the top-1 class.
 

@@ -222,10 +222,10 @@ def intervene(
 
     Args:
         model: any ``nn.Module``; the input is moved to the device of its parameters.
-        x: input batch, e.g. from :func:`vizhooks.preprocess`.
+        x: input batch, e.g. from :meth:`vizhooks.ModelBundle.preprocess`.
         edits: ``{layer name: ChannelEdit}``.
         capture: layers whose outputs to keep from both passes (names or ``"all"``).
-        as_maps: captured tensors as ``(1, C, H, W)`` (see :func:`vizhooks.as_map`).
+        as_maps: captured tensors as ``(1, C, H, W)`` (see :func:`vizhooks.maps.as_map`).
 
     Returns:
         An :class:`InterventionResult` with CPU tensors.
@@ -324,7 +324,7 @@ def clamp_gradients(
         clamp_at: the module whose output gradient is clipped.
         limit: the clip, a number >= 0.
         target: class index; default the top-1 class of this image.
-        as_maps: activations and gradients as ``(1, C, H, W)`` (see :func:`vizhooks.as_map`).
+        as_maps: activations and gradients as ``(1, C, H, W)`` (see :func:`vizhooks.maps.as_map`).
 
     Returns:
         ``(plain, clamped)``, two :class:`vizhooks.GradientResult` with CPU tensors.

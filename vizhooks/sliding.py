@@ -256,7 +256,7 @@ def slide(model: nn.Module, x: torch.Tensor, layer: str, channel: int = 0, *, ma
 
     Args:
         model: any ``nn.Module``; the input is moved to the device of its parameters.
-        x: input batch, e.g. from :func:`vizhooks.preprocess`; only the first picture is used.
+        x: input batch, e.g. from :meth:`vizhooks.ModelBundle.preprocess`; only the first picture is used.
         layer: a ``Conv2d`` on the RGB photo (3 input channels, one group: the first conv), a
             ``MaxPool2d`` or an ``AvgPool2d``. A layer that runs several times is taken at its first call.
         channel: the output channel filled in (a pool: the channel, 0 to channels - 1).

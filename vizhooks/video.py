@@ -451,7 +451,7 @@ def read_clip(
         source: a path, bytes or a binary file object of an MP4, WebM, AVI, MOV or GIF clip.
         max_frames: frames to keep; a shorter clip gives all of its frames.
         size: None keeps the decoded size; a number resizes every frame like a photo
-            (:func:`vizhooks.resize_for_model`: shorter side ``size``, aspect ratio kept).
+            (:func:`vizhooks.images.resize_for_model`: shorter side ``size``, aspect ratio kept).
         progress: called as ``progress(done, total)`` after each kept frame.
 
     Returns:
@@ -460,7 +460,7 @@ def read_clip(
     Raises:
         InvalidVideoError: no such file, empty, over ``MAX_VIDEO_MB``, not a video (text, a still
             picture, unknown bytes), truncated or damaged, longer than ``MAX_VIDEO_SECONDS`` (from
-            the header, before decoding), or frames over ``vizhooks.MAX_PIXELS``.
+            the header, before decoding), or frames over ``vizhooks.images.MAX_PIXELS``.
         ValueError: ``max_frames`` below 1 or ``size`` outside 32..1024.
         TypeError: ``source`` is not a path, bytes or binary file object.
 
@@ -590,7 +590,7 @@ def capture_frames(
     """Capture ``layers`` for every frame of a clip, ``batch`` frames per forward pass.
 
     Each frame is prepared exactly like a photo (``bundle.preprocess(frame, size)``; a plain
-    module gets :func:`vizhooks.preprocess`, ImageNet normalisation), then frames of one prepared
+    module gets :meth:`vizhooks.ModelBundle.preprocess`, ImageNet normalisation), then frames of one prepared
     shape run together through :func:`vizhooks.capture_with_output` (model lock held, hooks
     removed in ``finally``).
 

@@ -6,7 +6,7 @@ time limits in seconds become milliseconds (``SET PX``, ``PEXPIRE``), hash field
 within about two seconds (short socket timeouts, no retry loop), so a page never hangs on it; the
 next call after Redis returns works again (the connection pool reconnects).
 
-Only :func:`vizhooks.classroom.store.open_store` imports this module: ``import vizhooks`` never
+Only :func:`vizhooks.classroom.core.open_store` imports this module: ``import vizhooks`` never
 imports redis.
 """
 

@@ -15,7 +15,7 @@ from vizhooks.page.cache import StillComputingError
 from vizhooks.page.texts import EN, language, t
 from vizhooks.video import InvalidVideoError
 
-LOG = logging.getLogger("vizhooks.app")
+LOG = logging.getLogger("vizhooks.page")
 
 
 def reason(exc: BaseException) -> str:

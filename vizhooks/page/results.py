@@ -48,7 +48,7 @@ from vizhooks.video import encode_pages
 if TYPE_CHECKING:
     from torch import Tensor
 
-LOG = logging.getLogger("vizhooks.app")
+LOG = logging.getLogger("vizhooks.page")
 FV_SIZE, FV_STEPS, FV_SEED = 128, 128, 0
 OVERVIEW_TILE = 72  # thumbnails' longer side: 8 of them and the labels fill a projector's 1280 px
 SLIDE_FPS = 10  # 120 frames: 12 s, slow enough to follow the first steps of the window
