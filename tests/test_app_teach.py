@@ -67,6 +67,11 @@ def test_teach_then_every_view_uses_the_taught_model(lang, request):
     assert at.success[0].value == texts["teach_done"].format(model=label, backbone="resnet18")
     assert at.metric[0].label == texts["teach_accuracy"]
     assert any(c.value == texts["teach_method_loo"].format(n=4) for c in at.caption)
+    acc = at.session_state["_teach_result"]["accuracy"]
+    shown = f"{acc:.0%} ± {(acc * (1 - acc) / 4) ** 0.5:.0%}"  # leave-one-out: the binomial standard error
+    assert at.metric[0].value == shown
+    below = texts["teach_below_chance"].format(chance=0.5)
+    assert (below in [w.value for w in at.warning]) == (acc < 0.5)  # a figure under chance says why
     assert at.selectbox(key="model").value == name  # the sidebar offers and shows it
 
     at.radio(key="view").set_value("gradcam").run()

@@ -41,7 +41,7 @@ def taught(resnet18, photos):
 
 
 def test_learns_shapes_a_random_backbone_can_tell_apart(taught):
-    assert taught.method == "holdout" and taught.heldout == 9  # 20% of 15 per class
+    assert taught.method == "5-fold" and taught.heldout == 45  # every photo of 3 x 15, once
     assert taught.accuracy >= 0.9
     assert taught.confusion.sum() == taught.heldout and taught.confusion.shape == (3, 3)
     assert taught.bundle.categories == ["disc", "square", "triangle"]
@@ -52,7 +52,7 @@ def test_shuffled_labels_are_learned_no_better_than_chance(resnet18, photos):
     everything = [p for group in photos.values() for p in group]
     random.Random(3).shuffle(everything)
     shuffled = {name: everything[i * 15:(i + 1) * 15] for i, name in enumerate(photos)}
-    accuracy = teach(resnet18, shuffled, size=SIZE, holdout=0.4).accuracy  # 18 predictions
+    accuracy = teach(resnet18, shuffled, size=SIZE).accuracy  # 45 predictions
     assert accuracy <= 0.6  # chance is 1/3
 
 
@@ -61,7 +61,7 @@ def test_the_head_agrees_with_scikit_learn_on_the_same_features(resnet18, photos
 
     feats = features(resnet18, [p for g in photos.values() for p in g], size=SIZE).double()
     labels = torch.tensor([c for c, g in enumerate(photos.values()) for _ in g])
-    _, [(train, test)] = heldout_folds(labels.tolist(), 0.3, seed=1)
+    _, [(train, test), *_] = heldout_folds(labels.tolist(), 3, seed=1)
     mean, std = feats[train].mean(0), feats[train].std(0, unbiased=False).clamp_min(1e-6)
     z = ((feats - mean) / std).numpy()
     decay = 1e-2
@@ -152,11 +152,57 @@ def test_teaching_again_after_one_more_photo_costs_one_forward(resnet18, photos)
 def test_leave_one_out_when_a_class_has_fewer_than_ten(resnet18, photos):
     result = teach(resnet18, {k: v[:5] for k, v in photos.items()}, size=64)
     assert result.method == "leave-one-out" and result.heldout == 15
-    method, folds = heldout_folds([0] * 12 + [1] * 12, 0.25, seed=0)
-    assert method == "holdout" and len(folds) == 1
-    train, test = folds[0]
-    assert sorted(train + test) == list(range(24)) and len(test) == 6
-    assert sum(1 for i in test if i < 12) == 3  # stratified: 3 of each class
+    assert len(result.fold_accuracies) == 15 and set(result.fold_accuracies) <= {0.0, 1.0}
+    p = result.accuracy
+    assert result.spread == pytest.approx((p * (1 - p) / 15) ** 0.5)  # the binomial standard error
+
+
+@pytest.mark.parametrize("counts, k", [((12, 12), 5), ((10, 23, 17), 5), ((30, 11), 3), ((10, 10, 10, 10), 4)])
+def test_folds_hold_out_every_photo_once_and_each_class_evenly(counts, k):
+    labels = [c for c, n in enumerate(counts) for _ in range(n)]
+    method, folds = heldout_folds(labels, k, seed=7)
+    assert method == f"{k}-fold" and len(folds) == k
+    held = sorted(i for _, test in folds for i in test)
+    assert held == list(range(len(labels)))  # each photo exactly once
+    for train, test in folds:
+        assert sorted(train + test) == list(range(len(labels)))
+        for c, n in enumerate(counts):  # stratified: each fold holds floor or ceil of n / k of class c
+            inside = sum(1 for i in test if labels[i] == c)
+            assert n // k <= inside <= -(-n // k)
+    assert max(len(t) for _, t in folds) - min(len(t) for _, t in folds) <= 1
+    assert heldout_folds(labels, k, seed=7) == (method, folds)
+    assert heldout_folds(labels, k, seed=8) != (method, folds)
+
+
+def test_cross_validation_counts_like_scikit_learn_on_the_same_folds(resnet18, photos):
+    """Pooled accuracy, per-fold scores and the spread equal scikit-learn's cross_validate run on the same
+    folds with an estimator that is our head (fit_head), so only the bookkeeping is compared."""
+    from sklearn.base import BaseEstimator, ClassifierMixin
+    from sklearn.model_selection import cross_val_predict, cross_val_score
+
+    class Head(ClassifierMixin, BaseEstimator):
+        def fit(self, x, y):
+            self.head_ = fit_head(torch.as_tensor(x), torch.as_tensor(y), 3, weight_decay=1e-2)
+            self.classes_ = np.arange(3)
+            return self
+
+        def predict(self, x):
+            with torch.no_grad():
+                return self.head_(torch.as_tensor(x)).argmax(1).numpy()
+
+    taught = teach(resnet18, photos, size=SIZE, seed=2)
+    feats = features(resnet18, [p for g in photos.values() for p in g], size=SIZE)
+    labels = np.array([c for c, g in enumerate(photos.values()) for _ in g])
+    _, folds = heldout_folds(labels.tolist(), 5, seed=2)
+    cv = [(np.array(a), np.array(b)) for a, b in folds]
+    scores = cross_val_score(Head(), feats.numpy(), labels, cv=cv)
+    predicted = cross_val_predict(Head(), feats.numpy(), labels, cv=cv)
+    assert taught.fold_accuracies == pytest.approx(list(scores))
+    assert taught.spread == pytest.approx(float(np.std(scores)))
+    assert taught.accuracy == pytest.approx(float((predicted == labels).mean()))
+    confusion = np.zeros((3, 3), dtype=int)
+    np.add.at(confusion, (labels, predicted), 1)
+    assert (taught.confusion == confusion).all()
 
 
 def test_progress_reports_features_then_training(resnet18, photos):

@@ -411,8 +411,9 @@ def _teach_arguments(p: argparse.ArgumentParser) -> None:
     p.description = (
         "Teach a model your own classes: a new last layer fitted on the frozen network's features.\n"
         "FOLDER holds one sub-folder per class (its name is the class name), as torchvision's ImageFolder\n"
-        "reads it. Some photos are held out to measure the result (leave-one-out when a class has fewer\n"
-        "than 10); the checkpoint and a labels file are written for load_model(..., weights=, labels=).")
+        "reads it. The result is measured by stratified k-fold cross-validation (every photo held out once;\n"
+        "leave-one-out when a class has fewer than 10); the checkpoint and a labels file are written\n"
+        "for load_model(..., weights=, labels=).")
     p.epilog = ("Examples:\n"
                 f"  {PROG} teach my_photos/ --model resnet18 --out my_model.pth\n"
                 f"  python -c \"import vizhooks; vizhooks.load_model('resnet18', weights='my_model.pth', "
@@ -424,7 +425,8 @@ def _teach_arguments(p: argparse.ArgumentParser) -> None:
                    help="the checkpoint to write; the labels go beside it as .txt (default: my_model.pth)")
     p.add_argument("--size", type=_whole_number("--size", 32, 1024), default=224,
                    help="the square side photos are seen at (default: 224)")
-    p.add_argument("--holdout", type=float, default=0.2, help="share of each class held out (default: 0.2)")
+    p.add_argument("--folds", type=_whole_number("--folds", 2, 20), default=5,
+                   help="folds of the cross-validation that measures the result (default: 5)")
     p.add_argument("--seed", type=_whole_number("--seed", 0, 2**31 - 1), default=0, help="random seed (default: 0)")
     p.add_argument("--device", default="auto", help="auto, cpu, cuda, cuda:N or mps")
 
@@ -443,8 +445,6 @@ def _teach(args: argparse.Namespace) -> int:
     if len(classes) < 2:
         raise UsageError(f"{folder} has {len(classes)} class sub-folder(s); teaching needs at least 2, "
                          "one per class")
-    if not 0 < args.holdout < 1:
-        raise UsageError(f"--holdout must be between 0 and 1, not {args.holdout}")
     examples: dict[str, list] = {}
     for d in classes:
         examples[d.name] = []
@@ -460,12 +460,12 @@ def _teach(args: argparse.Namespace) -> int:
         unit = "photos" if stage == "features" else "fits"
         print(f"\r{stage}: {done}/{total} {unit}", end="\n" if done >= total else "", file=sys.stderr, flush=True)
 
-    taught = teach(bundle, examples, seed=args.seed, holdout=args.holdout, size=args.size, progress=bar)
-    print(f"held-out accuracy ({taught.method}, {taught.heldout} predictions):")
+    taught = teach(bundle, examples, seed=args.seed, folds=args.folds, size=args.size, progress=bar)
+    print(f"cross-validated accuracy ({taught.method}, each of the {taught.heldout} photos held out once):")
     rows = taught.confusion.sum(axis=1)
     for name, accuracy, count in zip(taught.bundle.categories, taught.per_class, rows, strict=True):
         print(f"  {name}: {accuracy:.0%} of {count}" if count else f"  {name}: none held out")
-    print(f"  overall: {taught.accuracy:.0%}")
+    print(f"  overall: {taught.accuracy:.0%} ± {taught.spread:.0%}")
     weights, labels = taught.save(args.out)
     print(f"wrote {weights} and {labels}")
     return 0

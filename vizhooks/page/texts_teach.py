@@ -38,10 +38,19 @@ EN: dict[str, str] = {
         "Done: **{model}** is now this session's model, on every view. The menu at the top of the sidebar "
         "switches back to {backbone}."
     ),
-    "teach_accuracy": "Held-out accuracy",
-    "teach_accuracy_help": "Photos the network did not learn from, guessed right.",
-    "teach_method_holdout": (
-        "{n} photos were held out (about {share:.0%} of each class) and guessed after training on the rest."
+    "teach_accuracy": "Cross-validated accuracy",
+    "teach_accuracy_help": (
+        "Photos the network did not learn from, guessed right. ± is how much the figure moved between the "
+        "parts the photos were split into."
+    ),
+    "teach_method_kfold": (
+        "{k}-fold cross-validation: the photos were dealt into {k} parts, each class evenly; each part was "
+        "guessed by a layer trained on the other {rest}, so every one of the {n} photos was held out once."
+    ),
+    "teach_below_chance": (
+        "Below chance ({chance:.0%}): with few photos of classes that look alike, each held-out photo is "
+        "guessed by a layer that saw one photo fewer of its own class, so it leans to the other class. Add "
+        "more photos, and make the classes differ more."
     ),
     "teach_method_loo": (
         "A class has fewer than 10 photos, so each photo was held out once in turn (leave-one-out): the "
@@ -130,10 +139,15 @@ ZH: dict[str, str] = {
     "teach_done": (
         "训练完成：本会话的所有视图现在都使用 **{model}**。用侧边栏顶部的“模型”菜单可以换回 {backbone}。"
     ),
-    "teach_accuracy": "留出集准确率",
-    "teach_accuracy_help": "在网络没有学过的照片中，猜对的比例。",
-    "teach_method_holdout": (
-        "先留出 {n} 张照片（每个类别约 {share:.0%}）不参与训练，用其余照片训练后，再让网络猜这些照片。"
+    "teach_accuracy": "交叉验证准确率",
+    "teach_accuracy_help": "在网络没有学过的照片中，猜对的比例。± 表示这个数字在各份照片之间的波动。",
+    "teach_method_kfold": (
+        "{k} 折交叉验证：把照片分成 {k} 份（每个类别均匀分配），每一份都由用其余 {rest} 份训练的最后一层来猜，"
+        "所以 {n} 张照片每张都恰好被留出一次。"
+    ),
+    "teach_below_chance": (
+        "低于随机猜测（{chance:.0%}）：类别彼此相像、照片又少时，每张留出的照片都由一个少见了一张同类照片的最后一层来猜，"
+        "所以它会偏向另一个类别。请多拍一些照片，并让各个类别的差别更明显。"
     ),
     "teach_method_loo": (
         "有的类别不到 10 张照片，所以用留一法：每次留出一张照片，用其余所有照片训练这一层，再让它猜留出的那张；"

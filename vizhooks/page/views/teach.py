@@ -192,7 +192,8 @@ def _train(bundle: vz.ModelBundle, n: int) -> None:
     png = figure_to_png(confusion_figure(taught.confusion, names, truth=t("teach_truth"), guess=t("teach_guess")))
     st.session_state["_teach_result"] = {
         "model": name, "accuracy": taught.accuracy, "per_class": taught.per_class, "method": taught.method,
-        "heldout": taught.heldout, "names": names, "signature": signature(n), "confusion": png, "fresh": True,
+        "heldout": taught.heldout, "spread": taught.spread, "names": names, "signature": signature(n),
+        "confusion": png, "fresh": True,
     }
     use_model(name)
     st.rerun()
@@ -209,13 +210,21 @@ def _result(model: str, n: int) -> None:
     if signature(n) != result["signature"]:
         st.info(t("teach_stale"))
     left, right = st.columns([1, 1])
-    left.metric(t("teach_accuracy"), f"{result['accuracy']:.0%}", help=t("teach_accuracy_help"))
-    method = "teach_method_loo" if result["method"] == "leave-one-out" else "teach_method_holdout"
-    left.caption(t(method, n=result["heldout"], share=0.2))
+    spread = result.get("spread", float("nan"))
+    shown = f"{result['accuracy']:.0%}" + (f" ± {spread:.0%}" if spread == spread else "")
+    left.metric(t("teach_accuracy"), shown, help=t("teach_accuracy_help"))
+    if result["method"] == "leave-one-out":
+        left.caption(t("teach_method_loo", n=result["heldout"]))
+    else:
+        k = int(result["method"].split("-")[0])
+        left.caption(t("teach_method_kfold", n=result["heldout"], k=k, rest=k - 1))
+    chance = 1 / len(result["names"])
+    if result["accuracy"] < chance:  # leave-one-out on look-alike classes can fall below chance: say why
+        left.warning(t("teach_below_chance", chance=chance))
     for name, acc in zip(result["names"], result["per_class"], strict=True):
         if acc == acc:  # NaN: none of its photos was held out
             left.caption(t("teach_per_class", name=name, acc=acc))
-    left.caption(t("teach_chance", chance=1 / len(result["names"])))
+    left.caption(t("teach_chance", chance=chance))
     right.image(result["confusion"], caption=t("teach_confusion"))
     _keep(result["model"])
     if model == result["model"] and teacher() is not None:
