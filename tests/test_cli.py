@@ -224,6 +224,9 @@ def test_help_lists_every_command_with_its_one_line(capsys, monkeypatch):
         assert listed == COMMAND_LINES
         assert "Without a command, the arguments are those of `maps`" in out
         assert max(len(line) for line in out.splitlines() if re.match(r"^    (\w+) +", line)) <= 80
+        examples = out.split("Examples (one per command):\n")[1]
+        shown = {m.group(1) for m in re.finditer(r"^  python -m vizhooks (\w+) ", examples, re.M)}
+        assert shown | {"maps"} == set(COMMAND_LINES)  # every command has an example; maps is the default
 
 
 @pytest.mark.parametrize("command,has,lacks", [
@@ -281,3 +284,15 @@ def test_every_command_reports_bad_input_in_one_sentence(tmp_path, capsys, argv,
     assert len(lines) == 1 and lines[0].startswith("vizhooks: error: "), err
     assert needle in lines[0]
     assert "Traceback" not in err and not (tmp_path / "o").exists()
+
+
+def test_every_example_in_the_top_level_help_parses():
+    """An example that names an option the command lost would teach a newcomer a command that fails."""
+    import shlex
+
+    from vizhooks import cli
+    from vizhooks.__main__ import ALL_COMMANDS
+
+    for command in ALL_COMMANDS:
+        assert command.example, command.name
+        cli.command_parser(command.name, ALL_COMMANDS).parse_args(shlex.split(command.example))

@@ -51,7 +51,8 @@ def _lesson(args: argparse.Namespace) -> int:
     return 0
 
 
-LESSON = Command("lesson", "the page's lesson for one photo: a notebook or HTML", command_arguments, _lesson)
+LESSON = Command("lesson", "the page's lesson for one photo: a notebook or HTML", command_arguments, _lesson,
+                 "--photo sample_images/chelsea.jpg --format html --out lesson.html")
 #: Every command of ``python -m vizhooks``, in the order ``--help`` lists them.
 ALL_COMMANDS: tuple[Command, ...] = (*COMMANDS, LESSON)
 

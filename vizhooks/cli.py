@@ -638,16 +638,23 @@ class Command:
     summary: str
     arguments: Callable[[argparse.ArgumentParser], None]
     run: Callable[[argparse.Namespace], int]
+    #: What follows ``python -m vizhooks NAME`` in the top-level help's example of this command.
+    example: str = ""
 
 
 #: The subcommands, in the order ``--help`` lists them; the first is the default. Summaries stay under
 #: 60 characters so each is one line of an 80-column ``--help``.
 COMMANDS: tuple[Command, ...] = (
-    Command("maps", "feature-map grids of a photo, or videos of a clip (default)", _maps_arguments, _run),
-    Command("exemplars", "the images of a folder that excite each channel most", _exemplars_arguments, _exemplars),
-    Command("visualize", "an image optimised to excite each channel asked", _visualize_arguments, _visualize),
-    Command("teach", "teach a model your own classes from a folder", _teach_arguments, _teach),
-    Command("explain", "explanation methods scored on a folder of photos", _explain_arguments, _explain),
+    Command("maps", "feature-map grids of a photo, or videos of a clip (default)", _maps_arguments, _run,
+            "sample_images/chelsea.jpg --layers conv1 --out out/"),
+    Command("exemplars", "the images of a folder that excite each channel most", _exemplars_arguments, _exemplars,
+            "photos/ --layers layer3.0.conv1 --top 9 --out atlas/"),
+    Command("visualize", "an image optimised to excite each channel asked", _visualize_arguments, _visualize,
+            "--layer layer3.0.conv1 --channels 0 1 2 --out vis/"),
+    Command("teach", "teach a model your own classes from a folder", _teach_arguments, _teach,
+            "my_photos/ --model resnet18 --out my_model.pth"),
+    Command("explain", "explanation methods scored on a folder of photos", _explain_arguments, _explain,
+            "photos/ --methods gradcam,saliency --out scores.csv"),
 )
 #: First arguments the top-level parser answers itself; anything else that is not a command is maps.
 _TOP_LEVEL = ("-h", "--help", "--version")
@@ -666,14 +673,14 @@ def build_parser(commands: Sequence[Command] = COMMANDS) -> argparse.ArgumentPar
     """The top-level parser: ``--help`` lists every command of ``commands`` with its one line, ``--version``."""
     p = _Parser(prog=PROG, formatter_class=_top_help_format)
     p.description = ("Look inside image models with PyTorch hooks: feature maps, dataset exemplars, feature "
-                     "visualization,\nand teaching a model your own classes.\n"
-                     f"Without a command, the arguments are those of `{COMMANDS[0].name}`.")
-    p.epilog = ("Examples:\n"
-                f"  {PROG} sample_images/chelsea.jpg --layers conv1 --out out/   (maps, the default)\n"
-                f"  {PROG} exemplars photos/ --layers layer3.0.conv1 --top 9 --out atlas/\n"
-                f"  {PROG} visualize --layer layer3.0.conv1 --channels 0 1 2 --out vis/\n"
-                f"  {PROG} teach my_photos/ --model resnet18 --out my_model.pth\n"
-                f"  {PROG} --list-models   |   --list-layers --model vgg16   |   --download-weights vgg16\n"
+                     "visualization,\nteaching a model your own classes, explanation methods scored, and the "
+                     "lesson to take home.\n"
+                     f"Without a command, the arguments are those of `{commands[0].name}`.")
+    default, *others = commands
+    p.epilog = ("Examples (one per command):\n"
+                f"  {PROG} {default.example}   ({default.name}, the default)\n"
+                + "".join(f"  {PROG} {c.name} {c.example}\n" for c in others)
+                + f"  {PROG} --list-models   |   --list-layers --model vgg16   |   --download-weights vgg16\n"
                 f"Each command has its own help: {PROG} COMMAND --help")
     p.add_argument("--version", action="version", version=f"vizhooks {__version__}")
     sub = p.add_subparsers(title="commands", dest="command", parser_class=_Parser)
