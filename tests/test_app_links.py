@@ -70,3 +70,15 @@ def test_a_source_the_link_cannot_carry_opens_asking_for_the_picture(source):
     assert again.radio(key="source").value == source
     if source != "video":
         assert any(i.value for i in again.info)  # "Upload a photo ..." / "Take a picture ..."
+
+
+@pytest.mark.parametrize("lang", ["en", "zh"])
+def test_a_class_the_model_lacks_is_reported_and_leaves_the_link(lang):
+    from vizhooks.page.texts import EN
+    from vizhooks.page.texts_zh import ZH
+
+    at = open_page(view="gradcam", target="99999", lang=lang)
+    ok(at)
+    sentence = {"en": EN, "zh": ZH}[lang]["target_out_of_range"].format(target=99999, n=1000, last=999)
+    assert sentence in [i.value for i in at.info]
+    assert "target" not in at.query_params and at.selectbox(key="target").value is None

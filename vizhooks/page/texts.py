@@ -139,6 +139,9 @@ EN: dict[str, str] = {
     "view_code": "How this was made",
     # class for gradients
     "target": "Class to explain",
+    "target_out_of_range": (
+        "Class {target} is not one of this model's {n} classes (0 to {last}), so the page shows its top-1 class."
+    ),
     "target_help": "Gradients and Grad-CAM are taken of this class's score. Type to search all 1000 classes.",
     "target_top1": "Top-1 class: {label} ({index})",
     "running_backward": "Forward and backward pass for “{label}”…",

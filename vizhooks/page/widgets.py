@@ -125,6 +125,10 @@ def class_select(categories: Sequence[str], key: str, placeholder: str, help: st
     link, is dropped first."""
     value = st.session_state.get(key)
     if not isinstance(value, int) or not 0 <= value < len(categories):
+        if isinstance(value, int):  # from a link, or another model's class: say so, and drop it from the link
+            st.info(t("target_out_of_range", target=value, n=len(categories), last=len(categories) - 1))
+            if key in st.query_params:
+                del st.query_params[key]
         st.session_state[key] = None
     picked = st.selectbox(t("target"), range(len(categories)), key=key, index=None,
                           format_func=lambda i: f"{categories[i]} ({i})", help=help, placeholder=placeholder,
