@@ -121,6 +121,17 @@ def test_scores_are_the_librarys_on_the_button(lang, media, fresh_results):
         assert row[texts["ex_col_insertion"]] == pytest.approx(expected.insertion_auc, abs=1e-9)
         assert row[texts["ex_col_drop"]] == pytest.approx(expected.avg_drop, abs=1e-9)
         assert row[texts["ex_col_increase"]] == expected.increase
+    deletion, insertion = table[texts["ex_col_deletion"]], table[texts["ex_col_insertion"]]
+    for i, m in enumerate(maps):  # the verdict column, from the table's own numbers
+        if m in ("random", "gaussian"):
+            assert table.iloc[i][texts["ex_col_verdict"]] == texts["ex_verdict_reference"]
+            continue
+        lost = [texts[f"ex_verdict_{curve}"].format(ref=texts[f"ex_ref_{ref}"])
+                for ref, j in (("random", 2), ("gaussian", 3))
+                for curve, worse in (("deletion", deletion[i] >= deletion[j]),
+                                     ("insertion", insertion[i] <= insertion[j])) if worse]
+        verdict = texts["ex_verdict_no"].format(where="; ".join(lost)) if lost else texts["ex_verdict_yes"]
+        assert table.iloc[i][texts["ex_col_verdict"]] == verdict
     if lang == "zh":
         assert english_in(at, allowed_names(at)) == []
         _clean()
@@ -136,10 +147,10 @@ def test_scores_are_the_librarys_on_the_button(lang, media, fresh_results):
 
 @pytest.mark.parametrize("lang", ["en", "zh"])
 def test_sanity_check_is_the_librarys_on_the_button(lang, media, fresh_results):
-    at = open_page(view="explain", lang=lang, size=str(SIZE), ex_methods="gradcam")
+    at = open_page(view="explain", lang=lang, size=str(SIZE), ex_methods="gradcam,guidedbackprop")
     ok(at)
     texts = TEXTS[lang]
-    assert at.multiselect(key="ex_sanity_methods").value == ["gradcam", "guidedbackprop"]
+    assert at.multiselect(key="ex_sanity_methods").value == ["gradcam", "guidedbackprop"]  # the methods chosen above
     assert not at.dataframe
     at.button(key="ex_sanity_run").click().run()  # runs without the maps above being computed
     ok(at)
@@ -150,7 +161,12 @@ def test_sanity_check_is_the_librarys_on_the_button(lang, media, fresh_results):
     assert list(table[texts["ex_col_stage"]]) == list(expected.stages)
     for m in expected.methods:
         name = texts[f"ex_method_{m}"]
-        assert list(table[texts["ex_col_spearman"].format(method=name)]) == pytest.approx(expected.correlations[m])
+        flat = [bool(expected.maps[m][0].max() == expected.maps[m][0].min() or a.max() == a.min())
+                for a in expected.maps[m][1:]]  # a constant map's rank correlation is undefined: an empty cell
+        want = [None if f else r for f, r in zip(flat, expected.correlations[m], strict=True)]
+        shown = [None if v != v or v is None else v for v in table[texts["ex_col_spearman"].format(method=name)]]
+        assert shown == pytest.approx(want)
+        assert any(c.value == texts["ex_sanity_undefined"] for c in at.caption) == any(flat)
         assert list(table[texts["ex_col_ssim"].format(method=name)]) == pytest.approx(expected.ssim[m])
     warnings = [w.value for w in at.warning]
     for m in expected.methods:

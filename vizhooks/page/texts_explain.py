@@ -87,6 +87,21 @@ EN: dict[str, str] = {
         "Infidelity: how badly the map predicts the change of the class score when the photo is shaken by "
         "small noise ({n} draws, seed 0), each pixel's value counted for its three colours; lower is better."
     ),
+    "ex_col_verdict": "Beats both references?",
+    "ex_verdict_yes": "yes, on both curves",
+    "ex_verdict_no": "no: {where}",
+    "ex_verdict_deletion": "{ref} does as well on deletion",
+    "ex_verdict_insertion": "{ref} does as well on insertion",
+    "ex_verdict_reference": "(a reference)",
+    "ex_verdict_caption": (
+        "A map earns its place only by beating both references: a lower deletion area and a higher insertion "
+        "area than the random map and the centred Gaussian. One that does not explains this photo no better "
+        "than chance, or than \"the middle of the picture\"."
+    ),
+    "ex_sanity_undefined": (
+        "An empty cell: the map is constant (one value everywhere, e.g. a CAM that ReLU made all zero), so it "
+        "has no order to compare and its rank correlation is undefined. The flag counts it as 0."
+    ),
     "ex_sanity_header": "Does the explanation depend on the model?",
     "ex_sanity_intro": (
         "The sanity check of Adebayo et al. (2018): on a copy of the network, the layers are re-initialised "
@@ -195,6 +210,20 @@ ZH: dict[str, str] = {
     "ex_infidelity_caption": (
         "不忠实度：用微小的噪声扰动照片（抽样 {n} 次，随机种子 0），解释图对类别得分变化的预测偏差有多大；"
         "解释图中每个像素的值同时计入该像素的三个颜色通道。越小越好。"
+    ),
+    "ex_col_verdict": "是否胜过两种对照？",
+    "ex_verdict_yes": "是，两条曲线都胜过",
+    "ex_verdict_no": "否：{where}",
+    "ex_verdict_deletion": "{ref}在删除曲线上不比它差",
+    "ex_verdict_insertion": "{ref}在插入曲线上不比它差",
+    "ex_verdict_reference": "（对照）",
+    "ex_verdict_caption": (
+        "一张解释图只有同时胜过两种对照，才算有用：删除 AUC 比随机图和中心高斯图都小，插入 AUC 比它们都大。"
+        "做不到的图，对这张照片的解释并不比随机猜测或“照片的中间”更好。"
+    ),
+    "ex_sanity_undefined": (
+        "空白单元格表示该解释图是常数（处处同一个值，例如被 ReLU 变成全零的 CAM），没有大小顺序可比，"
+        "因此秩相关系数没有定义。标记规则按 0 计算。"
     ),
     "ex_sanity_header": "解释取决于模型吗？",
     "ex_sanity_intro": (

@@ -122,7 +122,9 @@ ZH: dict[str, str] = {
     "view_code": "实现代码",
     # class for gradients
     "target": "要解释的类别",
-    "target_out_of_range": "这个模型只有 {n} 个类别（编号 0 到 {last}），没有类别 {target}，所以页面显示排名第一的类别。",
+    "target_out_of_range": (
+        "这个模型只有 {n} 个类别（编号 0 到 {last}），没有类别 {target}，所以页面显示排名第一的类别。"
+    ),
     "target_help": "梯度和 Grad-CAM 都针对这个类别的得分计算。输入文字可在全部 1000 个类别中搜索。",
     "target_top1": "Top-1 类别：{label} ({index})",
     "running_backward": "正在为“{label}”做前向和反向传播…",

@@ -69,7 +69,7 @@ def show(ctx: Context) -> None:
         else:
             st.caption(t("ex_compute_hint"))
     st.divider()
-    _show_sanity(ctx, target, layers, settings, names)
+    _show_sanity(ctx, target, layers, settings, names, methods)
 
 
 def _choices(model: str) -> tuple[tuple[str, ...], tuple[str, ...], tuple[tuple[str, Any], ...]]:
@@ -161,6 +161,7 @@ def _show_scores(ctx: Context, target: int, label: str, maps: dict, layers: tupl
     rows = _score_rows(scores, names, infidelity)
     st.dataframe(rows, hide_index=True, key="ex_scores_table", column_config=_formats(rows[0]))
     st.caption(t("ex_table_caption"))
+    st.caption(t("ex_verdict_caption"))
     if infidelity is not None:
         st.caption(t("ex_infidelity_caption", n=INFIDELITY_DRAWS))
 
@@ -173,6 +174,31 @@ def _formats(row: dict[str, Any]) -> dict[str, Any]:
             if isinstance(v, float)}
 
 
+def beaten_by(scores: dict[str, Faithfulness], method: str) -> list[tuple[str, str]]:
+    """Where a reference map does at least as well as ``method``: ``(reference, "deletion" | "insertion")``
+    pairs. A map earns its place only by beating both references on both curves (a lower deletion area,
+    a higher insertion area)."""
+    f = scores[method]
+    lost = []
+    for ref in REFERENCES:
+        if ref not in scores:
+            continue
+        if f.deletion_auc >= scores[ref].deletion_auc:
+            lost.append((ref, "deletion"))
+        if f.insertion_auc <= scores[ref].insertion_auc:
+            lost.append((ref, "insertion"))
+    return lost
+
+
+def _verdict(scores: dict[str, Faithfulness], method: str, names: dict[str, str]) -> str:
+    if method in REFERENCES:
+        return t("ex_verdict_reference")
+    lost = beaten_by(scores, method)
+    if not lost:
+        return t("ex_verdict_yes")
+    return t("ex_verdict_no", where="; ".join(t(f"ex_verdict_{curve}", ref=names[ref]) for ref, curve in lost))
+
+
 def _score_rows(scores: dict[str, Faithfulness], names: dict[str, str],
                 infidelity: dict[str, float] | None) -> list[dict[str, Any]]:
     rows = []
@@ -181,16 +207,17 @@ def _score_rows(scores: dict[str, Faithfulness], names: dict[str, str],
                t("ex_col_insertion"): f.insertion_auc, t("ex_col_drop"): f.avg_drop, t("ex_col_increase"): f.increase}
         if infidelity is not None:
             row[t("ex_col_infidelity")] = infidelity[name]
+        row[t("ex_col_verdict")] = _verdict(scores, name, names)
         rows.append(row)
     return rows
 
 
 def _show_sanity(ctx: Context, target: int, layers: tuple[str, ...], settings: tuple[tuple[str, Any], ...],
-                 names: dict[str, str]) -> None:
+                 names: dict[str, str], chosen: tuple[str, ...] = ()) -> None:
     c = ctx.choices
     st.subheader(t("ex_sanity_header"))
     st.markdown(t("ex_sanity_intro"))
-    st.session_state.setdefault("ex_sanity_methods", list(SANITY_DEFAULT))
+    st.session_state.setdefault("ex_sanity_methods", list(chosen or SANITY_DEFAULT))  # the methods chosen above
     st.session_state["ex_sanity_methods"] = [m for m in st.session_state["ex_sanity_methods"] if m in METHODS]
     methods = tuple(st.multiselect(t("ex_sanity_methods"), METHODS, key="ex_sanity_methods",
                                    format_func=labels_for("ex_method_")))
@@ -217,11 +244,24 @@ def _show_sanity(ctx: Context, target: int, layers: tuple[str, ...], settings: t
         else:
             st.success(t("ex_sanity_passed", method=names[m], r=r))
     table = []
+    undefined = False
     for i, stage in enumerate(result.stages):
         row: dict[str, Any] = {t("ex_col_step"): i + 1, t("ex_col_stage"): stage}
         for m in result.methods:
-            row[t("ex_col_spearman", method=names[m])] = float(result.correlations[m][i])
+            # a constant map has no order: its rank correlation is undefined, not 0 (the library's 0.0
+            # keeps the flag rule simple; a reader must not take it for "no likeness")
+            flat = _constant(result.maps[m][0]) or _constant(result.maps[m][i + 1])
+            undefined |= flat
+            row[t("ex_col_spearman", method=names[m])] = None if flat else float(result.correlations[m][i])
             row[t("ex_col_ssim", method=names[m])] = float(result.ssim[m][i])
         table.append(row)
-    st.dataframe(table, hide_index=True, key="ex_sanity_table", column_config=_formats(table[0]))
+    numbers = {k: st.column_config.NumberColumn(format="%.4f") for k in table[0] if k != t("ex_col_stage")
+               and k != t("ex_col_step")}
+    st.dataframe(table, hide_index=True, key="ex_sanity_table", column_config=numbers)
     st.caption(t("ex_sanity_table_caption", flag=FLAG_AT))
+    if undefined:
+        st.caption(t("ex_sanity_undefined"))
+
+
+def _constant(m: Any) -> bool:
+    return bool(float(m.max()) == float(m.min()))
