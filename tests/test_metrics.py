@@ -77,6 +77,56 @@ def test_classes_and_followers(monkeypatch):
         classes.reset()
 
 
+def test_an_unreachable_class_store_is_a_gauge_and_one_log_line_not_zero_classes(monkeypatch, caplog):
+    """Redis gone: /metrics says the store is down (vizhooks_class_store_up 0) and keeps the last counts
+    instead of reporting 0 classes; the operator's detail (the address, what to do) is in the log once
+    for repeated requests; a visitor's sentence names neither the address nor the setting."""
+    import logging
+    import socket
+
+    from starlette.applications import Starlette
+    from starlette.testclient import TestClient
+
+    from vizhooks.classroom.store import StoreUnavailableError
+    from vizhooks.page.errors import reason
+    from vizhooks.page.texts import set_language
+
+    with socket.socket() as probe:  # a localhost port nobody listens on
+        probe.bind(("127.0.0.1", 0))
+        closed = probe.getsockname()[1]
+    monkeypatch.delenv("VIZHOOKS_CLASS_STORE", raising=False)
+    classes.reset()
+    client = TestClient(Starlette(routes=metrics.routes(classes.class_counts)))
+    try:
+        classes.classroom().start()
+        up = {s.name: s.value for f in text_string_to_metric_families(client.get("/metrics").text) for s in f.samples}
+        assert up["vizhooks_class_store_up"] == 1 and up["vizhooks_classes"] == 1
+        monkeypatch.setenv("VIZHOOKS_CLASS_STORE", f"redis://127.0.0.1:{closed}/0")
+        classes.reset()
+        with caplog.at_level(logging.WARNING, logger="vizhooks.page"):
+            for _ in range(3):
+                text = client.get("/metrics").text
+        down = {s.name: s.value for f in text_string_to_metric_families(text) for s in f.samples}
+        assert down["vizhooks_class_store_up"] == 0 and down["vizhooks_classes"] == 1  # last known, not 0
+        said = [r.getMessage() for r in caplog.records if "class store" in r.getMessage()]
+        assert len(said) == 1 and f"127.0.0.1:{closed}" in said[0] and "VIZHOOKS_CLASS_STORE" in said[0]
+        for lang in ("en", "zh"):
+            set_language(lang)
+            sentence = reason(StoreUnavailableError(f"The class store redis://127.0.0.1:{closed}/0 cannot be "
+                                                    "reached: start Redis, or unset VIZHOOKS_CLASS_STORE."))
+            assert str(closed) not in sentence and "VIZHOOKS" not in sentence and "Redis" not in sentence
+        monkeypatch.delenv("VIZHOOKS_CLASS_STORE")
+        classes.reset()
+        with caplog.at_level(logging.WARNING, logger="vizhooks.page"):
+            back = {s.name: s.value for f in text_string_to_metric_families(client.get("/metrics").text)
+                    for s in f.samples}
+        assert back["vizhooks_class_store_up"] == 1
+        assert "class store reachable again" in caplog.text
+    finally:
+        set_language("en")
+        classes.reset()
+
+
 def test_the_route_answers_get():
     from starlette.applications import Starlette
     from starlette.testclient import TestClient

@@ -33,7 +33,7 @@ from vizhooks.classroom import (
     open_store,
 )
 from vizhooks.page.analysis import image_digest
-from vizhooks.page.errors import reason
+from vizhooks.page.errors import reason, store_back, store_down
 from vizhooks.page.taught import head_blob, is_taught, keep_blob, names_of
 from vizhooks.page.texts import t, use_session_language
 
@@ -75,14 +75,18 @@ def reset() -> None:
         _room = None
 
 
-def class_counts() -> tuple[int, int]:
-    """(classes running, students following) for /metrics; (0, 0) when the store is unreachable."""
+def class_counts() -> tuple[int, int] | None:
+    """(classes running, students following) for /metrics; None when the store is unreachable (the
+    reason goes to the log), so /metrics says the store is down instead of "0 classes"."""
     try:
         room = classroom()
         codes = room.live_codes()
-        return len(codes), sum(room.followers(code) for code in codes)
-    except (StoreUnavailableError, ValueError):
-        return 0, 0
+        counts = len(codes), sum(room.followers(code) for code in codes)
+    except (StoreUnavailableError, ValueError) as exc:
+        store_down(exc)
+        return None
+    store_back()
+    return counts
 
 
 def session_id() -> str:
@@ -122,7 +126,8 @@ def join_from_link() -> None:
             st.session_state["_class_notice"] = t("class_unknown", code=code)
             return
     except StoreUnavailableError as exc:
-        st.session_state["_class_notice"] = t("class_store_start", error=reason(exc))
+        store_down(exc)
+        st.session_state["_class_notice"] = t("class_store_start")
         return
     st.session_state["_class_code"] = code
     st.session_state["_class_following"] = True
@@ -141,7 +146,8 @@ def apply_teacher() -> None:
         _leave(t("class_ended", code=code))
         return
     except StoreUnavailableError as exc:
-        st.session_state["_class_down"] = reason(exc)
+        store_down(exc)
+        st.session_state["_class_down"] = True
         return
     st.session_state.pop("_class_down", None)
     if state.version == st.session_state.get("_class_version"):
@@ -160,7 +166,7 @@ def apply_teacher() -> None:
 
 def _leave(notice: str) -> None:
     for key in ("_class_code", "_class_following", "_class_version", "_class_page", "_class_photo",
-                "_class_teacher", "_class_published"):
+                "_class_teacher", "_class_published", "_class_down"):  # "ended" alone, not "cannot be reached"
         st.session_state.pop(key, None)
     st.session_state["_class_notice"] = notice
 
@@ -199,8 +205,9 @@ def _check_for_news() -> None:
         st.rerun(scope="app")
         return
     except StoreUnavailableError as exc:
-        if st.session_state.get("_class_down") != reason(exc):
-            st.session_state["_class_down"] = reason(exc)
+        store_down(exc)
+        if not st.session_state.get("_class_down"):
+            st.session_state["_class_down"] = True
             st.rerun(scope="app")
         return
     if st.session_state.pop("_class_down", None) is not None or version != st.session_state.get("_class_version"):
@@ -233,9 +240,8 @@ def class_bar() -> None:
     notice = st.session_state.pop("_class_notice", None)
     if notice:
         st.info(notice, icon=":material/school:")
-    down = st.session_state.get("_class_down")
-    if down:
-        st.warning(t("class_store_down", error=down), icon=":material/cloud_off:")
+    if st.session_state.get("_class_down"):
+        st.warning(t("class_store_down"), icon=":material/cloud_off:")
     code = student_code()
     if code is None:
         return
@@ -335,8 +341,12 @@ def _teacher_watch(lead: Teacher) -> None:
         room.touch(lead)
         n = room.followers(lead.code)
         photos = room.gallery_size(lead.code)
-    except (ClassError, StoreUnavailableError) as exc:
-        st.warning(t("class_store_down", error=reason(exc)), icon=":material/cloud_off:")
+    except ClassError:  # the store lost the class (Redis came back empty): the teacher must start again
+        st.warning(t("class_lost", code=lead.code), icon=":material/cloud_off:")
+        return
+    except StoreUnavailableError as exc:
+        store_down(exc)
+        st.warning(t("class_store_down_teacher"), icon=":material/cloud_off:")
         return
     st.caption(t("class_followers", n=n))
     seen = st.session_state.get("_class_gallery_seen")
@@ -395,8 +405,12 @@ def publish(data: bytes | None) -> None:
     except UnknownClassError:
         _leave(t("class_ended", code=lead.code))
         return
-    except (ClassError, StoreUnavailableError) as exc:
-        st.warning(t("class_store_down", error=reason(exc)), icon=":material/cloud_off:")
+    except ClassError:
+        st.warning(t("class_lost", code=lead.code), icon=":material/cloud_off:")
+        return
+    except StoreUnavailableError as exc:
+        store_down(exc)
+        st.warning(t("class_store_down_teacher"), icon=":material/cloud_off:")
         return
     st.session_state["_class_published"] = page
 
@@ -524,7 +538,8 @@ def _poll_totals(code: str, step_id: str) -> None:
     try:
         totals = classroom().totals(code, step_id, len(choices))
     except StoreUnavailableError as exc:
-        st.warning(t("class_store_down", error=reason(exc)), icon=":material/cloud_off:")
+        store_down(exc)
+        st.warning(t("class_store_down_teacher"), icon=":material/cloud_off:")
         return
     st.caption(t("poll_totals", n=sum(totals)) if sum(totals) else t("poll_none_yet"))
     labels = [f"{chr(65 + i)}. {text}" for i, text in enumerate(choices)]

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import logging
+import threading
 from collections.abc import Iterator
 from contextlib import contextmanager
 
@@ -10,18 +11,42 @@ import streamlit as st
 
 import vizhooks as vz
 from vizhooks.budget import CaptureTooLargeError
+from vizhooks.classroom.store import StoreUnavailableError
 from vizhooks.ops import is_out_of_memory, release_memory
 from vizhooks.page.cache import StillComputingError
 from vizhooks.page.texts import EN, language, t
 from vizhooks.video import InvalidVideoError
 
 LOG = logging.getLogger("vizhooks.page")
+_store_said: list[str] = []  # the class store's last failure written to the log (one line per change)
+_store_lock = threading.Lock()
+
+
+def store_down(exc: BaseException) -> None:
+    """The operator's detail of an unreachable class store (its address, "start Redis, or unset
+    VIZHOOKS_CLASS_STORE") goes to the server's log, once per new failure: a heartbeat every half
+    second must not flood it. Visitors get a plain sentence instead (``class_store_*`` texts)."""
+    with _store_lock:
+        if _store_said[-1:] != [str(exc)]:
+            LOG.warning("class store unavailable: %s", exc)
+            _store_said[:] = [str(exc)]
+
+
+def store_back() -> None:
+    """The class store answered again: say so in the log once."""
+    with _store_lock:
+        if _store_said:
+            LOG.warning("class store reachable again")
+            _store_said.clear()
 
 
 def reason(exc: BaseException) -> str:
     """A refusal's reason in the page's language: from the page's texts when the library gave it a
     code (vizhooks.errors.CodedError); else its English sentence on the English page, and on the
     others a pointer to the server's log, so no English sentence reaches a Chinese page."""
+    if isinstance(exc, StoreUnavailableError):  # the detail is the operator's: to the log
+        store_down(exc)
+        return t("class_store_unreachable")
     code = getattr(exc, "code", "")
     if code and f"err_{code}" in EN:
         return t(f"err_{code}", **getattr(exc, "values", {}))

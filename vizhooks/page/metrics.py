@@ -38,6 +38,9 @@ SESSIONS = Gauge("vizhooks_sessions", "Browser sessions connected to this server
 CLASSES = Gauge("vizhooks_classes", "Classes running (in this server's class store).", registry=REGISTRY)
 FOLLOWERS = Gauge("vizhooks_followers", "Students following a teacher (in this server's class store).",
                   registry=REGISTRY)
+CLASS_STORE_UP = Gauge("vizhooks_class_store_up", "1 when the class store answered the last /metrics request, "
+                       "else 0 (the server's log says why; vizhooks_classes keeps its last known value).",
+                       registry=REGISTRY)
 
 _local = threading.local()
 observe_lock_wait(LOCK_WAIT.observe)
@@ -90,26 +93,28 @@ def sessions_now() -> int | None:
     return manager.num_active_sessions() if manager is not None else None
 
 
-def exposition(gauges: Callable[[], tuple[int | None, int, int]] | None = None) -> tuple[bytes, str]:
-    """The metrics page's body and content type; ``gauges()`` gives (sessions, classes, followers)."""
-    sessions, classes, followers = gauges() if gauges else (sessions_now(), 0, 0)
+def exposition(gauges: Callable[[], tuple[int | None, tuple[int, int] | None]] | None = None) -> tuple[bytes, str]:
+    """The metrics page's body and content type; ``gauges()`` gives (sessions, (classes, followers)), the
+    counts None when the class store cannot be reached."""
+    sessions, counts = gauges() if gauges else (sessions_now(), (0, 0))
     if sessions is not None:
         SESSIONS.set(sessions)
-    CLASSES.set(classes)
-    FOLLOWERS.set(followers)
+    CLASS_STORE_UP.set(counts is not None)
+    if counts is not None:
+        CLASSES.set(counts[0])
+        FOLLOWERS.set(counts[1])
     return generate_latest(REGISTRY), CONTENT_TYPE_LATEST
 
 
-def routes(class_counts: Callable[[], tuple[int, int]] | None = None) -> list[Any]:
+def routes(class_counts: Callable[[], tuple[int, int] | None] | None = None) -> list[Any]:
     """The Starlette routes app.py's ``st.App`` adds: ``GET /metrics``; ``class_counts()`` gives
-    (classes, followers) when it is asked."""
+    (classes, followers) when it is asked, None when the class store cannot be reached."""
     from starlette.requests import Request
     from starlette.responses import Response
     from starlette.routing import Route
 
-    def gauges() -> tuple[int | None, int, int]:
-        classes, followers = class_counts() if class_counts else (0, 0)
-        return sessions_now(), classes, followers
+    def gauges() -> tuple[int | None, tuple[int, int] | None]:
+        return sessions_now(), class_counts() if class_counts else (0, 0)
 
     def metrics(request: Request) -> Response:
         body, content_type = exposition(gauges)

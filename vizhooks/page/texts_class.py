@@ -25,10 +25,21 @@ EN: dict[str, str] = {
     "class_ended": "Class {code} has ended.",
     "class_unknown": "There is no class {code} (it may have ended); this is the ordinary page.",
     "class_store_down": (
-        "The class cannot be reached right now ({error}). Your page keeps working; it follows the teacher again "
-        "as soon as the class store is back."
+        "The class cannot be reached right now. Your page keeps working; it follows the teacher again as soon "
+        "as the class is back."
     ),
-    "class_store_start": "Classes are not available on this server: {error}",
+    "class_store_down_teacher": (
+        "The class cannot be reached right now, so the students do not see your changes; the server's log "
+        "says why. Your page keeps working, and the class picks up again when it is back."
+    ),
+    "class_store_unreachable": "The class cannot be reached right now; try again in a moment.",
+    "class_lost": (
+        "Class {code} is no longer on the server (its class store restarted empty). End it and start a new "
+        "class; the students join again with the new link."
+    ),
+    "class_store_start": (
+        "Classes are not available on this server right now; the person who runs it can see why in its log."
+    ),
     "class_following": "Following the teacher of class **{code}**.",
     "class_detached": "Exploring on your own (class **{code}**).",
     "class_detach": "Explore on my own",
@@ -71,8 +82,15 @@ ZH: dict[str, str] = {
     "class_end": "下课",
     "class_ended": "课堂 {code} 已结束。",
     "class_unknown": "没有代码为 {code} 的课堂（可能已经下课），现在显示的是普通页面。",
-    "class_store_down": "暂时连不上课堂（{error}）。你的页面照常可用，课堂存储恢复后会自动重新跟随老师。",
-    "class_store_start": "这台服务器暂时不能上课：{error}",
+    "class_store_down": "暂时连不上课堂。你的页面照常可用，课堂恢复后会自动重新跟随老师。",
+    "class_store_down_teacher": (
+        "暂时连不上课堂，学生看不到你的操作；原因记录在服务器日志里。你的页面照常可用，课堂恢复后会继续。"
+    ),
+    "class_store_unreachable": "暂时连不上课堂，请稍后再试。",
+    "class_lost": (
+        "服务器上已经没有课堂 {code} 了（课堂存储重启后被清空）。请结束它并开始新的课堂，学生用新链接重新加入。"
+    ),
+    "class_store_start": "这台服务器暂时不能上课；运行服务器的人可以在日志里看到原因。",
     "class_following": "正在跟随课堂 **{code}** 的老师。",
     "class_detached": "正在自己探索（课堂 **{code}**）。",
     "class_detach": "自己探索",
