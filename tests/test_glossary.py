@@ -1,8 +1,8 @@
 """The Chinese page's glossary: one name for each term, the seed article's words at first mention,
 bold that Markdown can close, and the same placeholders as the English texts.
 
-``GLOSSARY`` is the table the Chinese manual shows (docs/reference.zh.md: English, 中文, where it appears); each entry also
-lists the second names that must not appear in any Chinese text. A term may carry a gloss, the
+``GLOSSARY`` is the table the Chinese manual shows (docs/reference.zh.md: English, 中文, where it appears);
+each entry also lists the second names that must not appear in any Chinese text. A term may carry a gloss, the
 form it takes where it is first introduced (钩子（hook）函数); the gloss is allowed wherever it
 appears and must appear in the texts named as first mentions.
 """

@@ -99,7 +99,7 @@ def _section(text: str, heading: str) -> str:
     level = heading.split(" ", 1)[0]
     body = start + len(heading)
     blanked = _FENCE.sub(lambda m: re.sub(r"[^\n]", " ", m.group()), text)  # a `# comment` in code stops nothing
-    stop = re.search(r"^#{1,%d} " % len(level), blanked[body:], re.M)
+    stop = re.search(rf"^#{{1,{len(level)}}} ", blanked[body:], re.M)
     return text[start:body + stop.start() if stop else len(text)]
 
 
@@ -126,7 +126,8 @@ def test_every_chinese_section_has_an_english_one_and_the_order_matches():
         assert unexpected == [], f"a section of {name}.zh.md without an English counterpart (or add it to ZH_ONLY)"
         shared = [h for h in chinese if h in OUTLINE.values()]
         english = [OUTLINE[h] for h in _headings(_page(name, "en").read_text("utf-8"))]
-        assert shared == english, f"{name}.zh.md lacks counterparts of {name}.md's sections, or has them in another order"
+        assert shared == english, \
+            f"{name}.zh.md lacks counterparts of {name}.md's sections, or has them in another order"
 
 
 def test_the_readmes_have_the_same_sections():
