@@ -234,8 +234,9 @@ WORDS = {
         "params": "URL parameters", "param_head": "| parameter | default | kept by |",
         "all_views": "every view", "env": "Environment variables",
         "env_intro": "Read by the library and the page (`app.py`, `vizhooks/`):",
-        "env_tests": "Read only by the tests and benchmarks (`tests/`, `benchmarks/`):",
-        "env_head": "| variable | default | read in |",
+        "env_tests": "Named only by the tests and benchmarks (`tests/`, `benchmarks/`; torch and Python read some "
+                     "of them too):",
+        "env_head": "| variable | default | read in | explained in |",
         "cli": "Command line", "cli_intro": "`python -m vizhooks COMMAND --help` prints the same, with examples. "
                "Without a command, the arguments are those of `maps`.",
         "opt_head": "| option | default | choices | what it does |",
@@ -248,14 +249,32 @@ WORDS = {
         "params": "链接参数", "param_head": "| 参数 | 默认值 | 由哪些视图保留 |",
         "all_views": "所有视图", "env": "环境变量",
         "env_intro": "由库和页面读取（`app.py`、`vizhooks/`）：",
-        "env_tests": "只由测试和基准测试读取（`tests/`、`benchmarks/`）：",
-        "env_head": "| 变量 | 默认值 | 读取它的文件 |",
+        "env_tests": "只有测试和基准测试的代码用到（`tests/`、`benchmarks/`；其中有些也由 torch 和 Python 自己读取）：",
+        "env_head": "| 变量 | 默认值 | 读取它的文件 | 说明见 |",
         "cli": "命令行", "cli_intro": "`python -m vizhooks 子命令 --help` 打印同样的内容，并附有示例。"
                "不写子命令时，参数就是 `maps` 的参数。选项的说明取自代码，为英文。",
         "opt_head": "| 选项 | 默认值 | 可选值 | 作用 |",
         "top": "`python -m vizhooks`（顶层）",
     },
 }
+
+
+def _explained_in(lang: str) -> dict[str, list[str]]:
+    """Each ``VIZHOOKS_*`` name -> links to the hand-written pages of ``lang`` that mention it, in nav order."""
+    import re
+
+    pages = [line.split(": ")[-1].strip() for line in (ROOT / "mkdocs.yml").read_text("utf-8").splitlines()
+             if re.match(r"^\s*- [^:]+: \w+\.md$", line)]
+    found: dict[str, list[str]] = {}
+    for page in pages:
+        if page.startswith("reference"):
+            continue
+        path = ROOT / "docs" / (page if lang == "en" else page.replace(".md", ".zh.md"))
+        text = path.read_text("utf-8")
+        title = text.split("\n", 1)[0].lstrip("# ").strip()
+        for name in dict.fromkeys(re.findall(r"\b[A-Z][A-Z0-9]*_[A-Z0-9_]+\b", text)):
+            found.setdefault(name, []).append(f"[{title}]({page})")
+    return found
 
 
 def _cell(text: str) -> str:
@@ -286,11 +305,14 @@ def reference_markdown(lang: str = "en") -> str:
         for o in command.options:
             out.append(f"| `{_cell(o.flags)}` | {_cell(_code(o.default))} | {_cell(o.choices)} | {_cell(o.help)} |")
     out += ["", f"## {w['env']}"]
+    explained = _explained_in(lang)
     for group, intro in (("vizhooks", w["env_intro"]), ("tests", w["env_tests"])):
-        out += ["", intro, "", w["env_head"], "| --- | --- | --- |"]
+        out += ["", intro, "", w["env_head"], "| --- | --- | --- | --- |"]
         for var in environment():
             if var.group == group:
-                out.append(f"| `{var.name}` | {_code(var.default)} | {', '.join(f'`{p}`' for p in var.read_in)} |")
+                read_in = ", ".join(f"`{p}`" for p in var.read_in)
+                pages = ", ".join(explained.get(var.name, [])) or "—"
+                out.append(f"| `{var.name}` | {_code(var.default)} | {read_in} | {pages} |")
     return "\n".join(out) + "\n"
 
 
