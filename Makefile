@@ -54,11 +54,12 @@ bench: $(VENV)/.dev chromium
 weights: $(VENV)/.runtime
 	$(PY) -m vizhooks --download-weights $(MODELS)
 
-## make lint: ruff over the code, mypy over the library (settings in pyproject.toml)
+## make lint: ruff over the code, mypy over the library (settings in pyproject.toml), the manual built strictly (mkdocs.yml)
 lint: $(VENV)/.dev
-	$(PY) -m ruff check vizhooks tests app.py benchmarks
+	$(PY) -m ruff check vizhooks tests app.py benchmarks docs/hooks.py
 	$(PY) -m mypy
 	$(VENV)/bin/lint-imports
+	NO_MKDOCS_2_WARNING=1 $(PY) -m mkdocs build --strict --quiet
 
 # Browser tests drive Debian's chromium; Playwright's own browser download is never used.
 # fonts-wqy-zenhei: a CJK font, so the Chinese page (and its screenshots) shows characters.

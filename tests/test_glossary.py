@@ -1,8 +1,8 @@
 """The Chinese page's glossary: one name for each term, the seed article's words at first mention,
 bold that Markdown can close, and the same placeholders as the English texts.
 
-``GLOSSARY`` is the table README.zh-CN shows (English, 中文, where it appears); each entry also
-lists the second names that must not appear in any Chinese text. A term may carry a gloss, the
+``GLOSSARY`` is the table the Chinese manual shows (docs/reference.zh.md: English, 中文, where it appears);
+each entry also lists the second names that must not appear in any Chinese text. A term may carry a gloss, the
 form it takes where it is first introduced (钩子（hook）函数); the gloss is allowed wherever it
 appears and must appear in the texts named as first mentions.
 """
@@ -183,14 +183,15 @@ def test_every_chinese_text_has_the_english_placeholders():
 
 
 def glossary_markdown() -> str:
-    """The table as README.zh-CN shows it."""
+    """The table as the Chinese manual (docs/reference.zh.md) shows it."""
     rows = [f"| {t.en} | {t.gloss or t.zh} | {t.where} |" for t in GLOSSARY]
     return "\n".join(["| English | 中文 | 出现的位置 |", "| --- | --- | --- |", *rows])
 
 
-def test_the_chinese_readme_holds_the_glossary():
-    """README.zh-CN's 术语表 is this glossary, word for word: a new entry here needs it there too."""
+def test_the_chinese_manual_holds_the_glossary():
+    """The Chinese manual's 术语表 (docs/reference.zh.md) is this glossary, word for word: a new entry here
+    needs it there too."""
     from pathlib import Path
 
-    readme = (Path(__file__).resolve().parents[1] / "README.zh-CN.md").read_text("utf-8")
-    assert glossary_markdown() in readme
+    manual = (Path(__file__).resolve().parents[1] / "docs" / "reference.zh.md").read_text("utf-8")
+    assert glossary_markdown() in manual

@@ -1,11 +1,13 @@
-"""README.md and README.zh-CN.md stay one manual in two languages: the same sections in the same order,
-the same screenshots and environment variables, the same FAQ, and the facts both state (upload limits,
-button and group names) read off the configuration and the page's own texts."""
+"""The manual (docs/NAME.md and its Chinese twin docs/NAME.zh.md) stays one text in two languages: the
+same sections in the same order, the same screenshots and environment variables, the same FAQ, and the
+facts both state (upload limits, button and group names) read off the configuration and the page's own
+texts. README.md and README.zh-CN.md, the front doors, mirror each other the same way."""
 
 from __future__ import annotations
 
 import re
 import tomllib
+from pathlib import Path
 
 import pytest
 
@@ -18,91 +20,142 @@ from vizhooks.video import MAX_VIDEO_MB, MAX_VIDEO_SECONDS
 
 README_EN = ROOT / "README.md"
 README_ZH = ROOT / "README.zh-CN.md"
+DOCS = ROOT / "docs"
+#: The manual's pages in the order of mkdocs.yml's nav; each has a Chinese twin NAME.zh.md.
+PAGES = ("index", "page", "video", "teach", "explain", "class", "library", "cli", "models", "operators", "develop",
+         "faq", "reference")
 
-#: Every ``##`` / ``###`` heading of README.md and its Chinese counterpart, in README.md's order. A new
+#: Every ``#`` / ``##`` / ``###`` heading of the English pages and its Chinese counterpart, in page order. A new
 #: English section fails until it is written in Chinese and added here; a removed one fails the other way.
 OUTLINE: dict[str, str] = {
+    "# Getting started": "# 快速开始",
     "## Two commands": "## 两个命令",
+    "## The make targets": "## make 目标",
+    "## Requirements": "## 依赖",
+    "## Sample photos": "## 示例照片",
+    "# The page and its views": "# 页面与视图",
     "## The page": "## 页面导览",
-    "## Video and live camera": "## 视频和实时摄像头",
-    "### Video": "### 视频",
-    "### Live camera": "### 实时摄像头",
-    "## Your own classes": "## 教网络认识你自己的类别",
-    "## Which explanation to believe": "## 该相信哪一张解释图",
-    "## Library": "## Python 库",
-    "## Command line": "## 命令行",
+    "# Video and live camera": "# 视频和实时摄像头",
+    "## Video": "## 视频",
+    "## Live camera": "## 实时摄像头",
+    "### Live in a class": "### 在课堂上使用实时摄像头",
+    "### Measured (our 2-CPU machine, random weights, `python -m benchmarks.live`)":
+        "### 实测数据（我们的 2 核 CPU 机器，随机权重，`python -m benchmarks.live`）",
+    "# Your own classes": "# 教网络认识你自己的类别",
+    "# Which explanation to believe": "# 该相信哪一张解释图",
+    "# The lesson and the class": "# 课程与课堂",
+    "## Teaching a class": "## 上课：老师带领，全班跟随",
+    "# Library": "# Python 库",
+    "# Command line": "# 命令行",
+    "# Models and weights": "# 模型与权重",
     "## Models": "## 模型",
     "## Weights: where they come from": "## 权重：从哪里来",
     "### Preparing an offline classroom": "### 为离线教室做准备",
-    "## Running for a class": "## 为一个班级运行",
-    "### Teaching a class": "### 上课：老师带领，全班跟随",
-    "## Code map": "## 代码地图",
-    "## Requirements": "## 依赖",
+    "# Running for a class": "# 为一个班级运行",
+    "# Tests, benchmarks and the code": "# 测试、基准与代码",
     "## Tests": "## 测试",
     "## Benchmarks": "## 基准测试",
-    "## FAQ": "## 常见问题",
-    "## Sample photos": "## 示例照片",
+    "## Code map": "## 代码地图",
+    "# FAQ": "# 常见问题",
+    "# Reference": "# 参考",
 }
 
 #: Sections only the Chinese manual has: where to open the page in Chinese, installing from China, the
 #: page tour split in three, and the glossary of the terms the page uses.
 ZH_ONLY = {
-    "### 用中文打开页面", "## 国内安装与镜像", "### 侧边栏", "### 主区域", "### 分享与出错", "## 术语表",
+    "## 用中文打开页面", "## 国内安装与镜像", "### 侧边栏", "### 主区域", "### 分享与出错", "## 术语表",
 }
 
+#: The front doors' sections, README.md's -> README.zh-CN.md's.
+README_OUTLINE = {"## Two commands": "## 两个命令", "## A tour": "## 导览", "## The manual": "## 手册"}
+
 _FENCE = re.compile(r"^```.*?^```", re.M | re.S)
-_HEADING = re.compile(r"^(#{2,3}) (.+?)\s*$", re.M)
+_HEADING = re.compile(r"^(#{1,3}) (.+?)\s*$", re.M)
 _IMAGE = re.compile(r"!\[[^\]]*\]\(([^)\s]+)\)")
 _ENV = re.compile(r"\bVIZHOOKS_[A-Z_]+\b")
 
 
-def _prose(path) -> str:
+def _page(name: str, lang: str) -> Path:
+    return DOCS / (f"{name}.md" if lang == "en" else f"{name}.zh.md")
+
+
+def _manual(lang: str) -> str:
+    """The whole manual in one language, pages in nav order."""
+    return "\n\n".join(_page(name, lang).read_text(encoding="utf-8") for name in PAGES)
+
+
+def _prose(text: str) -> str:
     """The text without fenced code blocks (a ``# comment`` in a shell block is no heading)."""
-    return _FENCE.sub("", path.read_text(encoding="utf-8"))
+    return _FENCE.sub("", text)
 
 
-def _headings(path) -> list[str]:
-    return [f"{level} {title}" for level, title in _HEADING.findall(_prose(path))]
+def _headings(text: str) -> list[str]:
+    return [f"{level} {title}" for level, title in _HEADING.findall(_prose(text))]
 
 
-def _section(path, heading: str) -> str:
-    """The text of one ``##`` section, up to the next ``##`` heading."""
-    text = path.read_text(encoding="utf-8")
-    start = text.index(f"\n{heading}\n")
-    end = text.find("\n## ", start + 1)
-    return text[start:end if end >= 0 else len(text)]
+def _section(text: str, heading: str) -> str:
+    """The text of one ``##`` section (or ``#`` page), up to the next heading of its level or above."""
+    start = text.index(f"{heading}\n")
+    level = heading.split(" ", 1)[0]
+    body = start + len(heading)
+    blanked = _FENCE.sub(lambda m: re.sub(r"[^\n]", " ", m.group()), text)  # a `# comment` in code stops nothing
+    stop = re.search(rf"^#{{1,{len(level)}}} ", blanked[body:], re.M)
+    return text[start:body + stop.start() if stop else len(text)]
+
+
+def test_the_pages_are_the_nav_and_each_has_a_chinese_twin():
+    english = sorted(p.name[:-3] for p in DOCS.glob("*.md") if not p.name.endswith(".zh.md"))
+    chinese = sorted(p.name[:-6] for p in DOCS.glob("*.zh.md"))
+    assert english == sorted(PAGES), "add the page to PAGES (and to mkdocs.yml's nav), or remove it"
+    assert chinese == sorted(PAGES), "every page of docs/ needs its Chinese twin NAME.zh.md, and no more"
+    nav = re.findall(r"^\s*- [^:\n]+: (\w+)\.md$", (ROOT / "mkdocs.yml").read_text("utf-8"), re.M)
+    assert nav == list(PAGES), "mkdocs.yml's nav and PAGES list the pages in one order"
 
 
 def test_every_english_section_has_a_chinese_one():
-    english = _headings(README_EN)
-    assert sorted(set(english) - set(OUTLINE)) == [], "a section of README.md without a Chinese counterpart"
-    assert sorted(set(OUTLINE) - set(english)) == [], "OUTLINE names a section README.md no longer has"
-    assert len(english) == len(set(english)), "README.md has a heading twice"
+    english = _headings(_manual("en"))
+    assert sorted(set(english) - set(OUTLINE)) == [], "a section of docs/*.md without a Chinese counterpart"
+    assert sorted(set(OUTLINE) - set(english)) == [], "OUTLINE names a section docs/*.md no longer has"
+    assert len(english) == len(set(english)), "the English manual has a heading twice"
 
 
 def test_every_chinese_section_has_an_english_one_and_the_order_matches():
-    chinese = _headings(README_ZH)
-    unexpected = [h for h in chinese if h not in OUTLINE.values() and h not in ZH_ONLY]
-    assert unexpected == [], "a section of README.zh-CN.md without an English counterpart (or add it to ZH_ONLY)"
-    missing = [zh for zh in OUTLINE.values() if zh not in chinese]
-    assert missing == [], "README.zh-CN.md lacks these counterparts of README.md's sections"
-    shared = [h for h in chinese if h in OUTLINE.values()]
-    assert shared == [OUTLINE[h] for h in _headings(README_EN)], "the Chinese sections are in another order"
+    for name in PAGES:  # page by page, so a section cannot move to another page in one language only
+        chinese = _headings(_page(name, "zh").read_text("utf-8"))
+        unexpected = [h for h in chinese if h not in OUTLINE.values() and h not in ZH_ONLY]
+        assert unexpected == [], f"a section of {name}.zh.md without an English counterpart (or add it to ZH_ONLY)"
+        shared = [h for h in chinese if h in OUTLINE.values()]
+        english = [OUTLINE[h] for h in _headings(_page(name, "en").read_text("utf-8"))]
+        assert shared == english, \
+            f"{name}.zh.md lacks counterparts of {name}.md's sections, or has them in another order"
+
+
+def test_the_readmes_have_the_same_sections():
+    assert _headings(README_EN.read_text("utf-8")) == ["# vizhooks", *README_OUTLINE]
+    assert _headings(README_ZH.read_text("utf-8")) == ["# vizhooks", *README_OUTLINE.values()]
 
 
 def test_same_screenshots_and_they_exist():
-    english = set(_IMAGE.findall(README_EN.read_text(encoding="utf-8")))
-    chinese = set(_IMAGE.findall(README_ZH.read_text(encoding="utf-8")))
-    assert english, "the image pattern found no screenshot in README.md"
-    assert sorted(english - chinese) == []
-    assert [p for p in english | chinese if not (ROOT / p).is_file()] == []
+    for name in PAGES:
+        english = set(_IMAGE.findall(_page(name, "en").read_text(encoding="utf-8")))
+        chinese = set(_IMAGE.findall(_page(name, "zh").read_text(encoding="utf-8")))
+        assert sorted(english - chinese) == [], name
+        assert [p for p in english | chinese if not (DOCS / p).is_file()] == [], name
+    shown = {p for name in PAGES for p in _IMAGE.findall(_page(name, "en").read_text(encoding="utf-8"))}
+    assert len(shown) >= 7, "the image pattern found too few screenshots in docs/"
+    readme = set(_IMAGE.findall(README_EN.read_text(encoding="utf-8")))
+    assert readme, "the image pattern found no screenshot in README.md"
+    assert readme == set(_IMAGE.findall(README_ZH.read_text(encoding="utf-8")))
+    assert [p for p in readme if not (ROOT / p).is_file()] == []
+    assert {f"docs/{p}" for p in shown} <= readme, "README's tour shows every screenshot of the manual"
 
 
 def test_same_environment_variables():
-    english = set(_ENV.findall(README_EN.read_text(encoding="utf-8")))
-    chinese = set(_ENV.findall(README_ZH.read_text(encoding="utf-8")))
+    english = set(_ENV.findall(_manual("en")))
+    chinese = set(_ENV.findall(_manual("zh")))
     assert {"VIZHOOKS_WEIGHTS_MIRROR", "VIZHOOKS_CLASS_STORE"} <= english
     assert sorted(english - chinese) == []
+    assert set(_ENV.findall(README_EN.read_text("utf-8"))) == set(_ENV.findall(README_ZH.read_text("utf-8")))
 
 
 def _questions(text: str) -> list[str]:
@@ -111,15 +164,15 @@ def _questions(text: str) -> list[str]:
 
 
 def test_the_faq_asks_the_same_questions_in_both():
-    english = _questions(_section(README_EN, "## FAQ"))
-    chinese = _questions(_section(README_ZH, "## 常见问题"))
+    english = _questions(_page("faq", "en").read_text("utf-8"))
+    chinese = _questions(_page("faq", "zh").read_text("utf-8"))
     assert 8 <= len(chinese) <= 12, chinese
     assert len(english) == len(chinese), (english, chinese)
     assert all(q.endswith(("?", ".", "”", '"')) for q in english) and all(q.endswith(("？", "。")) for q in chinese)
 
 
 def test_installing_from_china():
-    text = _section(README_ZH, "## 国内安装与镜像")
+    text = _section(_page("index", "zh").read_text("utf-8"), "## 国内安装与镜像")
     for needle in ("PIP_INDEX_URL", "pip config", "HF_ENDPOINT", "https://hf-mirror.com", "VIZHOOKS_WEIGHTS_MIRROR",
                    "torch==2.14.1", "torchvision==0.29.1"):
         assert needle in text, needle
@@ -135,18 +188,18 @@ def test_upload_limits_match_the_config():
     config = tomllib.loads((ROOT / ".streamlit" / "config.toml").read_text(encoding="utf-8"))
     assert config["server"]["maxUploadSize"] == MAX_VIDEO_MB
     minutes = MAX_VIDEO_SECONDS // 60
-    for path, photo, clip in (
-        (README_EN, f"up to {PHOTO_MB} MB and {MAX_PIXELS // 1_000_000} megapixels",
+    for lang, photo, clip in (
+        ("en", f"up to {PHOTO_MB} MB and {MAX_PIXELS // 1_000_000} megapixels",
          f"up to {MAX_VIDEO_MB} MB and {minutes} minutes"),
-        (README_ZH, f"最大 {PHOTO_MB} MB、{MAX_PIXELS // 10_000} 万像素", f"最大 {MAX_VIDEO_MB} MB、{minutes} 分钟"),
+        ("zh", f"最大 {PHOTO_MB} MB、{MAX_PIXELS // 10_000} 万像素", f"最大 {MAX_VIDEO_MB} MB、{minutes} 分钟"),
     ):
-        text = path.read_text(encoding="utf-8")
+        text = _manual(lang)
         # the sentence on .streamlit/config.toml names both limits: the server's (a clip) and a photo's
         paragraph = next(p for p in text.split("\n\n") if "showErrorDetails" in p)
-        assert f"{MAX_VIDEO_MB} MB" in paragraph and f"{PHOTO_MB} MB" in paragraph, (path.name, paragraph)
-        assert photo in text, (path.name, photo)
-        assert clip in text, (path.name, clip)
-        assert f"client_max_body_size {MAX_VIDEO_MB}m;" in text, path.name
+        assert f"{MAX_VIDEO_MB} MB" in paragraph and f"{PHOTO_MB} MB" in paragraph, (lang, paragraph)
+        assert photo in text, (lang, photo)
+        assert clip in text, (lang, clip)
+        assert f"client_max_body_size {MAX_VIDEO_MB}m;" in text, lang
 
 
 def test_the_chinese_upload_help_says_the_same_limits():
@@ -154,8 +207,8 @@ def test_the_chinese_upload_help_says_the_same_limits():
 
 
 def test_the_operator_group_is_named_as_the_page_names_it():
-    assert f"“{ZH['family_operator']}”" in README_ZH.read_text(encoding="utf-8")
-    assert f'"{EN["family_operator"].capitalize()}"' in README_EN.read_text(encoding="utf-8")
+    assert f"“{ZH['family_operator']}”" in _manual("zh")
+    assert f'"{EN["family_operator"].capitalize()}"' in _manual("en")
 
 
 def _marked(text: str) -> set[str]:
@@ -175,30 +228,30 @@ def _page_names() -> dict[str, list[str]]:
 
 
 def test_page_labels_are_named_as_the_chinese_page_names_them():
-    """A button, view or option README.md marks (**Start**, *Frames to sample*) appears in README.zh-CN
-    marked too, under the name the Chinese page gives it (开始, not Start)."""
+    """A button, view or option the English manual marks (**Start**, *Frames to sample*) appears in the
+    Chinese manual marked too, under the name the Chinese page gives it (开始, not Start)."""
     names = _page_names()
-    chinese = _marked(README_ZH.read_text(encoding="utf-8"))
+    chinese = _marked(_manual("zh"))
     checked, wrong = 0, {}
-    for phrase in sorted(_marked(README_EN.read_text(encoding="utf-8"))):
+    for phrase in sorted(_marked(_manual("en"))):
         keys = names.get(phrase.lower().rstrip("."))
         if not keys:
             continue
         checked += 1
         if not {ZH[k].strip() for k in keys} & chinese:
             wrong[phrase] = sorted({ZH[k] for k in keys})
-    assert checked >= 30, "the label pattern no longer finds the page's labels in README.md"
-    assert wrong == {}, "README.zh-CN.md should name these as the Chinese page does (bold or italic)"
+    assert checked >= 30, "the label pattern no longer finds the page's labels in the English manual"
+    assert wrong == {}, "the Chinese manual should name these as the Chinese page does (bold or italic)"
 
 
 def test_the_live_start_button():
-    chinese = README_ZH.read_text(encoding="utf-8")
+    chinese = _manual("zh")
     assert f"**{ZH['live_c_start']}**" in chinese and f"**{EN['live_c_start']}**" not in chinese
 
 
 @pytest.mark.parametrize("key", ["out_of_memory", "class_unknown", "weights_details"])
 def test_the_faq_quotes_the_page(key):
     """The FAQ quotes what the page shows, so the quote follows the page when its sentence changes."""
-    for texts, heading, path in ((EN, "## FAQ", README_EN), (ZH, "## 常见问题", README_ZH)):
+    for texts, lang in ((EN, "en"), (ZH, "zh")):
         head = re.split(r"[{（(。.;]", texts[key])[0].strip()
-        assert len(head) >= 4 and head in _section(path, heading), (key, path.name, head)
+        assert len(head) >= 4 and head in _page("faq", lang).read_text("utf-8"), (key, lang, head)

@@ -1,6 +1,6 @@
 """The Overview and the Convolution view in Chromium, in both languages: the overview's picture
 arrives and opens a channel in the inspector; the convolution's numbers are on screen. Their
-full-page screenshots (tests/artifacts/) are what README's pictures are cut from."""
+full-page screenshots (tests/artifacts/) are what the manual's pictures (docs/images/) are cut from."""
 
 from __future__ import annotations
 
