@@ -159,6 +159,7 @@ def test_sanity_check_is_the_librarys_on_the_button(lang, media, fresh_results):
                             **SETTINGS)
     table = at.dataframe[0].value
     assert list(table[texts["ex_col_stage"]]) == list(expected.stages)
+    undefined = False
     for m in expected.methods:
         name = texts[f"ex_method_{m}"]
         flat = [bool(expected.maps[m][0].max() == expected.maps[m][0].min() or a.max() == a.min())
@@ -166,8 +167,10 @@ def test_sanity_check_is_the_librarys_on_the_button(lang, media, fresh_results):
         want = [None if f else r for f, r in zip(flat, expected.correlations[m], strict=True)]
         shown = [None if v != v or v is None else v for v in table[texts["ex_col_spearman"].format(method=name)]]
         assert shown == pytest.approx(want)
-        assert any(c.value == texts["ex_sanity_undefined"] for c in at.caption) == any(flat)
+        undefined |= any(flat)
         assert list(table[texts["ex_col_ssim"].format(method=name)]) == pytest.approx(expected.ssim[m])
+    assert any(c.value == texts["ex_sanity_undefined"] for c in at.caption) == undefined
+    assert undefined  # Grad-CAM of this seeded model goes all zero at some steps: the case is exercised
     warnings = [w.value for w in at.warning]
     for m in expected.methods:
         flag = texts["ex_sanity_flag"].format(method=texts[f"ex_method_{m}"], r=expected.correlations[m][-1])
