@@ -154,6 +154,11 @@ def test_the_teacher_passphrase_and_its_tries(monkeypatch):
     teacher.button(key="class_start").click().run()
     assert any("Too many tries" in e.value for e in teacher.error)  # three tries a minute, even the right one
     assert classes.classroom().live_codes() == []
+    reloaded = open_page()  # a reload is a new session from the same address: the count goes on
+    reloaded.text_input(key="class_passphrase").set_value("open sesame")
+    reloaded.button(key="class_start").click().run()
+    assert any("Too many tries" in e.value for e in reloaded.error)
+    classes.reset()  # a fresh store, as when the minute has passed
     other = open_page()
     other.text_input(key="class_passphrase").set_value("open sesame")
     other.button(key="class_start").click().run()

@@ -254,3 +254,31 @@ def test_memory_store_time_limits(clock):
     clock.now += 5
     assert store.get("a") is None and len(store) == 0
     assert store.incrby("n", 3) == 3 and store.incrby("n", -1) == 2
+
+
+def test_tries_are_counted_per_address_in_the_store_shared_by_every_server(class_store, clock):
+    """The passphrase's try limit lives in the class store: a reload (a new session) or another server
+    on the same store counts on; another address has its own count; the window passes."""
+    store = class_store(clock)
+    one, other_server = Classroom(store, clock=clock), Classroom(store, clock=clock)
+    assert [one.attempt("passphrase:10.0.0.7", 3) for _ in range(2)] == [True, True]
+    assert other_server.attempt("passphrase:10.0.0.7", 3) is True
+    assert one.attempt("passphrase:10.0.0.7", 3) is False and other_server.attempt("passphrase:10.0.0.7", 3) is False
+    assert one.attempt("passphrase:10.0.0.8", 3) is True  # another address
+    if isinstance(store, MemoryStore):  # Redis keeps its own time: the window is the key's TTL there
+        clock.now += 61
+        assert one.attempt("passphrase:10.0.0.7", 3) is True
+
+
+def test_a_class_without_its_teacher_page_ends_after_ten_minutes(class_store, clock):
+    from vizhooks.classroom.core import IDLE_SECONDS
+
+    assert IDLE_SECONDS == 600
+    room = Classroom(class_store(clock), clock=clock)
+    lead = room.start()
+    clock.now += IDLE_SECONDS - 5
+    room.touch(lead)  # the teacher's open page renews it
+    clock.now += IDLE_SECONDS - 5
+    assert lead.code in room.live_codes()
+    clock.now += 10
+    assert lead.code not in room.live_codes()

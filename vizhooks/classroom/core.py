@@ -2,8 +2,8 @@
 
 Everything a class holds lives in a :class:`~vizhooks.classroom.store.Store` under ``vz:class:<CODE>``
 keys, each with the class's time limit, which every teacher action renews: a class the teacher has
-left for ``idle_seconds`` (3 hours) is gone with all it held. Nothing here knows Streamlit; the page
-(vizhooks.page.classes) calls these methods from its sessions.
+left for ``idle_seconds`` (10 minutes without its teacher page) is gone with all it held. Nothing here
+knows Streamlit; the page (vizhooks.page.classes) calls these methods from its sessions.
 
 Who may do what:
 
@@ -38,7 +38,9 @@ ALPHABET = "23456789ABCDEFGHJKMNPQRSTUVWXYZ"
 CODE_LENGTH = 6
 PREFIX = "vz:class:"
 REGISTRY = "vz:classes"
-IDLE_SECONDS = 3 * 3600
+#: A class whose teacher page has not been open for this long ends (the open page renews it every few
+#: seconds), so a visitor cannot hold the server's class slots for hours (VIZHOOKS_CLASS_IDLE_MINUTES).
+IDLE_SECONDS = 10 * 60
 FOLLOW_SECONDS = 15.0  # a follower not heard from for this long no longer counts
 ACTION_WINDOW = 60.0  # a teacher action older than this (by its number) is refused
 MAX_MODEL_BYTES = 2_000_000  # a shared taught head: 6 classes x 4096 features of VGG is 0.1 MB
@@ -165,6 +167,15 @@ class Classroom:
         self.store.set(self._key(code, "state"), json.dumps({"version": 0, "page": {}}).encode())
         self._renew(code)
         return Teacher(code, secret)
+
+    def attempt(self, who: str, limit: int, window: float = 60.0) -> bool:
+        """Count one try of ``who`` (a client address) in the store, so every server and every reload
+        of a page shares the count; False once ``limit`` tries fell within ``window`` seconds."""
+        key = f"vz:tries:{_sha(who).hex()[:32]}"
+        tries = self.store.incrby(key, 1)
+        if tries == 1:
+            self.store.expire(key, window)
+        return tries <= limit
 
     def exists(self, code: str) -> bool:
         return self.store.hget(self._key(normalise_code(code)), "secret") is not None

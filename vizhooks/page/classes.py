@@ -18,7 +18,6 @@ import hmac
 import os
 import secrets
 import threading
-import time
 from typing import Any
 from urllib.parse import urlencode
 
@@ -42,7 +41,7 @@ FOLLOWED = ("model", "layers", "what", "size", "channels", "order", "cmap", "nor
             "lesson_step", "target", "present")
 CHECK_SECONDS = 0.5  # how often a follower's page asks the class for news
 TEACHER_SECONDS = 2.0  # how often the teacher's panel counts followers
-PASSPHRASE_TRIES = 3  # per session and minute
+PASSPHRASE_TRIES = 3  # per client address and minute, counted in the class store
 
 _room: Classroom | None = None
 _room_lock = threading.Lock()
@@ -63,6 +62,7 @@ def classroom() -> Classroom:
         if _room is None:
             store = open_store(os.environ.get("VIZHOOKS_CLASS_STORE", ""))
             _room = Classroom(store, max_classes=_env_int("VIZHOOKS_MAX_CLASSES", 20),
+                              idle_seconds=60 * _env_int("VIZHOOKS_CLASS_IDLE_MINUTES", 10),
                               max_photos=_env_int("VIZHOOKS_GALLERY_PHOTOS", 60),
                               max_gallery_bytes=_env_int("VIZHOOKS_GALLERY_MB", 60) * 1_000_000)
         return _room
@@ -276,13 +276,18 @@ def _passphrase_ok() -> bool:
     key = os.environ.get("VIZHOOKS_TEACHER_KEY", "")
     if not key:
         return True
-    now = time.monotonic()
-    tries = [when for when in st.session_state.get("_class_tries", []) if now - when < 60]
-    if len(tries) >= PASSPHRASE_TRIES:
-        st.session_state["_class_tries"] = tries
+    # per client address, in the class store: a reload (a new session) or another server starts no new count;
+    # on localhost (no address) every visitor shares one count
+    address = st.context.ip_address
+    try:
+        allowed = classroom().attempt(f"passphrase:{address if isinstance(address, str) and address else 'localhost'}",
+                                      PASSPHRASE_TRIES)
+    except StoreUnavailableError as exc:
+        st.session_state["_class_error"] = reason(exc)
+        return False
+    if not allowed:
         st.session_state["_class_error"] = t("class_too_many_tries")
         return False
-    st.session_state["_class_tries"] = [*tries, now]
     given = st.session_state.get("class_passphrase", "")
     if hmac.compare_digest(given.encode(), key.encode()):
         return True
