@@ -13,6 +13,7 @@ from PIL import Image
 from tests.helpers import ok, open_page
 from vizhooks.classroom import Teacher
 from vizhooks.page import classes
+from vizhooks.page.texts_class import EN
 
 
 @pytest.fixture(autouse=True)
@@ -107,10 +108,27 @@ def test_a_student_cannot_change_the_class():
     version = classes.classroom().state(code).version
     pupil = student(code)
     pupil.selectbox(key="cmap").set_value("inferno").run()
+    assert EN["class_detached_own"].format(code=code) in [i.value for i in pupil.info]
     pupil.radio(key="view").set_value("table").run()
     state = classes.classroom().state(code)
     assert state.version == version and state.page.get("cmap") != "inferno"
     assert "class_end" not in [b.key for b in pupil.button]
+    # a change of the student's own: no longer labelled as following (issue 34, item 4.3)
+    assert pupil.session_state["_class_following"] is False
+    teacher.selectbox(key="cmap").set_value("gray").run()
+    pupil.run()
+    assert pupil.selectbox(key="cmap").value == "inferno"  # the teacher's change does not land on it
+
+
+def test_a_following_student_who_changes_nothing_stays_following():
+    teacher = open_page()
+    code = start_class(teacher)
+    pupil = student(code)
+    for cmap in ("gray", "magma"):
+        teacher.selectbox(key="cmap").set_value(cmap).run()
+        pupil.run()
+        ok(pupil)
+        assert pupil.session_state["_class_following"] is True and pupil.selectbox(key="cmap").value == cmap
 
 
 def test_a_teacher_link_leads_from_a_second_device_and_its_secret_never_reaches_the_address_bar():
@@ -122,6 +140,10 @@ def test_a_teacher_link_leads_from_a_second_device_and_its_secret_never_reaches_
     assert "teacher" not in second.query_params
     second.selectbox(key="cmap").set_value("cividis").run()
     assert classes.classroom().state(code).page["cmap"] == "cividis"
+    third = open_page(**{"class": code, "teacher": secret})  # another device joins: it takes the class as it is
+    ok(third)
+    assert third.selectbox(key="cmap").value == "cividis"
+    assert classes.classroom().state(code).page["cmap"] == "cividis"  # not reset to the default
     forged = open_page(**{"class": code, "teacher": "x" * 32})  # a wrong secret: an ordinary student
     ok(forged)
     assert forged.session_state["_class_code"] == code and "_class_teacher" not in forged.session_state
@@ -259,3 +281,14 @@ def test_forged_teacher_on_the_page_is_refused():
     pupil.selectbox(key="cmap").set_value("inferno").run()
     assert classes.classroom().state(code).page.get("cmap") != "inferno"
     assert any("Only the teacher" in w.value for w in pupil.warning)
+
+
+def test_the_xsrf_token_is_the_same_through_each_loads_new_mask():
+    from vizhooks.page.classes import xsrf_token
+
+    # three loads of one browser (read from Chromium): the value changes, the token does not
+    values = ["2|7b7322a1|a80169ab50989ed440b0ca9d4a195820|1796371210",
+              "2|20628632|f310cd380b893a471ba16e0e1108fcb3|1796371210",
+              "2|6eda84b9|bda8cfb3453138cc55196c855fb0fe38|1796371210"]
+    assert {xsrf_token(v) for v in values} == {bytes.fromhex("d3724b0a2bebbc753bc3e83c316a7a81")}
+    assert xsrf_token("2|zz|not hex|1") == b"2|zz|not hex|1" and xsrf_token("plain") == b"plain"

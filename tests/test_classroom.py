@@ -282,3 +282,19 @@ def test_a_class_without_its_teacher_page_ends_after_ten_minutes(class_store, cl
     assert lead.code in room.live_codes()
     clock.now += 10
     assert lead.code not in room.live_codes()
+
+
+def test_a_browser_finds_the_class_it_leads_until_the_class_ends(class_store, clock):
+    room = Classroom(class_store(clock), clock=clock)
+    lead = room.start()
+    room.remember_lead("browser-a", lead)
+    assert room.lead_of("browser-a") == lead and room.lead_of("browser-b") is None
+    other = Classroom(room.store, clock=clock)  # another server on the same store
+    assert other.lead_of("browser-a") == lead
+    room.end(lead, numbered(clock))
+    assert room.lead_of("browser-a") is None  # an ended class is found by nobody
+    second = room.start()
+    room.remember_lead("browser-a", second)
+    room.forget_lead("browser-a")
+    assert room.lead_of("browser-a") is None
+

@@ -359,6 +359,46 @@ def test_a_teacher_leads_three_students_polls_and_the_gallery(server, browser):
     follow.write()
 
 
+def test_a_reload_and_a_second_device_keep_the_class_as_it_is(server, browser):
+    """Issue 34, items 1, 2 and 5: the teacher's reload finds the class again (the browser's own cookie,
+    never the student link) with its page as it was; a student's reload is still one follower; the teacher
+    link on a second device takes the class as it is instead of resetting it, and then leads it too."""
+    follow = Follow("reload")
+    teacher = new_page(browser, server)
+    code, link = start_class(teacher, EN)
+    students = join(browser, link, EN, code, 2)
+    followers(teacher, EN, 2)
+    follow.step(teacher, students, EN, 1, lambda: to_lesson(teacher, EN), "view -> lesson (step 1)")
+    follow.step(teacher, students, EN, 2, lambda: next_step(teacher), "Next -> step 2")
+    sidebar = teacher.get_by_test_id("stSidebar")
+    sidebar.get_by_test_id("stPopover").get_by_role("button").click()
+    teacher_link = teacher.get_by_test_id("stCode").filter(has_text="teacher=").inner_text().strip()
+    teacher.keyboard.press("Escape")
+
+    teacher.reload()  # F5: the same class, the page as it was, the students untouched
+    code_line = sidebar.get_by_text(re.compile("^" + re.escape(plain(EN["class_code"].split("{")[0]))))
+    expect(code_line.locator("strong")).to_have_text(code, timeout=LOAD_MS)
+    expect(teacher.get_by_text(plain(EN["class_reclaimed"].format(code=code)))).to_be_visible()
+    expect(teacher.get_by_role("heading", name=heading(EN, 2))).to_be_visible()
+    assert key(teacher, "class_start").count() == 0  # not "Start a class" again
+    students[0].reload()  # a student's reload: still one follower, not two
+    expect(students[0].get_by_text(plain(EN["class_following"].format(code=code)), exact=True)).to_be_visible(
+        timeout=LOAD_MS)
+    time.sleep(4)  # two of the teacher's counts
+    followers(teacher, EN, 2)
+    for page in students:
+        assert on_step(page, EN, 2), page.evaluate(HEADINGS)
+
+    second = new_page(browser, teacher_link)  # the teacher link on a second device
+    expect(second.get_by_role("heading", name=heading(EN, 2))).to_be_visible(timeout=LOAD_MS)
+    time.sleep(3)  # the students' checks: nobody was reset to the default page
+    for page in students:
+        assert on_step(page, EN, 2), page.evaluate(HEADINGS)
+    follow.step(second, [teacher, *students], EN, 3, lambda: next_step(second), "Next on the second device")
+    no_exception(teacher, second, *students)
+    follow.write()
+
+
 def test_the_class_in_chinese(server, browser):
     follow = Follow("chinese")
     teacher = new_page(browser, f"{server}/?lang=zh")

@@ -177,6 +177,24 @@ class Classroom:
             self.store.expire(key, window)
         return tries <= limit
 
+    def remember_lead(self, browser: str, teacher: Teacher) -> None:
+        """The browser ``browser`` (an anonymous id) leads ``teacher``'s class: a reload or a closed tab
+        of that browser finds the class again (for as long as the class lives)."""
+        self.store.set(f"vz:lead:{_sha(browser).hex()[:32]}", f"{teacher.code}\n{teacher.secret}".encode(),
+                       self.idle_seconds)
+
+    def lead_of(self, browser: str) -> Teacher | None:
+        """The running class ``browser`` leads, or None (ended, expired, or none)."""
+        raw = self.store.get(f"vz:lead:{_sha(browser).hex()[:32]}")
+        if raw is None:
+            return None
+        code, secret = raw.decode().split("\n", 1)
+        lead = Teacher(code, secret)
+        return lead if self.verify(lead) else None
+
+    def forget_lead(self, browser: str) -> None:
+        self.store.delete(f"vz:lead:{_sha(browser).hex()[:32]}")
+
     def exists(self, code: str) -> bool:
         return self.store.hget(self._key(normalise_code(code)), "secret") is not None
 

@@ -14,6 +14,7 @@ Students are anonymous: the store knows a session by a random id kept in its ses
 
 from __future__ import annotations
 
+import hashlib
 import hmac
 import os
 import secrets
@@ -94,6 +95,30 @@ def session_id() -> str:
     return st.session_state.setdefault("_class_sid", secrets.token_hex(8))
 
 
+def browser_id() -> str:
+    """This browser's anonymous id: a digest of the token in Streamlit's own XSRF cookie, which every
+    session of one browser sends and a reload keeps (the cookie's value is re-masked on each load, the
+    token inside it is not). One browser is one voter, one follower, and finds the class it leads after a
+    reload. Without the cookie (XSRF protection off, AppTest) the session's id."""
+    raw = st.context.cookies.get("_streamlit_xsrf") if hasattr(st.context, "cookies") else None
+    if not isinstance(raw, str) or not raw:
+        return session_id()
+    return "b" + hashlib.sha256(xsrf_token(raw)).hexdigest()[:24]
+
+
+def xsrf_token(cookie: str) -> bytes:
+    """The token inside an XSRF cookie's value: Tornado's version 2 (``2|mask|masked token|time``) is
+    unmasked (each load masks it anew); any other value is its own token."""
+    parts = cookie.split("|")
+    try:
+        if len(parts) == 4 and parts[0] == "2":
+            mask, masked = bytes.fromhex(parts[1]), bytes.fromhex(parts[2])
+            return bytes(b ^ mask[i % 4] for i, b in enumerate(masked))
+    except ValueError:
+        pass
+    return cookie.encode()
+
+
 def teacher() -> Teacher | None:
     return st.session_state.get("_class_teacher")
 
@@ -115,12 +140,14 @@ def join_from_link() -> None:
     """First run of a session opened with ``?class=CODE`` (follow) or ``&teacher=SECRET`` (lead)."""
     link = st.session_state.pop("_class_link", None)
     if not link or not link[0]:
+        if link is not None:  # a session's first run without a class link: a reload of the teacher's page?
+            _reclaim()
         return
     code, secret = link
     try:
         room = classroom()
         if secret and room.verify(Teacher(code, secret)):
-            st.session_state["_class_teacher"] = Teacher(code, secret)
+            _lead(Teacher(code, secret), adopt=True)
             return
         if not room.exists(code):
             st.session_state["_class_notice"] = t("class_unknown", code=code)
@@ -133,12 +160,71 @@ def join_from_link() -> None:
     st.session_state["_class_following"] = True
 
 
+def _lead(lead: Teacher, adopt: bool) -> None:
+    """This session leads ``lead``'s class; a page that joins a running class (a reload, the teacher link
+    on a second device) first takes the class's page as it is, so it does not reset the students."""
+    st.session_state["_class_teacher"] = lead
+    st.session_state["_class_adopt"] = adopt
+    try:
+        classroom().remember_lead(browser_id(), lead)
+    except StoreUnavailableError as exc:
+        store_down(exc)
+
+
+def _reclaim() -> None:
+    """The class this browser led before a reload or a closed tab, if it still runs."""
+    try:
+        lead = classroom().lead_of(browser_id())
+    except StoreUnavailableError as exc:
+        store_down(exc)
+        return
+    if lead is not None:
+        _lead(lead, adopt=True)
+        st.session_state["_class_notice"] = t("class_reclaimed", code=lead.code)
+
+
+def _adopt(lead: Teacher) -> None:
+    """Take the class's page (and its photo) into this teacher session: the last action of any of the
+    teacher's pages wins, and every one of them shows it."""
+    try:
+        state = classroom().state(lead.code)
+    except UnknownClassError:
+        _leave(t("class_ended", code=lead.code))
+        return
+    except StoreUnavailableError as exc:
+        store_down(exc)
+        return
+    page = state.page
+    for key in FOLLOWED:
+        if key in page:
+            st.session_state[key] = page[key] if key != "layers" else list(page[key])
+    st.session_state["_class_published"] = page
+    st.session_state["_class_version"] = state.version
+    st.session_state["_class_lead_photo"] = _photo_choice()  # the class's photo until this page picks another
+
+
+def _photo_choice() -> tuple:
+    """What this session's sidebar says of its photo: a change means the teacher picked another."""
+    upload = st.session_state.get("upload")
+    camera = st.session_state.get("camera")
+    return (st.session_state.get("source"), st.session_state.get("sample"),
+            getattr(upload, "file_id", None), getattr(camera, "file_id", None))
+
+
 # --- following ------------------------------------------------------------------------------------
 
 def apply_teacher() -> None:
-    """A follower's page takes the teacher's latest page (before any widget is drawn)."""
+    """A follower's page takes the teacher's latest page (before any widget is drawn); so does a teacher
+    page that joined a running class, or whose other page (another device, another tab) acted."""
+    lead = teacher()
+    if lead is not None and st.session_state.pop("_class_adopt", False):
+        _adopt(lead)
     code = following()
     if code is None:
+        return
+    if _changed_by_follower():  # the student moved on their own: no longer "following the teacher"
+        _detach()
+        st.session_state["_class_notice"] = t("class_detached_own", code=code)
         return
     try:
         state = classroom().state(code)
@@ -164,6 +250,25 @@ def apply_teacher() -> None:
     st.session_state["_class_version"] = state.version
 
 
+def _plain(value: Any) -> Any:
+    return list(value) if isinstance(value, (list, tuple)) else value
+
+
+def _changed_by_follower() -> bool:
+    """Whether a following student changed something the teacher leads since the last run ended (the
+    page's own normalising happens within a run, before :func:`note_follower_page`)."""
+    seen = st.session_state.get("_class_seen")
+    return bool(seen) and any(_plain(st.session_state.get(k)) != v for k, v in seen.items())
+
+
+def note_follower_page() -> None:
+    """What a follower's page shows of the teacher's choices, once the run has drawn its sidebar."""
+    if following():
+        st.session_state["_class_seen"] = {k: _plain(st.session_state.get(k)) for k in FOLLOWED}
+    else:
+        st.session_state.pop("_class_seen", None)
+
+
 def _leave(notice: str) -> None:
     for key in ("_class_code", "_class_following", "_class_version", "_class_page", "_class_photo",
                 "_class_teacher", "_class_published", "_class_down"):  # "ended" alone, not "cannot be reached"
@@ -172,9 +277,16 @@ def _leave(notice: str) -> None:
 
 
 def class_photo() -> bytes | None:
-    """The teacher's photo while this session follows a class that has one (fetched once per photo)."""
+    """The teacher's photo while this session follows a class that has one (fetched once per photo); for a
+    teacher page that took the class as it was, the class's photo until it picks another."""
     code = following()
     page = st.session_state.get("_class_page") or {}
+    lead = teacher()
+    if lead is not None and st.session_state.get("_class_lead_photo") is not None:
+        if st.session_state["_class_lead_photo"] != _photo_choice():
+            st.session_state.pop("_class_lead_photo")
+        else:
+            code, page = lead.code, st.session_state.get("_class_published") or {}
     digest = page.get("photo")
     if code is None or not digest:
         return None
@@ -198,7 +310,7 @@ def _check_for_news() -> None:
         return
     try:
         room = classroom()
-        room.follow(code, session_id())
+        room.follow(code, browser_id())
         version = room.state(code).version
     except UnknownClassError:
         _leave(t("class_ended", code=code))
@@ -225,13 +337,14 @@ def _detach() -> None:
     st.session_state["_class_following"] = False
     try:
         if code:
-            classroom().unfollow(code, session_id())
+            classroom().unfollow(code, browser_id())
     except StoreUnavailableError:
         pass
 
 
 def _rejoin() -> None:
     st.session_state["_class_following"] = True
+    st.session_state.pop("_class_seen", None)
     st.session_state.pop("_class_version", None)  # take the teacher's page again, whatever it is
 
 
@@ -299,7 +412,7 @@ def _start() -> None:
     if not _passphrase_ok():
         return
     try:
-        st.session_state["_class_teacher"] = classroom().start()
+        _lead(classroom().start(), adopt=False)
     except (ClassError, StoreUnavailableError) as exc:
         st.session_state["_class_error"] = reason(exc)
         return
@@ -314,6 +427,7 @@ def _end() -> None:
         return
     try:
         classroom().end(lead)
+        classroom().forget_lead(browser_id())
     except (ClassError, StoreUnavailableError) as exc:
         st.session_state["_class_error"] = reason(exc)
         if not isinstance(exc, UnknownClassError):
@@ -344,20 +458,34 @@ def _teacher_watch(lead: Teacher) -> None:
     try:
         room = classroom()
         room.touch(lead)
+        room.remember_lead(browser_id(), lead)  # lives as long as the class
         n = room.followers(lead.code)
         photos = room.gallery_size(lead.code)
-    except ClassError:  # the store lost the class (Redis came back empty): the teacher must start again
-        st.warning(t("class_lost", code=lead.code), icon=":material/cloud_off:")
+        version = room.state(lead.code).version
+    except ClassError as exc:  # the store lost the class (Redis came back empty): the teacher must start again
+        lost = isinstance(exc, UnknownClassError) or not _exists(lead.code)
+        st.warning(t("class_lost", code=lead.code) if lost else reason(exc), icon=":material/cloud_off:")
         return
     except StoreUnavailableError as exc:
         store_down(exc)
         st.warning(t("class_store_down_teacher"), icon=":material/cloud_off:")
         return
     st.caption(t("class_followers", n=n))
+    mine = st.session_state.get("_class_version")
+    if mine is not None and version != mine:  # another page of this teacher acted: the last action wins
+        st.session_state["_class_adopt"] = True
+        st.rerun(scope="app")
     seen = st.session_state.get("_class_gallery_seen")
     st.session_state["_class_gallery_seen"] = photos  # a full run passes here before the gallery is drawn
     if seen is not None and seen != photos:
         st.rerun(scope="app")  # a student sent a photo: the teacher's gallery shows it
+
+
+def _exists(code: str) -> bool:
+    try:
+        return classroom().exists(code)
+    except StoreUnavailableError:
+        return True  # unknown: say nothing of a lost class
 
 
 def teacher_panel(slot: Any) -> None:
@@ -390,6 +518,7 @@ def publish(data: bytes | None) -> None:
     """The teacher's page, as the class follows it: published when it changed (the photo when its
     digest did). The page is the FOLLOWED choices; the class's own parts (revealed polls, the
     gallery's spotlight) are kept from the last publication."""
+    note_follower_page()
     lead = teacher()
     if lead is None:
         return
@@ -406,18 +535,19 @@ def publish(data: bytes | None) -> None:
         blob = head_blob(page["model"]) if page["model"] != last.get("model") and is_taught(page["model"]) else None
         if blob is not None:  # a model the teacher taught: students on another server need its head
             classroom().share_model(lead, blob)
-        classroom().publish(lead, page, photo=data if digest != last.get("photo") else None)
+        state = classroom().publish(lead, page, photo=data if digest != last.get("photo") else None)
     except UnknownClassError:
         _leave(t("class_ended", code=lead.code))
         return
-    except ClassError:
-        st.warning(t("class_lost", code=lead.code), icon=":material/cloud_off:")
+    except ClassError as exc:
+        st.warning(reason(exc), icon=":material/cloud_off:")
         return
     except StoreUnavailableError as exc:
         store_down(exc)
         st.warning(t("class_store_down_teacher"), icon=":material/cloud_off:")
         return
     st.session_state["_class_published"] = page
+    st.session_state["_class_version"] = state.version  # this page's own action: not news to adopt
 
 
 def class_page() -> dict[str, Any]:
@@ -434,11 +564,12 @@ def set_class_part(key: str, value: Any) -> None:
         return
     page = {**class_page(), key: value}
     try:
-        classroom().publish(lead, page)
+        state = classroom().publish(lead, page)
     except (ClassError, StoreUnavailableError) as exc:
         st.session_state["_class_error"] = reason(exc)
         return
     st.session_state["_class_published"] = page
+    st.session_state["_class_version"] = state.version
 
 
 # --- the class gallery ----------------------------------------------------------------------------
@@ -557,7 +688,7 @@ def _send_answer(code: str, step_id: str) -> None:
     if choice is None:
         return
     try:
-        classroom().answer(code, step_id, session_id(), int(choice))
+        classroom().answer(code, step_id, browser_id(), int(choice))
     except (ClassError, StoreUnavailableError) as exc:
         st.session_state["_poll_error"] = reason(exc)
         return

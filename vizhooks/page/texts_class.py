@@ -33,6 +33,11 @@ EN: dict[str, str] = {
         "says why. Your page keeps working, and the class picks up again when it is back."
     ),
     "class_store_unreachable": "The class cannot be reached right now; try again in a moment.",
+    "class_reclaimed": "You are teaching class **{code}** again: the page took the class as it was.",
+    "class_detached_own": (
+        "You changed the page yourself, so you no longer follow the teacher of class {code}. "
+        "\"Follow the teacher\" takes the teacher's page back."
+    ),
     "class_lost": (
         "Class {code} is no longer on the server (its class store restarted empty). End it and start a new "
         "class; the students join again with the new link."
@@ -87,6 +92,8 @@ ZH: dict[str, str] = {
         "暂时连不上课堂，学生看不到你的操作；原因记录在服务器日志里。你的页面照常可用，课堂恢复后会继续。"
     ),
     "class_store_unreachable": "暂时连不上课堂，请稍后再试。",
+    "class_reclaimed": "你重新回到了课堂 **{code}**，页面已恢复为课堂当时的样子。",
+    "class_detached_own": "你自己改动了页面，所以不再跟随课堂 {code} 的老师。点“跟随老师”即可回到老师的页面。",
     "class_lost": (
         "服务器上已经没有课堂 {code} 了（课堂存储重启后被清空）。请结束它并开始新的课堂，学生用新链接重新加入。"
     ),
