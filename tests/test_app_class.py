@@ -292,3 +292,20 @@ def test_the_xsrf_token_is_the_same_through_each_loads_new_mask():
               "2|6eda84b9|bda8cfb3453138cc55196c855fb0fe38|1796371210"]
     assert {xsrf_token(v) for v in values} == {bytes.fromhex("d3724b0a2bebbc753bc3e83c316a7a81")}
     assert xsrf_token("2|zz|not hex|1") == b"2|zz|not hex|1" and xsrf_token("plain") == b"plain"
+
+
+def test_the_teacher_sees_the_class_in_the_main_area_and_a_panel_for_the_projector():
+    teacher = open_page()
+    code = start_class(teacher)
+    pupil = student(code)
+    ok(pupil)
+    assert EN["class_photo_from_teacher"] in [c.value for c in pupil.caption]  # the photo is the teacher's
+    teacher.run()
+    assert EN["class_teaching"].format(code=code, n=1) in [c.value for c in teacher.caption]
+    teacher.button(key="class_show_code").click().run()
+    ok(teacher)
+    shown = " ".join(m.value for m in teacher.markdown)
+    assert f">{code}</div>" in shown and "font-size:7rem" in shown  # the code, large
+    assert f"class={code}" in shown and EN["class_panel_count"].format(n=1) in shown
+    assert any(i.proto.imgs and i.proto.imgs[0].caption == EN["class_qr_caption"].format(code=code)
+               for i in teacher.image)  # the QR code

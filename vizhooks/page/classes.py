@@ -19,6 +19,7 @@ import hmac
 import os
 import secrets
 import threading
+from html import escape
 from typing import Any
 from urllib.parse import urlencode
 
@@ -257,8 +258,8 @@ def _plain(value: Any) -> Any:
 def _changed_by_follower() -> bool:
     """Whether a following student changed something the teacher leads since the last run ended (the
     page's own normalising happens within a run, before :func:`note_follower_page`)."""
-    seen = st.session_state.get("_class_seen")
-    return bool(seen) and any(_plain(st.session_state.get(k)) != v for k, v in seen.items())
+    seen: dict[str, Any] = st.session_state.get("_class_seen") or {}
+    return any(_plain(st.session_state.get(k)) != v for k, v in seen.items())
 
 
 def note_follower_page() -> None:
@@ -355,17 +356,50 @@ def class_bar() -> None:
         st.info(notice, icon=":material/school:")
     if st.session_state.get("_class_down"):
         st.warning(t("class_store_down"), icon=":material/cloud_off:")
+    lead = teacher()
+    if lead is not None:  # the teacher's own line, and the code for the projector
+        left, right = st.columns([3, 1])
+        left.caption(t("class_teaching", code=lead.code, n=_followers(lead.code)))
+        if right.button(t("class_show_code"), key="class_show_code", icon=":material/qr_code_2:"):
+            _code_panel(lead)
+        return
     code = student_code()
     if code is None:
         return
     left, right = st.columns([3, 1])
     if following():
         left.caption(t("class_following", code=code))
+        if (st.session_state.get("_class_page") or {}).get("photo"):
+            left.caption(t("class_photo_from_teacher"))
         right.button(t("class_detach"), key="class_detach", on_click=_detach)
         _follower_watch()
     else:
         left.caption(t("class_detached", code=code))
         right.button(t("class_rejoin"), key="class_rejoin", on_click=_rejoin)
+
+
+def _followers(code: str) -> int | str:
+    try:
+        return classroom().followers(code)
+    except StoreUnavailableError as exc:
+        store_down(exc)
+        return "?"
+
+
+def _code_panel(lead: Teacher) -> None:
+    """A large panel for the projector: the code, the QR code, the student link in full, the count."""
+    student = link({"class": lead.code, "lang": st.session_state.get("lang", "en")})
+
+    def body() -> None:
+        st.markdown(f'<div style="font-size:7rem;font-weight:700;letter-spacing:0.12em;text-align:center;'
+                    f'line-height:1.1">{lead.code}</div>', unsafe_allow_html=True)
+        st.image(qr_png(student), width=420, caption=t("class_qr_caption", code=lead.code))
+        st.markdown(f'<div style="font-size:1.6rem;word-break:break-all;text-align:center">{escape(student)}</div>',
+                    unsafe_allow_html=True)
+        st.markdown(f'<div style="font-size:1.4rem;text-align:center">'
+                    f'{escape(t("class_panel_count", n=_followers(lead.code)))}</div>', unsafe_allow_html=True)
+
+    st.dialog(t("class_show_code"), width="large")(body)()
 
 
 def send_photo_button(data: bytes | None) -> None:

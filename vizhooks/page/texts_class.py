@@ -38,6 +38,8 @@ EN: dict[str, str] = {
         "You changed the page yourself, so you no longer follow the teacher of class {code}. "
         "\"Follow the teacher\" takes the teacher's page back."
     ),
+    "class_show_code": "Show the class code",
+    "class_panel_count": "{n} students follow",
     "class_lost": (
         "Class {code} is no longer on the server (its class store restarted empty). End it and start a new "
         "class; the students join again with the new link."
@@ -94,6 +96,8 @@ ZH: dict[str, str] = {
     "class_store_unreachable": "暂时连不上课堂，请稍后再试。",
     "class_reclaimed": "你重新回到了课堂 **{code}**，页面已恢复为课堂当时的样子。",
     "class_detached_own": "你自己改动了页面，所以不再跟随课堂 {code} 的老师。点“跟随老师”即可回到老师的页面。",
+    "class_show_code": "显示课堂代码",
+    "class_panel_count": "{n} 名学生正在跟随",
     "class_lost": (
         "服务器上已经没有课堂 {code} 了（课堂存储重启后被清空）。请结束它并开始新的课堂，学生用新链接重新加入。"
     ),
