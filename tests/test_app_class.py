@@ -239,6 +239,13 @@ def test_the_gallery_takes_photos_sorts_them_and_the_teacher_shows_it():
     follower = student(code)
     ok(follower)
     assert any("shows the class gallery" in i.value for i in follower.info)
+    layer = teacher.selectbox(key="gallery_layer").value
+    teacher.number_input(key="gallery_channel").set_value(7).run()  # the teacher moves on: the class follows
+    ok(teacher)
+    assert classes.classroom().state(code).page["spotlight"] == {"layer": layer, "channel": 7}
+    follower.run()
+    ok(follower)
+    assert any("channel 7" in i.value and "shows the class gallery" in i.value for i in follower.info)
 
 
 def test_a_student_sends_the_photo_on_their_screen():

@@ -665,6 +665,9 @@ def gallery_panel(ctx: Any) -> None:
         channels = int(ctx.analysis.activations[layer].shape[1])
         channel = int(right.number_input(t("gallery_channel"), 0, channels - 1, key="gallery_channel"))
         if spotlight:
+            shown = {"layer": layer, "channel": channel}
+            if spotlight != shown:  # shown to everyone: the class follows the teacher's next layer or channel
+                set_class_part("spotlight", shown)
             button.button(t("gallery_hide"), key="gallery_hide", on_click=set_class_part, args=("spotlight", None))
         else:
             button.button(t("gallery_show"), key="gallery_show", on_click=set_class_part,
