@@ -14,6 +14,7 @@ from tests.helpers import ok, open_page
 from vizhooks.classroom import Teacher
 from vizhooks.page import classes
 from vizhooks.page.texts_class import EN
+from vizhooks.page.texts_polls import EN as EN_POLLS
 
 
 @pytest.fixture(autouse=True)
@@ -144,8 +145,9 @@ def test_a_teacher_link_leads_from_a_second_device_and_its_secret_never_reaches_
     ok(third)
     assert third.selectbox(key="cmap").value == "cividis"
     assert classes.classroom().state(code).page["cmap"] == "cividis"  # not reset to the default
-    forged = open_page(**{"class": code, "teacher": "x" * 32})  # a wrong secret: an ordinary student
+    forged = open_page(**{"class": code, "teacher": "x" * 32})  # a wrong secret: an ordinary student, told so
     ok(forged)
+    assert EN["class_forged_teacher"].format(code=code) in [i.value for i in forged.info]
     assert forged.session_state["_class_code"] == code and "_class_teacher" not in forged.session_state
 
 
@@ -199,15 +201,23 @@ def test_at_most_max_classes(monkeypatch):
 def test_a_poll_collects_answers_and_the_reveal_reaches_every_student():
     teacher = open_page(view="lesson", step="2")
     code = start_class(teacher)
+    teacher.run()
+    assert EN_POLLS["poll_none_yet"] in [c.value for c in teacher.caption] and not teacher.get("vega_lite_chart")
     pupils = [student(code) for _ in range(3)]
     for pupil, choice in zip(pupils, (0, 1, 1), strict=True):
         pupil.radio(key="poll_forward").set_value(choice)
         pupil.button(key="poll_send_forward").click().run()
         ok(pupil)
+    assert EN_POLLS["poll_sent"] in [c.value for c in pupils[0].caption]
     pupils[0].radio(key="poll_forward").set_value(1)  # a changed answer replaces the first
     pupils[0].button(key="poll_send_forward").click().run()
+    assert EN_POLLS["poll_changed"] in [c.value for c in pupils[0].caption]  # and says so
     n = len(classes.poll_choices("forward"))
     assert classes.classroom().totals(code, "forward", n)[:2] == [0, 3]
+    teacher.run()  # the chart: letters on its axis, every choice in full beneath it
+    choices = classes.poll_choices("forward")
+    legend = "  \n".join(f"**{chr(65 + i)}.** {c}" for i, c in enumerate(choices))
+    assert legend in [c.value for c in teacher.caption] and teacher.get("vega_lite_chart")
     assert not any(e.label == "Answer" for e in pupils[1].expander)  # the answer waits for the reveal
     teacher.run()
     teacher.button(key="poll_reveal_forward").click().run()

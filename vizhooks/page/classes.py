@@ -153,6 +153,8 @@ def join_from_link() -> None:
         if not room.exists(code):
             st.session_state["_class_notice"] = t("class_unknown", code=code)
             return
+        if secret:  # a teacher link with a wrong or old secret: say so, then follow as a student
+            st.session_state["_class_notice"] = t("class_forged_teacher", code=code)
     except StoreUnavailableError as exc:
         store_down(exc)
         st.session_state["_class_notice"] = t("class_store_start")
@@ -714,22 +716,29 @@ def _poll_totals(code: str, step_id: str) -> None:
         store_down(exc)
         st.warning(t("class_store_down_teacher"), icon=":material/cloud_off:")
         return
-    st.caption(t("poll_totals", n=sum(totals)) if sum(totals) else t("poll_none_yet"))
-    labels = [f"{chr(65 + i)}. {text}" for i, text in enumerate(choices)]
-    frame = pd.DataFrame({"answers": totals}, index=pd.Index(labels, name="choice"))
-    st.bar_chart(frame, horizontal=True, height=60 + 36 * len(labels), x_label=t("poll_totals", n=sum(totals)))
+    if not sum(totals):  # no chart of zeros (its axis read "0.000000")
+        st.caption(t("poll_none_yet"))
+        return
+    st.caption(t("poll_totals", n=sum(totals)))
+    # letters on the axis (whole choices were cut off there), the choices in full under the chart
+    letters = [chr(65 + i) for i in range(len(choices))]
+    frame = pd.DataFrame({t("poll_answers_axis"): totals}, index=pd.Index(letters, name=t("poll_choice_axis")))
+    st.bar_chart(frame, horizontal=True, height=60 + 36 * len(letters))
+    st.caption("  \n".join(f"**{letter}.** {text}" for letter, text in zip(letters, choices, strict=True)))
 
 
 def _send_answer(code: str, step_id: str) -> None:
     choice = st.session_state.get(f"poll_{step_id}")
     if choice is None:
         return
+    before = st.session_state.get(f"_poll_sent_{step_id}")
     try:
         classroom().answer(code, step_id, browser_id(), int(choice))
     except (ClassError, StoreUnavailableError) as exc:
         st.session_state["_poll_error"] = reason(exc)
         return
     st.session_state[f"_poll_sent_{step_id}"] = int(choice)
+    st.session_state[f"_poll_changed_{step_id}"] = before is not None and before != int(choice)
 
 
 def poll(step_id: str) -> bool:
@@ -758,6 +767,13 @@ def poll(step_id: str) -> bool:
                               on_click="ignore")
         return True
     sent = st.session_state.get(f"_poll_sent_{step_id}")
+    if sent is None:  # a reload of this browser: its answer is in the store
+        try:
+            sent = classroom().my_answer(code, step_id, browser_id())
+        except StoreUnavailableError as exc:
+            store_down(exc)
+        if sent is not None:
+            st.session_state[f"_poll_sent_{step_id}"] = sent
     st.radio(t("poll_your_answer"), range(len(choices)), key=f"poll_{step_id}", index=sent,
              format_func=lambda i: f"{chr(65 + i)}. {choices[i]}", disabled=revealed)
     error = st.session_state.pop("_poll_error", None)
@@ -770,7 +786,7 @@ def poll(step_id: str) -> bool:
         return True
     st.button(t("poll_send"), key=f"poll_send_{step_id}", on_click=_send_answer, args=(code, step_id))
     if sent is not None:
-        st.caption(t("poll_sent"))
+        st.caption(t("poll_changed") if st.session_state.get(f"_poll_changed_{step_id}") else t("poll_sent"))
     return True
 
 

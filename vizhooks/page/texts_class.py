@@ -40,6 +40,10 @@ EN: dict[str, str] = {
     ),
     "class_show_code": "Show the class code",
     "class_panel_count": "{n} students follow",
+    "class_forged_teacher": (
+        "This teacher link does not lead class {code} (an old or mistyped link), so you follow the class as a "
+        "student. Ask the teacher for the link again."
+    ),
     "class_lost": (
         "Class {code} is no longer on the server (its class store restarted empty). End it and start a new "
         "class; the students join again with the new link."
@@ -98,6 +102,9 @@ ZH: dict[str, str] = {
     "class_detached_own": "你自己改动了页面，所以不再跟随课堂 {code} 的老师。点“跟随老师”即可回到老师的页面。",
     "class_show_code": "显示课堂代码",
     "class_panel_count": "{n} 名学生正在跟随",
+    "class_forged_teacher": (
+        "这个老师链接不能主持课堂 {code}（链接已过期或抄错了），所以你以学生身份跟随课堂。请向老师重新要一次链接。"
+    ),
     "class_lost": (
         "服务器上已经没有课堂 {code} 了（课堂存储重启后被清空）。请结束它并开始新的课堂，学生用新链接重新加入。"
     ),
