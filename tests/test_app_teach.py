@@ -30,7 +30,7 @@ def _texts(lang: str) -> dict[str, str]:
 
 
 def _fill(at: AppTest, classes: dict[str, tuple[str, ...]]) -> AppTest:
-    at.number_input(key="teach_n").set_value(len(classes)).run()
+    at.segmented_control(key="teach_n").set_value(len(classes)).run()
     for i, name in enumerate(classes):
         at.text_input(key=f"teach_name_{i}").set_value(name).run()
     for i, photos in enumerate(classes.values()):
@@ -245,6 +245,17 @@ def test_the_same_photo_twice_is_added_once_and_said():
     ok(at)
     assert _counts(at) == ["1 photo(s)", "0 photo(s)"]
     assert at.info[0].value == EN["teach_again"].format(n=1, name="a")
+    at.radio(key="teach_into").set_value(1).run()  # the same photo into another class: refused and said
+    at.button(key="teach_add_sample").click().run()
+    ok(at)
+    assert _counts(at) == ["1 photo(s)", "0 photo(s)"]
+    assert at.info[0].value == EN["teach_in_other"].format(file="chelsea.jpg", name="a")
+
+
+def test_the_number_of_classes_is_a_choice_of_two_to_six():
+    at = open_page(view="teach", size="128")
+    ok(at)
+    assert at.segmented_control(key="teach_n").options == ["2", "3", "4", "5", "6"]  # 7 cannot be typed
 
 
 def test_each_snapshot_adds_one_photo_and_the_camera_is_ready_again():

@@ -12,6 +12,8 @@ EN: dict[str, str] = {
         "classifier: the top 5 names your classes, Grad-CAM shows where it looks for them."
     ),
     "teach_classes": "Classes",
+    "teach_classes_help": "How many classes to teach: {least} to {most}.",
+    "teach_in_other": "{file} is already a photo of {name}, so it was not added here too: one photo, one class.",
     "teach_name": "Name of class {n}",
     "teach_name_placeholder": "e.g. mug",
     "teach_count": "{n} photo(s)",
@@ -116,6 +118,8 @@ ZH: dict[str, str] = {
         "Grad-CAM 显示它在照片的哪些位置寻找这些类别。"
     ),
     "teach_classes": "类别数",
+    "teach_classes_help": "要教的类别数：{least} 到 {most} 个。",
+    "teach_in_other": "{file} 已经是“{name}”的照片了，所以没有再加到这里：一张照片只能属于一个类别。",
     "teach_name": "类别 {n} 的名称",
     "teach_name_placeholder": "例如：杯子",
     "teach_count": "{n} 张照片",

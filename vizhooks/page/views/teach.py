@@ -28,7 +28,7 @@ from vizhooks.page.taught import checkpoint_bytes, checkpoint_files, names_of, r
 from vizhooks.page.texts import t
 from vizhooks.page.widgets import fraction, progress_bar
 from vizhooks.render import confusion_figure, figure_to_png
-from vizhooks.teach import MAX_CLASSES, MAX_PHOTOS, check_classes, find_head, teach
+from vizhooks.teach import MAX_CLASSES, MAX_PHOTOS, MIN_CLASSES, check_classes, find_head, teach
 
 PHOTO_SIDE = 448  # stored photos: enough for any model's 224-pixel view, a fraction of a camera's bytes
 MAX_SESSION_MB = 30
@@ -80,7 +80,11 @@ def add(i: int, files: list[tuple[str, bytes]]) -> None:
         if session_bytes() + len(item[1]) > MAX_SESSION_MB * 1_000_000:
             notices.append(t("teach_full_session", mb=round(session_bytes() / 1e6), most=MAX_SESSION_MB))
             break
-        if all(item[0] != d for d, _ in group):
+        elsewhere = next((j for j, other in enumerate(photos()) if j != i and any(item[0] == d for d, _ in other)),
+                         None)
+        if elsewhere is not None:  # one photo in two classes teaches two answers for one picture
+            notices.append(t("teach_in_other", file=file_name, name=shown_name(elsewhere)))
+        elif all(item[0] != d for d, _ in group):
             group.append(item)
             added += 1
         else:
@@ -115,7 +119,10 @@ def show(model: str) -> None:
         bundle = plain_bundle(backbone)
         find_head(bundle.model, len(bundle.categories))  # a model that cannot be taught says so first
         st.markdown(t("teach_intro", model=backbone))
-        n = int(st.number_input(t("teach_classes"), min_value=2, max_value=MAX_CLASSES, value=2, key="teach_n"))
+        # a choice of 2..6, not a number field: a typed 7 stayed in the field with only a tooltip saying no
+        st.session_state.setdefault("teach_n", 2)
+        n = int(st.segmented_control(t("teach_classes"), list(range(MIN_CLASSES, MAX_CLASSES + 1)), key="teach_n",
+                                     help=t("teach_classes_help", least=MIN_CLASSES, most=MAX_CLASSES)) or 2)
         for notice in st.session_state.pop("_teach_notices", []):
             st.info(notice)
         _classes(n)
