@@ -15,6 +15,7 @@ EN: dict[str, str] = {
     "ov_k_help": "The k channels with the largest mean activation of each layer, strongest first.",
     "ov_running": "One pass through {model} with a hook on every layer…",
     "ov_caption": "{layers} layers in {stages} stages, {k} strongest channels each; #n is the channel's number.",
+    "ov_caption_one_stage": "{layers} layers in one stage, {k} strongest channels each; #n is the channel's number.",
     "ov_stage": "Stage {n}: {h}×{w}, {layers} layer(s)",
     "ov_stage_pick": "Stage",
     "ov_paged": (
@@ -38,6 +39,7 @@ ZH: dict[str, str] = {
     "ov_k_help": "每一层平均激活最大的 k 个通道，最强的在前。",
     "ov_running": "正在让 {model} 做一次前向传播，每一层都挂了钩子…",
     "ov_caption": "共 {layers} 层、{stages} 个阶段，每层显示最强的 {k} 个通道；#n 是通道编号。",
+    "ov_caption_one_stage": "共 {layers} 层、1 个阶段，每层显示最强的 {k} 个通道；#n 是通道编号。",
     "ov_stage": "第 {n} 阶段：{h}×{w}，{layers} 层",
     "ov_stage_pick": "阶段",
     "ov_paged": "这个网络有 {total} 层、{stages} 个阶段，一张图放不下（超过 {most} 层就看不清）：每次显示一个阶段。",

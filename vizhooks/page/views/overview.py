@@ -36,14 +36,15 @@ def show(ctx: Context) -> None:
         st.caption(t("ov_paged", total=len(ov.rows), stages=len(parts), most=MAX_ROWS))
     top = tuple(top5(ov.logits, shown_labels(ctx.bundle)))
     st.image(overview_picture(tuple(rows), ("overview", c.model, ctx.digest, c.size, k, first), top, c.cmap),
-             caption=t("ov_caption", layers=len(ov.rows), stages=len(parts), k=k), width="stretch")
+             caption=t("ov_caption" if len(parts) > 1 else "ov_caption_one_stage", layers=len(ov.rows),
+                       stages=len(parts), k=k), width="stretch")
     _open_in_inspector(rows)
 
 
 def _open_in_inspector(rows: list) -> None:
     """A layer and one of its shown channels, and the button that opens them in the inspector."""
     st.subheader(t("ov_open_header"))
-    left, middle, right = st.columns([3, 2, 2])
+    left, middle, right = st.columns([3, 2, 3], vertical_alignment="bottom")  # room for the button's label
     by_name = {row.name: row for row in rows}
     keep_valid("ov_layer", list(by_name), rows[0].name)
     layer = left.selectbox(t("ov_layer"), list(by_name), key="ov_layer")
@@ -51,7 +52,7 @@ def _open_in_inspector(rows: list) -> None:
     keep_valid("ov_channel", picked, picked[0])
     channel = middle.selectbox(t("ov_channel"), picked, key="ov_channel", format_func=lambda ch: f"#{ch}")
     right.button(t("ov_open"), key="ov_open", on_click=_open, args=(layer, int(channel)),
-                 icon=":material/zoom_in:")
+                 icon=":material/zoom_in:", width="stretch")
 
 
 def _open(layer: str, channel: int) -> None:
