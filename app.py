@@ -14,7 +14,7 @@ from pathlib import Path
 
 import streamlit as st
 
-from vizhooks.page.analysis import image_digest
+from vizhooks.analysis import image_digest
 from vizhooks.page.classes import (
     apply_teacher,
     class_bar,

@@ -54,7 +54,7 @@ import httpx2
 from PIL import Image, ImageDraw
 
 from tests.e2e import server
-from vizhooks.page.lesson import STEPS
+from vizhooks.lesson.steps import STEPS
 from vizhooks.page.texts import EN
 
 from .loadclient import Run, Session, percentile, seconds_of

@@ -25,9 +25,9 @@ SIZE, K, TILE = 224, 8, 72
 
 def run(cfg: Config) -> Result:
     import vizhooks as vz
+    from vizhooks.analysis import analyse
     from vizhooks.layers import default_layers
     from vizhooks.overview import overview
-    from vizhooks.page.analysis import analyse
     from vizhooks.render import grid_layout, overview_png, palette_png
 
     bundle = vz.load_model("resnet18", weights="none", device="cpu")

@@ -84,9 +84,9 @@ def run(cfg: Config) -> Result:
     import torch
 
     import vizhooks as vz
+    from vizhooks.analysis import analyse
     from vizhooks.layers import default_layers
     from vizhooks.ops import hook_count
-    from vizhooks.page.analysis import analyse
     from vizhooks.teach import features, teach
 
     classes, per_class = (2, 10) if cfg.quick else (6, 20)  # 10 a class: the hold-out split

@@ -32,6 +32,7 @@ SLOW: tuple[str, ...] = (
     "tests/test_handout.py::test_the_notebook_prints_the_pages_gradient_numbers",
     "tests/test_handout.py::test_the_handout_is_one_file_with_every_step_and_no_request",
     "tests/test_handout.py::test_the_command_writes_the_lesson",
+    "tests/test_handout.py::test_the_lesson_command_never_imports_streamlit_or_the_page",  # a fresh interpreter
     "tests/test_handout.py::test_the_lesson_of_other_families_in_chinese",
     "tests/test_analysis.py::test_analyse_resnet50_bottleneck_layers",
     "tests/test_analysis.py::test_analyse_what_input",

@@ -19,9 +19,9 @@ from PIL import Image
 from torch import nn
 from torchvision.models.feature_extraction import create_feature_extractor
 
+from vizhooks.analysis import Analysis, LayerStats, analyse, image_digest, layer_stats, network_order, top_classes
 from vizhooks.images import preprocess
 from vizhooks.layers import LayerInfo, architecture_convs, architecture_layers, quick_pick, quick_picks
-from vizhooks.page.analysis import Analysis, LayerStats, analyse, image_digest, layer_stats, network_order, top_classes
 
 ARCHS = ("resnet18", "resnet34", "resnet50", "resnet101", "resnet152")
 CATEGORIES = list(torchvision.models.ResNet18_Weights.IMAGENET1K_V1.meta["categories"])

@@ -30,7 +30,7 @@ from tests.helpers import (
 from vizhooks.page.urlstate import VIEWS
 
 #: The page's own code: app.py and the package's widgets, views and sources (its texts, snippets and
-#: the one computing module, vizhooks.page.analysis, aside).
+#: the one computing module, vizhooks.analysis, aside).
 UI_FILES = [p for p in PAGE_FILES if p.parent.name in ("views", "sources") or p.name in (
     "app.py", "state.py", "sidebar.py", "results.py", "widgets.py", "errors.py", "folders.py")]
 TOUR = ["conv1", "layer1.0.conv1", "layer2.0.conv1", "layer3.0.conv1", "layer4.0.conv1"]
@@ -213,7 +213,7 @@ def _runtime_imports(tree: ast.Module) -> set[str]:
 
 def test_page_code_stays_thin():
     """The page's own code (app.py and its widgets, views and sources) computes nothing: no torch,
-    no pyplot, no hooks of its own. vizhooks.page.analysis is the page's one computing module."""
+    no pyplot, no hooks of its own. vizhooks.analysis is the page's one computing module."""
     assert len(UI_FILES) >= 20
     for path in UI_FILES:
         source = path.read_text()
@@ -343,7 +343,7 @@ def test_code_snippet_runs_as_written_and_matches_the_page(tmp_path):
 
 
 def test_failure_inside_the_forward_pass_is_one_message(monkeypatch, fresh_results):
-    import vizhooks.page.analysis as va
+    import vizhooks.analysis as va
     from vizhooks.capture import capture_with_output
 
     seen = []
@@ -375,7 +375,7 @@ def test_failure_inside_the_forward_pass_is_one_message(monkeypatch, fresh_resul
 
 
 def test_simulated_cuda_out_of_memory(monkeypatch, fresh_results):
-    import vizhooks.page.analysis as va
+    import vizhooks.analysis as va
 
     def oom(*a, **k):
         raise torch.cuda.OutOfMemoryError("CUDA out of memory. Tried to allocate 20.00 GiB")

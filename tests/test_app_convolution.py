@@ -15,8 +15,8 @@ from PIL import Image
 
 from tests.helpers import ROOT, allowed_names, english_in, ok, open_page
 from vizhooks import load_image
+from vizhooks.analysis import analyse
 from vizhooks.convolution import conv_at
-from vizhooks.page.analysis import analyse
 from vizhooks.page.results import get_bundle
 from vizhooks.page.texts import EN
 from vizhooks.page.texts_zh import ZH

@@ -15,12 +15,12 @@ from PIL import Image
 
 from tests.helpers import ROOT, allowed_names, english_in, ok, open_page
 from vizhooks import load_image
+from vizhooks.analysis import analyse
 from vizhooks.explain import ExplainError, explain
 from vizhooks.faithfulness import faithfulness, gaussian_map, infidelity_score, random_map
+from vizhooks.labels import class_labels
 from vizhooks.ops import hook_count
 from vizhooks.page import results
-from vizhooks.page.analysis import analyse
-from vizhooks.page.labels import class_labels
 from vizhooks.page.results import INFIDELITY_DRAWS, get_bundle
 from vizhooks.page.texts import EN
 from vizhooks.page.texts_zh import ZH

@@ -154,7 +154,7 @@ def test_code_view_snippet_runs_and_matches_the_page(model, layers):
     import sys
 
     import vizhooks as vz
-    from vizhooks.page.snippets import snippet
+    from vizhooks.lesson.code import snippet
 
     code = snippet("maps", model=model, image="sample_images/chelsea.jpg", size=128, layers=layers)
     run = subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True, timeout=300)

@@ -14,9 +14,9 @@ from streamlit.testing.v1 import AppTest
 import vizhooks as vz
 from tests.helpers import ROOT, ok, open_page
 from vizhooks.atlas import load_atlas
+from vizhooks.lesson.code import lesson_snippet
+from vizhooks.lesson.steps import STEPS
 from vizhooks.ops import hook_count
-from vizhooks.page.lesson import STEPS
-from vizhooks.page.snippets import lesson_snippet
 from vizhooks.page.texts import EN
 from vizhooks.page.texts_zh import ZH
 
@@ -163,7 +163,7 @@ def _assert_by_hand_is_the_hooks(out: str) -> None:
     ("resnet18", "conv1", (7, 0, 0)),  # 7x7, stride 2, padding 3: the corner window is mostly padding
 ])
 def test_the_conv_step_takes_apart_grouped_and_padded_convolutions(model, layer, place):
-    from vizhooks.page.snippets import ConvPlace
+    from vizhooks.lesson.code import ConvPlace
 
     channel, row, col = place
     code = lesson_snippet("conv", model=model, image="sample_images/chelsea.jpg", size=64, layers=[layer],
@@ -179,7 +179,7 @@ def test_the_conv_step_takes_apart_grouped_and_padded_convolutions(model, layer,
 
 
 def test_hook_calls_demo_leaves_no_hook():
-    from vizhooks.page.analysis import hook_calls_demo
+    from vizhooks.analysis import hook_calls_demo
 
     bundle = vz.load_model("resnet18", weights="none", device="cpu")
     x = torch.zeros(1, 3, 64, 64)

@@ -167,7 +167,7 @@ def test_different_targets_give_different_maps(resnet18, image_tensor):
 def test_frame_cams_gives_each_frame_its_own_class_and_map(resnet18, image_tensor):
     """The video view's Grad-CAM: one map per frame, each from that frame's own top class (or one
     chosen class), equal to the formula on that frame alone."""
-    from vizhooks.page.analysis import frame_cams
+    from vizhooks.analysis import frame_cams
 
     model = resnet18.model
     frames = torch.cat([image_tensor, image_tensor.flip(-1) * 0.5, torch.randn_like(image_tensor)])

@@ -113,7 +113,7 @@ def test_first_mentions(term: Term):
 
 def test_the_glossary_names_what_the_page_uses():
     used = "".join(ZH.values())
-    # 词元 lives in the code view's comments (snippets_zh), not in the page texts
+    # 词元 lives in the code view's comments (vizhooks/lesson/snippets/*.py), not in the page texts
     assert [t.zh for t in GLOSSARY if t.zh not in used and t.zh != "词元"] == []
 
 

@@ -1,4 +1,4 @@
-"""The lesson to take home (vizhooks/page/handout.py): the notebook runs top to bottom in a Jupyter kernel
+"""The lesson to take home (vizhooks/lesson/handout.py): the notebook runs top to bottom in a Jupyter kernel
 and prints the page's numbers; the HTML handout is one self-contained file; the command line writes
 either and refuses a bad photo with one sentence.
 
@@ -19,7 +19,10 @@ import dataclasses
 import html
 import json
 import math
+import os
 import re
+import subprocess
+import sys
 import time
 from pathlib import Path
 
@@ -29,11 +32,11 @@ import torch
 
 import vizhooks as vz
 from tests.helpers import ROOT
+from vizhooks.analysis import analyse, hook_calls_demo, layer_stats
 from vizhooks.cam import cams_from
 from vizhooks.gradients import backward_report, gradient_pass
-from vizhooks.page.analysis import analyse, hook_calls_demo, layer_stats
-from vizhooks.page.handout import LessonChoices, lesson_file, page_layers, prepare, step_code
-from vizhooks.page.lesson import STEPS
+from vizhooks.lesson.handout import LessonChoices, lesson_file, page_layers, prepare, step_code
+from vizhooks.lesson.steps import STEPS
 from vizhooks.page.texts import EN, ZH
 from vizhooks.sanity import randomisation_stages, sanity_check
 
@@ -276,6 +279,34 @@ def test_the_command_writes_the_lesson(tmp_path, capsys, fmt):
     assert ZH["lesson_what_title"] in text
     if fmt == "ipynb":
         nbformat.validate(nbformat.reads(text, as_version=4))
+
+
+NO_STREAMLIT = r'''
+import sys
+
+from vizhooks.__main__ import main
+
+code = main(sys.argv[1:])
+print("exit", code)
+print("streamlit loaded", "streamlit" in sys.modules)
+print("page loaded", sorted(m for m in sys.modules if m.startswith("vizhooks.page")))
+'''
+
+
+@pytest.mark.parametrize("fmt", ["ipynb", "html"])
+def test_the_lesson_command_never_imports_streamlit_or_the_page(tmp_path, fmt):
+    """``python -m vizhooks lesson`` is the library's (vizhooks/lesson): it writes the lesson in a fresh
+    interpreter, offline (random weights), with Streamlit and vizhooks.page never imported."""
+    out = tmp_path / f"lesson.{fmt}"
+    env = {**os.environ, "VIZHOOKS_OFFLINE": "1", "TORCH_HOME": str(tmp_path / "torch_home")}
+    env.pop("VIZHOOKS_WEIGHTS", None)
+    run = subprocess.run([sys.executable, "-c", NO_STREAMLIT, "lesson", "--photo", str(PHOTO), "--size", str(SIZE),
+                          "--format", fmt, "--lang", "zh", "--out", str(out)], cwd=ROOT, env=env,
+                         capture_output=True, text=True, timeout=600)
+    assert run.returncode == 0, run.stderr[-3000:]
+    lines = run.stdout.splitlines()
+    assert lines[-3:] == ["exit 0", "streamlit loaded False", "page loaded []"], run.stdout[-2000:]
+    assert ZH["lesson_what_title"] in out.read_text("utf-8")
 
 
 @pytest.mark.parametrize("photo,needle", [("missing.jpg", "there is no file at"), ("text", "not an image"),

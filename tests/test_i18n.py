@@ -8,7 +8,7 @@ import string
 import pytest
 
 from tests.helpers import CODE_SPAN, ENGLISH_PHRASE, allowed_names, english_in, open_page
-from vizhooks.page.lesson import STEPS
+from vizhooks.lesson.steps import STEPS
 from vizhooks.page.texts import EN, language_from_locale
 from vizhooks.page.texts_zh import ZH
 
@@ -61,7 +61,7 @@ def test_switching_language_reruns_no_model(forward_passes):
 
 
 def _all_snippets(lang: str) -> list[str]:
-    from vizhooks.page.snippets import LESSON_BODIES, VIEWS, lesson_snippet, snippet
+    from vizhooks.lesson.code import LESSON_BODIES, VIEWS, lesson_snippet, snippet
 
     common = dict(model="resnet18", image="sample_images/chelsea.jpg", size=128, lang=lang)
     kinds = [(v, w) for v in VIEWS for w in ("output", "input") if v == "maps" or w == "output"]
@@ -72,13 +72,13 @@ def _all_snippets(lang: str) -> list[str]:
 
 
 def test_code_comments_follow_the_language_and_the_code_does_not():
-    from vizhooks.page.snippets import _comment_split
+    from vizhooks.lesson.snippets import split_comment
 
     for en, zh in zip(_all_snippets("en"), _all_snippets("zh"), strict=True):
         en_lines, zh_lines = en.splitlines(), zh.splitlines()
         assert len(en_lines) == len(zh_lines)
         for a, b in zip(en_lines, zh_lines, strict=True):
-            pa, pb = _comment_split(a), _comment_split(b)
-            assert (pa[0] if pa else a) == (pb[0] if pb else b)  # the code is the same
-            if pb:
-                assert not ENGLISH_PHRASE.search(CODE_SPAN.sub(" ", pb[1])), pb[1]  # the comment is not English
+            (code_a, _), (code_b, comment_b) = split_comment(a), split_comment(b)
+            assert code_a == code_b  # the code is the same
+            if comment_b is not None:
+                assert not ENGLISH_PHRASE.search(CODE_SPAN.sub(" ", comment_b)), comment_b  # the comment is not English

@@ -24,11 +24,11 @@ from PIL import Image
 
 import vizhooks as vz
 from tests.helpers import ROOT, ok, open_page
+from vizhooks.analysis import analyse
 from vizhooks.cam import cams_from
-from vizhooks.page.analysis import analyse
-from vizhooks.page.lesson import STEPS
+from vizhooks.lesson.display import CLAMP_CHANNELS, CLAMP_COLOUR_PERCENTILE, CLAMP_DEFAULT
+from vizhooks.lesson.steps import STEPS
 from vizhooks.page.texts import EN, ZH
-from vizhooks.page.views.intervene import CLAMP_CHANNELS, CLAMP_COLOUR_PERCENTILE, CLAMP_DEFAULT
 
 SIZE = "128"
 IMAGE = "sample_images/chelsea.jpg"  # the page's default sample

@@ -56,7 +56,7 @@ def grids(run: Run, layers: list[str]) -> dict[str, str]:
 def expected_page(data: bytes) -> tuple[str, list[str]]:
     """The caption of the picture the model saw and the top-5 lines, from the library."""
     import vizhooks as vz
-    from vizhooks.page.analysis import analyse, top_classes
+    from vizhooks.analysis import analyse, top_classes
     from vizhooks.page.texts import t
 
     bundle = vz.load_model("resnet18", weights="auto")

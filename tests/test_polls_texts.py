@@ -8,7 +8,7 @@ import string
 
 import pytest
 
-from vizhooks.page.lesson import STEPS
+from vizhooks.lesson.steps import STEPS
 from vizhooks.page.texts_polls import CORRECT, EN, ZH
 
 STEP_IDS = [step.id for step in STEPS]

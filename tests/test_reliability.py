@@ -20,13 +20,13 @@ from hypothesis import strategies as st_
 from PIL import Image
 
 import vizhooks as vz
-import vizhooks.page.analysis as va
+import vizhooks.analysis as va
 from tests.helpers import PAGE_FILES, ROOT, count_hooks
+from vizhooks.analysis import analyse
 from vizhooks.budget import CaptureTooLargeError, capture_bytes, check_capture
 from vizhooks.images import MAX_PIXELS
 from vizhooks.layers import architecture_convs, conv_layers
 from vizhooks.ops import is_out_of_memory, release_memory
-from vizhooks.page.analysis import analyse
 from vizhooks.page.cache import ByteLRU
 
 SAMPLES = sorted(p for p in (ROOT / "sample_images").iterdir() if p.suffix in (".jpg", ".png"))

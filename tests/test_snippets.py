@@ -1,6 +1,6 @@
 """Every snippet of "How this was made" and of the lesson runs as written and prints what the page shows.
 
-For each case below (a set of choices on the page), every snippet vizhooks.page.snippets makes for
+For each case below (a set of choices on the page), every snippet vizhooks.lesson.code makes for
 it (each view, and each lesson body) is saved to a file and run unchanged by a fresh Python: no
 vizhooks, ``VIZHOOKS_OFFLINE=1``, an empty ``TORCH_HOME``, the repository as working folder. One
 interpreter runs the snippets of a case one after another, each by ``runpy`` in a namespace of its
@@ -41,11 +41,11 @@ import torch
 
 import vizhooks as vz
 from tests.helpers import ROOT, ok, open_page, reading_order
+from vizhooks.analysis import analyse, hook_calls_demo, layer_stats
 from vizhooks.cam import cams_from
 from vizhooks.gradients import gradient_pass
-from vizhooks.page.analysis import analyse, hook_calls_demo, layer_stats
-from vizhooks.page.lesson import STEPS
-from vizhooks.page.snippets import LESSON_BODIES, VIEWS, WIDTH, Code, lesson_code, lesson_snippet, snippet, view_code
+from vizhooks.lesson.code import LESSON_BODIES, VIEWS, WIDTH, Code, lesson_code, lesson_snippet, snippet, view_code
+from vizhooks.lesson.steps import STEPS
 from vizhooks.page.texts import EN, ZH
 
 IMAGE = "sample_images/chelsea.jpg"  # the page's default sample
@@ -555,3 +555,78 @@ def test_the_lesson_page_shows_the_hook_lines_then_the_set_up_and_offers_the_fil
         box = next(e for e in at.expander if e.label == texts["lesson_code_setup"])
         assert [c.value for c in box.code] == [made.setup.rstrip("\n")]
         assert any(b.proto.label == texts["lesson_code_download"] for b in at.get("download_button"))
+
+
+# --- the snippet files (vizhooks/lesson/snippets): real Python, written once, in both languages -------
+
+
+def _shown_parts() -> dict[str, str]:
+    from vizhooks.lesson import snippets
+
+    files = sorted(p.stem for p in snippets.FOLDER.glob("*.py") if p.stem not in ("__init__", "fill"))
+    return {f"{file}.{name}": text for file in files for name, text in snippets.parts(file).items()}
+
+
+def test_every_snippet_part_reads_in_both_languages_with_the_same_code():
+    from vizhooks.lesson import snippets
+
+    shown = _shown_parts()
+    assert {"maps.output", "maps.input", "gradients.gradients", "conv.conv", "setup.free_size"} <= set(shown)
+    for name in shown:
+        en, zh = (snippets.localise(snippets.part(name), lang) for lang in ("en", "zh"))
+        assert "# en:" not in en + zh and "# zh:" not in en + zh and "# include:" not in en + zh, name
+        assert [snippets.split_comment(line)[0] for line in en.splitlines()] == \
+            [snippets.split_comment(line)[0] for line in zh.splitlines()], name
+
+
+def test_no_lines_are_repeated_between_snippet_files():
+    """Lines several snippets share live once (common.py) and are put in by ``# include:``: no run of
+    four or more identical non-blank lines appears in the shown parts of two files."""
+    shown = {name: [line for line in text.splitlines() if line.strip()] for name, text in _shown_parts().items()}
+    repeated = []
+    for a, b in ((a, b) for a in shown for b in shown if a.split(".")[0] < b.split(".")[0]):
+        for i in range(len(shown[a]) - 3):
+            run = shown[a][i:i + 4]
+            if any(shown[b][j:j + 4] == run for j in range(len(shown[b]) - 3)):
+                repeated.append((a, b, run[0]))
+    assert repeated == []
+
+
+def test_snippet_conventions_are_enforced_with_a_sentence():
+    from vizhooks.lesson import snippets
+
+    assert snippets.localise("x = 1  # en: one\n# zh: 一\n", "zh") == "x = 1  # 一\n"
+    assert snippets.localise("    # en: a\n    # en: b\n    # zh: 甲\n    # zh: 乙\ny = 2  # noqa: E501\n", "en") == \
+        "    # a\n    # b\ny = 2\n"
+    for bad in ("# en: only English\nx = 1\n", "# en: a\n# en: b\n# zh: 甲\n", "x = 1  # a plain comment\n",
+                "x = 1  # en: one\ny = 2\n"):
+        with pytest.raises(snippets.SnippetError):
+            snippets.localise(bad, "en")
+    long = [f"features.denseblock4.denselayer{i}.conv2" for i in range(1, 4)]
+    assert snippets.fill_in("layers = fill.layers\nn = len(fill.layers)  # {fill.size} px\n",
+                            {"layers": long, "size": 128}) == \
+        "layers = [\n" + "".join(f"    {n!r},\n" for n in long) + "]\n" + f"n = len({long!r})  # 128 px\n"
+    assert snippets.fill_in("t = fill.target\n", {"target": snippets.Source("int(logits[0].argmax())")}) == \
+        "t = int(logits[0].argmax())\n"
+    with pytest.raises(snippets.SnippetError, match="fill.limit"):
+        snippets.fill_in("limit = fill.limit\n", {})
+    with pytest.raises(snippets.SnippetError):
+        snippets.part("common.no_such_part")
+
+
+def test_the_offline_fallback_keeps_the_pretrained_model_when_it_loads():
+    """The notebook's set-up: the seeded random model is built only in ``except`` (it used to follow the
+    ``try`` and replace the pretrained model on every run)."""
+    from vizhooks.lesson.code import with_weights_fallback
+
+    for lang in ("en", "zh"):
+        setup = view_code("maps", model="resnet18", image=IMAGE, size=128, layers=["conv1"], pretrained=True,
+                          num_classes=1000, lang=lang).setup
+        tree = ast.parse(with_weights_fallback(setup, "resnet18", 1000, lang))
+        (attempt,) = [node for node in tree.body if isinstance(node, ast.Try)]
+        assigned = [ast.unparse(node.value) for node in ast.walk(tree) if isinstance(node, ast.Assign)
+                    and ast.unparse(node.targets[0]) == "model"]
+        assert assigned == ["models.resnet18(weights=models.ResNet18_Weights.DEFAULT).eval()",
+                            "models.resnet18(weights=None).eval()"]
+        assert [ast.unparse(n.targets[0]) for n in attempt.handlers[0].body if isinstance(n, ast.Assign)] == ["model"]
+        assert "resnet18 could not be loaded" in ast.unparse(attempt.handlers[0])

@@ -124,8 +124,8 @@ def test_the_layer_table_has_chinese_headers():
 
 
 def test_top5_and_the_class_menu_use_chinese_imagenet_names_on_the_chinese_page():
+    from vizhooks.labels import chinese_categories
     from vizhooks.models import imagenet_categories
-    from vizhooks.page.labels import chinese_categories
 
     zh, en = open_page(lang="zh"), open_page(lang="en")
     bars_zh = [bar.proto.text for bar in zh.get("progress")]

@@ -1,7 +1,7 @@
 """``python -m vizhooks`` and the ``vizhooks`` command: the library's commands (vizhooks/cli.py) and,
-on top, the page's ``lesson`` (vizhooks/page/handout.py), which the command line below the page may
-not import. The lesson's arguments are declared without the page's imports, so ``--help`` stays
-quick and works without the ``page`` extra; running it imports the page."""
+on top, the ``lesson`` (vizhooks/lesson/handout.py), which vizhooks/cli.py may not import. The lesson's
+arguments are declared without the handout's imports, so ``--help`` stays quick and works without the
+``page`` extra (the notebook needs its nbformat); running it never imports Streamlit or the page."""
 
 from __future__ import annotations
 
@@ -14,12 +14,12 @@ from .cli import COMMANDS, Command
 from .cli import main as cli_main
 from .export import write_atomic
 from .images import MAX_SIZE, MIN_SIZE, InvalidImageError, load_image
+from .lesson.steps import command_arguments
 from .models import load_model
-from .page.lesson import command_arguments
 
 
 def _lesson(args: argparse.Namespace) -> int:
-    """``python -m vizhooks lesson``: write the lesson file and print its path. Here, not in the page's
+    """``python -m vizhooks lesson``: write the lesson file and print its path. Here, not in the lesson's
     package: a weights path is a command-line choice, and the page never loads one.
 
     Raises:
@@ -27,8 +27,8 @@ def _lesson(args: argparse.Namespace) -> int:
         InvalidImageError: the photo cannot be read.
     """
     try:
-        from .page.handout import LessonChoices, file_name, lesson_file
-    except ModuleNotFoundError as exc:  # a core install: the page's packages are an extra
+        from .lesson.handout import LessonChoices, file_name, lesson_file
+    except ModuleNotFoundError as exc:  # a core install: nbformat comes with the page's extra
         raise ValueError(f"the lesson command needs the page's packages ({exc.name} is missing): "
                          "pip install 'vizhooks[page]'") from None
     photo = Path(args.photo)

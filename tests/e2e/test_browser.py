@@ -220,7 +220,7 @@ def _shows_code(page, height, width):
 
 
 def _shows_lesson(page, height, width):
-    from vizhooks.page.lesson import STEPS
+    from vizhooks.lesson.steps import STEPS
 
     expect(page.get_by_role("heading", name=f"Step 1 of {len(STEPS)}: What a hook is, and why")).to_be_visible()
     _expect_rows(page, len(LINK_LAYERS))  # what the hook printed: one row per layer
@@ -291,7 +291,7 @@ def test_every_view_renders_from_a_link(server, page, artifacts):
 
 
 def test_lesson_in_chinese_next_back_and_step_link(server, page, artifacts):
-    from vizhooks.page.lesson import STEPS
+    from vizhooks.lesson.steps import STEPS
     from vizhooks.page.texts_zh import ZH
 
     def heading(n: int) -> str:

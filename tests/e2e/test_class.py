@@ -27,7 +27,7 @@ from urllib.parse import parse_qs, urlsplit
 import pytest
 from playwright.sync_api import Page, expect
 
-from vizhooks.page.lesson import STEPS
+from vizhooks.lesson.steps import STEPS
 from vizhooks.page.texts import EN
 from vizhooks.page.texts_class import EN as CLASS_EN
 from vizhooks.page.texts_polls import CORRECT

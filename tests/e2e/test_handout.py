@@ -1,4 +1,4 @@
-"""The HTML handout (vizhooks/page/handout.py) opened from file:// in Chromium with every request
+"""The HTML handout (vizhooks/lesson/handout.py) opened from file:// in Chromium with every request
 refused except file: and data: URLs: every picture loads from the file itself, and the Chinese text is
 drawn with a font that has its characters (Chromium's own account of the fonts it used, through the
 DevTools protocol: CSS.getPlatformFontsForNode), not as missing-glyph boxes. A4 print gives pages."""
@@ -11,8 +11,8 @@ import pytest
 
 import vizhooks as vz
 from tests.helpers import ROOT
-from vizhooks.page.handout import LessonChoices, lesson_file
-from vizhooks.page.lesson import STEPS
+from vizhooks.lesson.handout import LessonChoices, lesson_file
+from vizhooks.lesson.steps import STEPS
 from vizhooks.page.texts import ZH
 
 PHOTO = ROOT / "sample_images" / "chelsea.jpg"

@@ -137,8 +137,8 @@ class Session:
 def expected_views(sessions: list[Session]) -> None:
     """What each page must show, from the library run in this process as the server runs it."""
     import vizhooks as vz
+    from vizhooks.analysis import analyse, layer_stats, top_classes
     from vizhooks.layers import architecture_convs
-    from vizhooks.page.analysis import analyse, layer_stats, top_classes
     bundle = vz.load_model("resnet18", weights="auto")
     where = {c.name: c.where for c in architecture_convs("resnet18")}
     what = t("what_output").split(" ")[0]

@@ -17,7 +17,7 @@ import pytest
 from playwright.sync_api import Page, expect
 from playwright.sync_api import TimeoutError as PlaywrightTimeout
 
-from vizhooks.page.lesson import STEPS
+from vizhooks.lesson.steps import STEPS
 from vizhooks.page.present import BODY_PX, CODE_PX
 from vizhooks.page.texts import LANGUAGES
 

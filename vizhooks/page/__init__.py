@@ -10,8 +10,9 @@ the library stays free of page code, and no library module imports it.
 - metrics.py: the server's /metrics (Prometheus); classes.py: a class on the page (teacher, followers,
   polls, gallery) over vizhooks.classroom.
 - errors.py (the error frame), folders.py (where the photos and atlases are), texts*.py (every
-  sentence, English and Chinese), snippets*.py, lesson.py, analysis.py (the page's one computing
-  module), cache.py (the byte-bounded LRU).
+  sentence, English and Chinese; the lesson's own live in vizhooks/lesson), cache.py (the
+  byte-bounded LRU). The lesson (steps, code, handout) is vizhooks/lesson, the analysis the views
+  draw vizhooks/analysis.py: both without Streamlit, so the command line writes the lesson too.
 """
 
 import logging

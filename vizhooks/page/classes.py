@@ -25,6 +25,7 @@ from urllib.parse import urlencode
 
 import streamlit as st
 
+from vizhooks.analysis import image_digest
 from vizhooks.classroom import (
     ClassError,
     Classroom,
@@ -33,7 +34,6 @@ from vizhooks.classroom import (
     UnknownClassError,
     open_store,
 )
-from vizhooks.page.analysis import image_digest
 from vizhooks.page.errors import reason, store_back, store_down
 from vizhooks.page.taught import head_blob, is_taught, keep_blob, names_of
 from vizhooks.page.texts import t, use_session_language
@@ -688,7 +688,7 @@ def poll_choices(step_id: str) -> list[str]:
 
 def poll_questions() -> list[tuple[str, list[str]]]:
     """Every lesson poll as (step id, its choices), in the page's language."""
-    from vizhooks.page.lesson import STEPS
+    from vizhooks.lesson.steps import STEPS
 
     return [(step.id, poll_choices(step.id)) for step in STEPS]
 

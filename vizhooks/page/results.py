@@ -16,6 +16,7 @@ import streamlit as st
 from PIL import Image
 
 import vizhooks as vz
+from vizhooks.analysis import Analysis, analyse
 from vizhooks.atlas import Atlas, load_atlas, visualize_channels
 from vizhooks.budget import check_capture
 from vizhooks.cam import cams_from
@@ -26,7 +27,6 @@ from vizhooks.gradients import BackwardRecord, backward_report, gradient_pass
 from vizhooks.layers import LayerInfo, describe_layers
 from vizhooks.models import OPERATOR_FAMILY, backbone_name, family, meta_model, resolve_entry
 from vizhooks.overview import Overview, overview
-from vizhooks.page.analysis import Analysis, analyse
 from vizhooks.page.cache import ByteLRU
 from vizhooks.page.metrics import computed, counted, observe_cache
 from vizhooks.page.taught import compose, is_taught, names_of

@@ -21,6 +21,7 @@ import torch
 from torch import nn
 
 import vizhooks as vz
+from vizhooks.lesson.code import NewHead
 from vizhooks.models import TAUGHT_MARK, backbone_name, parse_labels
 from vizhooks.teach import taught_bundle
 
@@ -127,6 +128,21 @@ class TaughtModelGoneError(vz.WeightsError):
                          f"comes from another one): teach it again, or upload its checkpoint in the Teach view.")
         self.code = "taught_gone"
         self.values = {"backbone": backbone_name(name)}
+
+
+def code_head(name: str) -> NewHead | None:
+    """What the code of a taught model needs of its new layer (vizhooks.lesson.code); None for a model
+    that is not taught.
+
+    Raises:
+        TaughtModelGoneError: this server does not hold that head.
+    """
+    if not is_taught(name):
+        return None
+    found = head(name)
+    if found is None:
+        raise TaughtModelGoneError(name)
+    return NewHead(found.path, int(found.weight.shape[1]), len(found.names), checkpoint_files(name)[0])
 
 
 # --- this session's taught models -----------------------------------------------------------------

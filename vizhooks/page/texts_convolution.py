@@ -33,25 +33,9 @@ EN: dict[str, str] = {
         "{first} to {last} only ({n} of {cin})."
     ),
     "cv_padding_here": "{n} of the kernel's {taps} taps lie in the zero padding here: they add nothing.",
-    "cv_title_input": "input (mean of the {n} channel(s) seen)",
-    "cv_title_close": "close-up: window, next step (dashed)",
-    "cv_title_output": "output channel {channel}, ({row}, {col})",
-    "cv_window_caption": (
-        "Red: the window for this output value, its taps as squares. Dashed orange: the window for the next "
-        "column, {sw} input column(s) further (the stride). Grey: zero padding outside the picture."
-    ),
     "cv_top": "Input channels shown",
     "cv_top_help": "The input channels whose sums are largest in size (|sum|), largest first.",
-    "cv_head_window": "input window",
-    "cv_head_weights": "× kernel",
-    "cv_head_products": "= products",
-    "cv_head_sum": "sum",
-    "cv_in_channel": "in #{n}",
     "cv_rest": "…and {n} more input channel(s), whose sums add up to {s:+.4f}.",
-    "cv_equation": (
-        "Sum of all {n} channel sums {sums:+.4f} + bias {bias:+.4f} = **{total:+.4f}**. The layer's own output "
-        "at this place: **{own:+.4f}**."
-    ),
     "cv_no_bias": "(This conv has no bias: 0.)",
     "cv_total": "Conv output at ({row}, {col})",
     "cv_next_header": "What happens next to this value",
@@ -135,25 +119,9 @@ ZH: dict[str, str] = {
         "（共 {cin} 个中的 {n} 个）。"
     ),
     "cv_padding_here": "此处卷积核的 {taps} 个采样点中有 {n} 个落在零填充上：它们贡献为零。",
-    "cv_title_input": "输入（所看 {n} 个通道的平均）",
-    "cv_title_close": "局部放大：窗口与下一步（虚线）",
-    "cv_title_output": "输出通道 {channel}，({row}, {col})",
-    "cv_window_caption": (
-        "红色：这个输出值对应的窗口，方块是采样点。橙色虚线：下一列的窗口，向右移动 {sw} 个输入列（即步幅）。"
-        "灰色：图片外的零填充。"
-    ),
     "cv_top": "显示的输入通道数",
     "cv_top_help": "按求和结果的绝对值（|和|）从大到小排列的输入通道。",
-    "cv_head_window": "输入窗口",
-    "cv_head_weights": "× 卷积核",
-    "cv_head_products": "= 乘积",
-    "cv_head_sum": "求和",
-    "cv_in_channel": "输入 #{n}",
     "cv_rest": "……另外还有 {n} 个输入通道，它们的和合计为 {s:+.4f}。",
-    "cv_equation": (
-        "全部 {n} 个通道的和 {sums:+.4f} + 偏置 {bias:+.4f} = **{total:+.4f}**。这一层自己在此位置的输出："
-        "**{own:+.4f}**。"
-    ),
     "cv_no_bias": "（这个卷积层没有偏置：记为 0。）",
     "cv_total": "卷积在 ({row}, {col}) 的输出",
     "cv_next_header": "这个值接下来经历了什么",

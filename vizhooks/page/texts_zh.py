@@ -31,10 +31,6 @@ ZH: dict[str, str] = {
     "model_description": "{description}",
     "device": "运行设备：**{device}**。",
     "loading_model": "正在加载 {name}…",
-    "weights_from_env": "权重来自 VIZHOOKS_WEIGHTS 指定的文件。",
-    "weights_from_cache": "预训练权重，来自本机的缓存。",
-    "weights_from_download": "预训练权重，已下载一次并缓存。",
-    "weights_from_file": "权重来自本服务器自己的检查点文件。",
     "weights_random": (
         "**随机权重**：无法加载预训练权重，因此预测结果没有意义，特征图显示的是未经训练的网络。"
         "解决方法：在这台服务器联网时运行一次 `{command}`，然后重启服务器。"
@@ -102,7 +98,6 @@ ZH: dict[str, str] = {
     ),
     "input_min": "{name} 需要至少 {side} 像素，因此短边已设为该值。",
     "top5": "Top-5 类别",
-    "top5_random": "权重是随机的，所以这些猜测没有意义。",
     "tab_maps": "特征图",
     "tab_inspector": "通道查看器",
     "layer_caption": "{where} · {what} {shape} · 最小 {min:.3g} · 平均 {mean:.3g} · 最大 {max:.3g} · {shown}",
@@ -140,17 +135,10 @@ ZH: dict[str, str] = {
         "深层给出的图粗糙，但有意义；浅层给出的图精细，但噪声多。"
     ),
     "cam_alpha": "热力图不透明度",
-    "cam_caption": "{layer} → {label}",
     "backward_intro": (
         "在模型的每个顶层子模块上调用 `register_full_backward_hook`，然后从 **{label}** 的得分出发"
         "做一次反向传播。表中各行按反向传播到达它们的先后顺序排列。"
     ),
-    "col_step": "步骤",
-    "col_module": "模块",
-    "col_type": "类型",
-    "col_grad_output": "grad_output（传入）",
-    "col_grad_input": "grad_input（传出）",
-    "col_note": "备注",
     "backward_reading": (
         "**如何阅读这张表。** 反向传播沿相反方向遍历网络：从最后一层开始，一路回到第一层。"
         "每个模块接收 `grad_output`，即得分对该模块输出的梯度；并传出 `grad_input`，即得分对该模块"
@@ -158,18 +146,7 @@ ZH: dict[str, str] = {
         "它的输出随后被原地覆盖（ResNet 的 `bn1`，后面紧跟 `relu(inplace=True)`），或者它本身就是原地运算，"
         "而完整反向钩子不允许这种情况。“梯度”视图用张量钩子绕开了这个问题。"
     ),
-    "backward_shapes": (
-        "在这张表中，`{deep}` 收到的梯度是 {deep_shape}，`{shallow}` 收到的是 {shallow_shape}："
-        "较深的层有 {deep_c} 个 {deep_hw} 的通道，而较浅的层有 {shallow_c} 个 {shallow_hw} 的通道。"
-    ),
-    "backward_first": (
-        "`{first}` 的 `grad_input` 是 {shape}：即对照片本身的梯度。它不是 `None`，因为页面的输入需要梯度："
-        "在冻结权重的同时调用 `x.requires_grad_(True)`，反向传播才能到达每一层，而不会填充权重的 `.grad`。"
-        "如果输入不需要梯度，这里就是 `None`。"
-    ),
-    "backward_first_none": "`{first}` 的 `grad_input` 是 `None`：它的输入不需要梯度，所以反向传播到此为止。",
     "running_table": "正在为每个模块计时…",
-    "total_params": "参数量",
     "total_outputs": "输出值数量（所有叶子模块）",
     "total_time": "前向耗时",
     "table_intro": (
@@ -222,24 +199,9 @@ ZH: dict[str, str] = {
     "iv_change": "与未修改的前向传播相比，平均变化 {change:.1%}",
     "iv_no_later": "所选的层中没有位于这一层之后的：在侧边栏添加一个更靠后的层，就能看到变化如何向后传递。",
     "clamp_header": "修改梯度的张量钩子",
-    "clamp_intro": (
-        "在某一层上使用 `output.register_hook(lambda grad: grad.clamp(-limit, limit))`，"
-        "会裁剪反向流经这一层的梯度。反向传播从得分出发朝输入进行，所以改变的是它**之前**的每一层"
-        "（上游，即前向传播中更早的层）：它们收到裁剪后的梯度，Grad-CAM 图也随之改变。它之后的层不变。"
-    ),
     "clamp_at": "在此层裁剪梯度",
     "clamp_limit": "阈值：该层非零 |梯度| 值的百分位数（基于这张照片）",
     "clamp_percentile": "第 {p} 百分位数",
-    "clamp_clipped": (
-        "阈值 **{limit:.3g}**，即 `{layer}` 处非零 |梯度| 值的第 {p} 百分位数：它的 {count:,} 个梯度值中"
-        "有 **{share:.1%}** 被裁剪。"
-    ),
-    "clamp_changed": "这一层的梯度平均变化了 {change:.1%}（平均 |裁剪后 − 原样| / 平均 |原样|）。",
-    "clamp_no_earlier": "所选的层中没有位于这一层之前的：请选择一个更靠后的层来裁剪梯度。",
-    "clamp_before": "梯度（原样）",
-    "clamp_after": "梯度（在更靠后的 {layer} 处裁剪后）",
-    "clamp_cam_before": "Grad-CAM（原样）",
-    "clamp_cam_after": "Grad-CAM（在 {layer} 处裁剪后）",
     # view: compare
     "view_compare": "对比",
     "compare_intro": (
@@ -257,159 +219,6 @@ ZH: dict[str, str] = {
     "compare_resized": "B 的形状不同，因此它的特征图已重采样到 A 的网格上。",
     # view: lesson
     "view_lesson": "课程",
-    "lesson_step": "第 {n}/{total} 步：{title}",
-    "lesson_back": "← 上一步",
-    "lesson_next": "下一步 →",
-    "lesson_link": "本步骤的链接",
-    "lesson_question": "课堂提问：",
-    "lesson_answer": "答案",
-    "lesson_code": (
-        "这一步的钩子，用纯 PyTorch 写成。它们在下方的准备代码之后运行；"
-        "完整文件与照片放在同一目录即可直接运行："
-    ),
-    "lesson_code_setup": "准备：模型、照片、预处理（每一步都相同；先运行）",
-    "lesson_code_download": "下载完整文件",
-    "lesson_hello_caption": "一次前向传播中钩子打印的内容：",
-    "lesson_col_layer": "层",
-    "lesson_col_module": "模块",
-    "lesson_col_shape": "输出形状",
-    "lesson_prepost_input": "{layer} 的输入（前向预钩子）",
-    "lesson_prepost_output": "{layer} 的输出（前向钩子）",
-    "lesson_remove_forgot": "从不移除句柄时，每次前向传播的钩子调用次数：{calls}",
-    "lesson_remove_removed": "每次前向传播后都移除句柄时，每次前向传播的钩子调用次数：{calls}",
-    "lesson_what_title": "钩子是什么，为什么要用它",
-    "lesson_what_text": (
-        "**钩子（hook）函数**是你交给 PyTorch、由它在固定时刻调用的函数："
-        "模块运行之前、运行之后，或者某个梯度算出之后。"
-        "这样你**无需改动网络的任何一行代码**，就能查看训练好的网络内部：注册钩子，照常运行模型，再移除钩子。"
-        "这里在每个所选的层上挂了一个前向钩子，它只打印自己看到的内容。"
-    ),
-    "lesson_what_q": "为什么不直接在模型的 forward() 里加一个 print()？",
-    "lesson_what_a": (
-        "模型的代码属于 torchvision，而不是你自己的：修改它会影响所有人，也会影响之后的每一次运行。"
-        "钩子是从外部挂到某一个对象上的，只在你需要的时候存在，用完再移除；而且同一个钩子适用于任何模型。"
-    ),
-    "lesson_forward_title": "前向钩子与特征图网格",
-    "lesson_forward_text": (
-        "`register_forward_hook(fn)` 会在模块的 `forward()` 执行完后立即调用 `fn(module, inputs, output)`。"
-        "保存一份 `output` 的副本，就得到这一层的**特征图**：每个通道一张二维图，这里把它们排成网格。"
-        "越亮表示该通道在该位置的响应越强。"
-    ),
-    "lesson_forward_q": "为什么钩子保存的是 output.clone()，而不是 output 本身？",
-    "lesson_forward_a": (
-        "后面的原地（in-place）操作（例如 ResNet 的 `ReLU(inplace=True)`、`out += identity`）"
-        "可能会在钩子看过之后覆盖同一个张量。保存副本，才能留下这一层真正的输出。"
-    ),
-    "lesson_prehook_title": "前向预钩子：一层的输入和输出",
-    "lesson_prehook_text": (
-        "`register_forward_pre_hook(fn)` 会在 `forward()` **之前**调用 `fn(module, inputs)`；"
-        "`inputs` 是一个元组。在同一层上同时挂前向预钩子和前向钩子，就能看到进去的是什么、出来的是什么："
-        "卷积层的输入就是前一层的输出。"
-    ),
-    "lesson_prehook_q": "前向预钩子可以返回一个值。这时会发生什么？",
-    "lesson_prehook_a": "返回值会替换模块的输入：模块随后就用你给的值来运行。返回 None 则保持输入不变。",
-    "lesson_shapes_title": "形状在网络中的变化",
-    "lesson_shapes_text": (
-        "在**每个**模块上都挂一个前向预钩子和一个前向钩子，只需一次前向传播，就能记录每个模块的输入形状、"
-        "输出形状和耗时。各种模型摘要工具就是这样生成层信息表的。注意观察：通道数在增加，而高度和宽度在缩小。"
-    ),
-    "lesson_shapes_q": "为什么表中除了单个的层，还会出现容器模块（阶段、块）？",
-    "lesson_shapes_a": (
-        "容器本身也是模块，也会运行自己的 forward()，所以它们的钩子也会触发："
-        "它们的耗时包含其子模块的耗时，它们的输出就是最后一个子模块的输出。"
-    ),
-    "lesson_conv_title": "一次卷积算了什么",
-    "lesson_conv_text": (
-        "卷积层特征图中的每个值都只是一个小小的加权和。卷积核覆盖输入上的一个窗口（在它看到的每个输入通道上位置都相同），"
-        "窗口中的每个输入值乘以对应位置的权重，乘积相加，再加上偏置。**前向预钩子**交给你窗口里的数，"
-        "**前向钩子**交给你结果：下面就用这张照片把两者逐项拆开。改变位置（行、列），窗口就按步幅移动；"
-        "之后 BatchNorm 和 ReLU 还会对这个值做缩放、平移和截断，下一层看到的是处理后的值。"
-    ),
-    "lesson_conv_q": (
-        "一个 Conv2d 的卷积核为 3×3，有 64 个输入通道，带偏置。算出一个输出值要做多少次乘法？这个值取决于多少个输入数？"
-        "换成 3×3 的逐通道卷积（depthwise，groups = 64）呢？"
-    ),
-    "lesson_conv_a": (
-        "3 × 3 × 64 = 576 次乘法，再把这 576 个乘积相加、加上偏置；这个值取决于这 576 个输入数，"
-        "即 64 个通道中各自的一个 3×3 窗口。在逐通道卷积中，每个输出通道只看与它对应的那一个输入通道："
-        "9 次乘法，9 个输入数。"
-    ),
-    "lesson_tensor_title": "张量钩子：一层输出的梯度",
-    "lesson_tensor_text": (
-        "调用 `backward()` 之后，PyTorch 只为**叶子张量（叶子节点）**，即输入和参数，保留 `.grad`。"
-        "一层的输出不是叶子张量，所以它的 `.grad` 是 `None`。`output.register_hook(fn)` "
-        "会在反向传播中以这个梯度为参数调用 `fn(grad)`：它表示如果特征图中的某个值增大，"
-        "类别得分会改变多少（红色表示升高，蓝色表示降低）。"
-    ),
-    "lesson_tensor_q": "除了张量钩子，还能用什么办法？代价是什么？",
-    "lesson_tensor_a": (
-        "在反向传播之前调用 `output.retain_grad()` 也能保留梯度，但每个调用过它的张量都会保留梯度，"
-        "而且只要张量还在就一直保留；钩子则只把梯度交给你一次，由你决定保留什么。"
-    ),
-    "lesson_clamp_title": "在钩子中修改梯度",
-    "lesson_clamp_text": (
-        "**返回**一个张量的张量钩子会替换梯度。把梯度截断到一个范围内（`grad.clamp(-limit, limit)`），"
-        "正是梯度裁剪的思路。这里的阈值取自被裁剪层自身梯度大小的百分位数，所以总会裁剪掉一部分，"
-        "比例就写在下方。反向传播随后把裁剪后的梯度继续传给被裁剪层**之前**的各层（前向顺序中的上游）："
-        "对比它们的梯度和 Grad-CAM 图。"
-    ),
-    "lesson_clamp_q": "为什么被裁剪的层之后的那些层不受影响？",
-    "lesson_clamp_a": (
-        "反向传播从得分出发，朝输入的方向进行：梯度先到达靠后的层，那时还没有发生裁剪。"
-        "只有继续穿过被裁剪层、传到它之前各层的梯度才会改变。"
-    ),
-    "lesson_backward_title": "完整反向钩子：grad_input 与 grad_output",
-    "lesson_backward_text": (
-        "`register_full_backward_hook(fn)` 会在反向传播中调用 `fn(module, grad_input, grad_output)`："
-        "参数是到达模块输出的梯度，以及模块传回给输入的梯度。两者都是元组；只有没有梯度流过的位置才是 `None`。"
-        "当输入不需要梯度时，第一个卷积层的 `grad_input` 是 `None`；这里页面（以及下面的代码）调用了 "
-        "`x.requires_grad_(True)`，所以它是对照片的梯度，如表格最后一行所示。被原地修改的模块不能挂这种钩子。"
-    ),
-    "lesson_backward_q": "为什么反向传播列出模块的顺序与前向传播相反？",
-    "lesson_backward_a": "链式法则从得分出发，一步步往回推：每个模块必须先得到其输出的梯度，才能算出其输入的梯度。",
-    "lesson_gradcam_title": "Grad-CAM：证据在哪里",
-    "lesson_gradcam_text": (
-        "把两者结合起来：前向钩子保存一层的特征图，张量钩子保存它的梯度。每个通道按其平均梯度加权，"
-        "再把加权后的通道相加，只保留正的部分，然后拉伸并叠加到照片上：这就是 **Grad-CAM**，"
-        "一张热力图，标出这一层在哪里找到了该类别的证据。"
-    ),
-    "lesson_gradcam_q": "为什么深层的图粗糙，而浅层的图噪声多？",
-    "lesson_gradcam_a": (
-        "深层的特征图只有少量较大的单元格（输入为 224 像素时是 7 × 7），每个单元格的感受野大到能覆盖整个物体；"
-        "浅层有许多小单元格，感受野小，只能响应边缘和纹理，还分辨不出类别。"
-    ),
-    "lesson_sanity_title": "解释取决于模型吗？",
-    "lesson_sanity_text": (
-        "真正解释**模型**的热力图，在模型改变时必然随之改变。Adebayo 等人（2018）提出的合理性检验检查的正是这一点："
-        "把网络复制一份，从输出端往下逐段重新初始化它的权重，每一步之后对同一张照片、同一个类别重新画 Grad-CAM。"
-        "每张图旁边的数字是它与原始热力图的 Spearman 秩相关系数：1 表示各像素的排序完全相同，0 表示两者毫无关联。"
-        "用到的钩子就是上一步 Grad-CAM 的那些钩子，只是挂在副本上。"
-    ),
-    "lesson_sanity_q": (
-        "所有层都随机化之后，一种方法的热力图与原始热力图的相关系数仍有 0.9，另一种只有 0.1。"
-        "哪一种能告诉你训练好的模型在看哪里？为什么？"
-    ),
-    "lesson_sanity_a": (
-        "相关系数为 0.1 的那种：模型被破坏后，它的图随之改变，说明它依赖于权重。在随机网络上也保持不变的图，"
-        "是由图片本身（边缘和颜色）决定的，而不是由模型学到的东西决定的；引导反向传播（Guided Backprop）"
-        "常在这项检验中失败，Grad-CAM 则能通过。"
-    ),
-    "lesson_sanity_caption": "{layer} 对“{label}”的 Grad-CAM：先是原始模型的图，然后依次是每一段重新初始化之后的图",
-    "lesson_sanity_after": "{stage} 已随机化 · ρ = {rho:.2f}",
-    "lesson_sanity_original": "原始模型",
-    "lesson_sanity_none": "这个模型的 {layer} 层没有 Grad-CAM 所需的空间特征图；请选择一个卷积层。",
-    "lesson_remove_title": "移除钩子，以及忘记移除的后果",
-    "lesson_remove_text": (
-        "每次调用 `register_*` 都会返回一个**句柄**；`handle.remove()` 会把钩子重新取下。"
-        "如果忘了这一步，钩子就会一直留在模型上："
-        "在循环中注册钩子，每做一次前向传播就多一个钩子，调用次数越积越多（它们占用的内存也一样）。"
-        "把 `remove()` 放在 `finally:` 中，这样即使出错也会执行。"
-    ),
-    "lesson_remove_q": "页面上的模型由全班共用。一个忘记移除的钩子会造成什么后果？",
-    "lesson_remove_a": (
-        "它会在每个人的前向传播里都运行一遍，拖慢所有人的速度，还可能把一个学生保存的副本混进另一个学生的结果里。"
-        "所以 vizhooks 每次返回之前都会移除全部钩子，出错时也不例外。"
-    ),
     "insp_layer": "层",
     "insp_channel": "通道",
     "insp_alpha": "叠加不透明度",

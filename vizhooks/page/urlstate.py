@@ -12,9 +12,9 @@ from collections.abc import Mapping, Sequence
 from ..classroom.core import ALPHABET, CODE_LENGTH, normalise_code
 from ..explain import METHODS as EXPLAIN_METHODS
 from ..layers import architecture_layers
+from ..lesson.steps import STEPS
 from ..models import list_models
 from ..render import CMAPS, NORMS, ORDERS
-from .lesson import STEPS
 from .taught import names_of
 
 SIZE_MIN, SIZE_MAX, SIZE_STEP = 128, 512, 32

@@ -8,8 +8,8 @@ from typing import TYPE_CHECKING, Any
 import streamlit as st
 
 import vizhooks as vz
+from vizhooks.analysis import VideoAnalysis, frame_cams, frames_input, image_digest
 from vizhooks.budget import check_capture
-from vizhooks.page.analysis import VideoAnalysis, frame_cams, frames_input, image_digest
 from vizhooks.page.errors import shown_errors
 from vizhooks.page.results import cached, get_bundle
 from vizhooks.page.state import Choices, Context, sync_url

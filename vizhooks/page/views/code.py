@@ -4,8 +4,9 @@ from __future__ import annotations
 
 import streamlit as st
 
-from vizhooks.page.snippets import snippet
+from vizhooks.lesson.code import snippet
 from vizhooks.page.state import Choices, Context
+from vizhooks.page.taught import code_head
 from vizhooks.page.texts import language, t
 from vizhooks.page.widgets import labels_for
 
@@ -27,7 +28,7 @@ def show(ctx: Context) -> None:
     view = st.radio(t("code_view"), CODE_VIEWS, key="code_view", horizontal=True, format_func=labels_for("view_"))
     code = snippet(view, model=c.model, image=image_path(c), size=c.size, layers=list(c.layers), what=c.what,
                    target=chosen_target(), pretrained=bundle.pretrained, num_classes=len(bundle.categories),
-                   lang=language())
+                   lang=language(), head=code_head(c.model))
     st.caption(t("code_intro"))
     st.code(code, language="python")
     st.markdown(t("hooks_explained"))

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import streamlit as st
 
-from vizhooks.page.analysis import compare_maps, image_digest
+from vizhooks.analysis import compare_maps, image_digest
 from vizhooks.page.results import get_analysis, grid_png
 from vizhooks.page.sources import PHOTO_SOURCES, photo_bytes, photo_picker
 from vizhooks.page.state import Context

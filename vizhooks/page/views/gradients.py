@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import streamlit as st
 
-from vizhooks.page.analysis import layer_stats
+from vizhooks.analysis import layer_stats
 from vizhooks.page.results import get_gradients, grid_png
 from vizhooks.page.state import Context
 from vizhooks.page.texts import t

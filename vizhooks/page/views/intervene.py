@@ -8,9 +8,10 @@ from typing import TYPE_CHECKING, Any
 import streamlit as st
 
 import vizhooks as vz
+from vizhooks.analysis import clamp_limit_of
 from vizhooks.budget import check_capture
 from vizhooks.cam import cams_from
-from vizhooks.page.analysis import clamp_limit_of
+from vizhooks.lesson.display import CLAMP_CHANNELS, CLAMP_COLOUR_PERCENTILE, CLAMP_DEFAULT, CLAMP_PERCENTILES
 from vizhooks.page.results import cached, get_bundle, grid_png, tensor_bytes
 from vizhooks.page.state import Context
 from vizhooks.page.texts import t
@@ -20,17 +21,6 @@ from vizhooks.render import channel_overlay
 
 if TYPE_CHECKING:
     from torch import Tensor
-
-#: The clamp's limit as a percentile of |gradient| at the clamped layer, on this photo: a fixed
-#: number (the old default 0.001) clipped nothing on some models and everything on others.
-CLAMP_PERCENTILES = (10, 25, 50, 75, 90, 99)
-#: the 25th percentile: three quarters of the non-zero values are clipped, which changes the
-#: gradient of every layer before it by about half (resnet18 on the sample photo)
-CLAMP_DEFAULT = 25
-#: Channels per gradient grid, two grids a row: few enough to see the change in each map.
-CLAMP_CHANNELS = 4
-#: Both grids of a layer share one colour scale: +- this percentile of the plain |gradient|.
-CLAMP_COLOUR_PERCENTILE = 99
 
 
 def channel_edit(mode: str, channels: tuple[int, ...], k: int) -> vz.ChannelEdit:

@@ -9,16 +9,17 @@ from urllib.parse import urlencode
 
 import streamlit as st
 
+from vizhooks.analysis import hook_calls_demo, lesson_sanity, sanity_bytes
 from vizhooks.explain import ExplainError
-from vizhooks.page.analysis import hook_calls_demo, lesson_sanity, sanity_bytes
+from vizhooks.lesson.code import Code, ConvPlace
+from vizhooks.lesson.handout import LessonChoices, file_name, lesson_file, step_code
+from vizhooks.lesson.steps import FORMATS, STEPS, Step, step_index
 from vizhooks.page.classes import answer_hidden, poll
-from vizhooks.page.handout import LessonChoices, file_name, lesson_file, step_code
-from vizhooks.page.lesson import FORMATS, STEPS, Step, step_index
 from vizhooks.page.present import present_on, scroll_to_step
 from vizhooks.page.results import cached, get_analysis, get_bundle, grid_png
-from vizhooks.page.snippets import Code, ConvPlace
 from vizhooks.page.sources import photo_bytes
 from vizhooks.page.state import Context
+from vizhooks.page.taught import code_head
 from vizhooks.page.texts import language, t
 from vizhooks.page.views import backward, convolution, gradcam, gradients, intervene, maps, table
 from vizhooks.page.views.code import chosen_target, image_path
@@ -55,7 +56,7 @@ def lesson_code(step: Step, ctx: Context) -> Code:
         limit = intervene.clamp_limit(ctx, clamp_at, top1 if target is None else target, percentile)[0]
     return step_code(step, model=c.model, image=image_path(c), size=c.size, layers=list(c.layers),
                      target=chosen_target(), pretrained=bundle.pretrained, num_classes=len(bundle.categories),
-                     lang=language(), clamp_at=clamp_at, limit=limit, conv=_conv_choice())
+                     lang=language(), clamp_at=clamp_at, limit=limit, conv=_conv_choice(), head=code_head(c.model))
 
 
 def take_home(ctx: Context) -> None:
@@ -70,7 +71,7 @@ def take_home(ctx: Context) -> None:
     choices = LessonChoices(model=c.model, photo=data, photo_name=Path(image_path(c)).name, size=c.size,
                             lang=language(), layers=tuple(c.layers), target=chosen_target(), clamp_at=clamp_at,
                             percentile=percentile, channels=c.channels, order=c.order, cmap=c.cmap, norm=c.norm,
-                            columns=c.columns or None, conv=_conv_choice())
+                            columns=c.columns or None, conv=_conv_choice(), head=code_head(c.model))
     bundle = ctx.bundle
     st.markdown(f"**{t('handout_download')}**")
     st.caption(t("handout_download_help"))

@@ -4,9 +4,10 @@ from __future__ import annotations
 
 import streamlit as st
 
+from vizhooks.lesson.display import header
 from vizhooks.page.results import get_summary
 from vizhooks.page.state import Context
-from vizhooks.page.texts import EN, t
+from vizhooks.page.texts import t
 
 
 def show(ctx: Context) -> None:
@@ -26,7 +27,3 @@ def show(ctx: Context) -> None:
         for column in frame.columns
     })
 
-
-def header(column: str) -> str:
-    """A column's header in the page's language (a column the texts do not know keeps its name)."""
-    return t(f"layer_col_{column}") if f"layer_col_{column}" in EN else column

@@ -17,8 +17,8 @@ import streamlit as st
 from PIL import Image
 
 import vizhooks as vz
+from vizhooks.analysis import image_digest
 from vizhooks.models import backbone_name
-from vizhooks.page.analysis import image_digest
 from vizhooks.page.classes import teacher
 from vizhooks.page.errors import reason, shown_errors
 from vizhooks.page.results import get_bundle, plain_bundle

@@ -1,4 +1,4 @@
-"""The lesson to take home: the page's steps (vizhooks/page/lesson.py) on one photo and model, as a
+"""The lesson to take home: the page's steps (vizhooks/lesson/steps.py) on one photo and model, as a
 Jupyter notebook or as one self-contained HTML handout.
 
 - The **notebook** holds each step's text (markdown) and code (code cells: the set-up once, then each
@@ -18,11 +18,9 @@ own functions: the same code, numbers and pictures as the Lesson view for the sa
 from __future__ import annotations
 
 import base64
-import contextvars
 import html
 import io
 import re
-from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -33,19 +31,26 @@ from nbformat import v4
 from PIL import Image
 
 import vizhooks as vz
+from vizhooks.analysis import Analysis, analyse, clamp_limit_of, hook_calls_demo, lesson_sanity, top_classes
 from vizhooks.cam import cams_from
 from vizhooks.convolution import ConvStep, conv_at
 from vizhooks.explain import ExplainError
 from vizhooks.gradients import GradientResult, backward_report, gradient_pass
+from vizhooks.labels import class_labels
+from vizhooks.language import LANGUAGES
 from vizhooks.layers import architecture_layers, quick_picks, token_model
-from vizhooks.page.analysis import Analysis, analyse, clamp_limit_of, hook_calls_demo, lesson_sanity, top_classes
-from vizhooks.page.labels import class_labels
-from vizhooks.page.lesson import FORMATS, STEPS, Step
-from vizhooks.page.snippets import Code, ConvPlace, conv_place, lesson_code, view_code, with_weights_fallback
-from vizhooks.page.texts import LANGUAGES, set_language, t
-from vizhooks.page.views.backward import note, shapes_text, table_facts
-from vizhooks.page.views.intervene import CLAMP_CHANNELS, CLAMP_COLOUR_PERCENTILE, CLAMP_DEFAULT
-from vizhooks.page.views.table import header
+from vizhooks.lesson.code import Code, ConvPlace, NewHead, conv_place, lesson_code, view_code, with_weights_fallback
+from vizhooks.lesson.display import (
+    CLAMP_CHANNELS,
+    CLAMP_COLOUR_PERCENTILE,
+    CLAMP_DEFAULT,
+    header,
+    note,
+    shapes_text,
+    table_facts,
+)
+from vizhooks.lesson.i18n import in_language, known, t
+from vizhooks.lesson.steps import FORMATS, STEPS, Step
 from vizhooks.render import (
     channel_overlay,
     conv_products_figure,
@@ -80,17 +85,19 @@ class LessonChoices:
     norm: str = "channel"
     columns: int | None = None
     conv: ConvPlace | None = None
+    #: a taught model's new layer (the page's taught.code_head), for its code
+    head: NewHead | None = None
 
 
 def step_code(step: Step, *, model: str, image: str, size: int, layers: list[str], target: int | None,
               pretrained: bool, num_classes: int, lang: str, clamp_at: str | None = None,
-              limit: float = 0.0, conv: ConvPlace | None = None) -> Code:
+              limit: float = 0.0, conv: ConvPlace | None = None, head: NewHead | None = None) -> Code:
     """One step's code as the Lesson view prints it: the set-up prepared for all ``layers`` (the same in
     every step) and the step's hook lines (the clamp step: the layers before ``clamp_at``; the conv
     step: the value at ``conv``)."""
     kind, name = step.code
     common: dict[str, Any] = dict(model=model, image=image, size=size, target=target, pretrained=pretrained,
-                                  num_classes=num_classes, lang=lang)
+                                  num_classes=num_classes, lang=lang, head=head)
     if kind == "view":
         return view_code(name, layers=list(layers), what="output", **common)
     hooked = list(layers)
@@ -153,7 +160,7 @@ def prepare(choices: LessonChoices, bundle: vz.ModelBundle) -> Lesson:
         lesson.codes[each.id] = step_code(
             each, model=choices.model, image=choices.photo_name, size=choices.size, layers=layers,
             target=choices.target, pretrained=bundle.pretrained, num_classes=len(bundle.categories),
-            lang=choices.lang, clamp_at=clamp_at, limit=limit, conv=place)
+            lang=choices.lang, clamp_at=clamp_at, limit=limit, conv=place, head=choices.head)
     return lesson
 
 
@@ -173,17 +180,6 @@ def conv_of(choices: LessonChoices, bundle: vz.ModelBundle, analysis: Analysis, 
     if row is None or col is None or not (0 <= row < h and 0 <= col < w):
         row, col = h // 2, w // 2
     return ConvPlace(chosen.layer, chosen.channel if 0 <= chosen.channel < c else 0, row, col)
-
-
-def in_language(lang: str, make: Callable[[], bytes]) -> bytes:
-    """``make()`` with the page's texts in ``lang``, in a copy of the caller's context: the page's
-    download runs outside the session's script run, and its language must not leak into it."""
-
-    def run() -> bytes:
-        set_language(lang)
-        return make()
-
-    return contextvars.copy_context().run(run)
 
 
 # --- the notebook ---------------------------------------------------------------------------------
@@ -214,7 +210,7 @@ def _weights(bundle: vz.ModelBundle) -> str:
     if not bundle.pretrained:
         return t("top5_random")
     key = f"weights_from_{bundle.weights_source}"
-    return t(key) if key in LANGUAGES["en"] else ""
+    return t(key) if known(key) else ""
 
 
 def notebook(lesson: Lesson) -> nbformat.NotebookNode:

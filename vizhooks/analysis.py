@@ -11,14 +11,14 @@ from dataclasses import dataclass, field
 import torch
 from PIL import Image
 
-from ..budget import check_capture
-from ..cam import cams_from
-from ..capture import capture_with_output
-from ..gradients import gradient_pass
-from ..images import to_tensor
-from ..layers import conv_layers
-from ..models import ModelBundle
-from ..sanity import SanityResult, sanity_check
+from .budget import check_capture
+from .cam import cams_from
+from .capture import capture_with_output
+from .gradients import gradient_pass
+from .images import to_tensor
+from .layers import conv_layers
+from .models import ModelBundle
+from .sanity import SanityResult, sanity_check
 
 
 @dataclass(frozen=True)
@@ -224,7 +224,7 @@ def hook_calls_demo(model: torch.nn.Module, x: torch.Tensor, layer: str, passes:
     Runs ``2 * passes`` forward passes on the shared model under its lock; every handle is removed
     in ``finally``, so the demonstration itself leaves nothing behind.
     """
-    from .._hooks import hooks_removed_after, model_device, model_lock
+    from ._hooks import hooks_removed_after, model_device, model_lock
 
     modules = dict(model.named_modules())
     if layer not in modules:

@@ -25,12 +25,12 @@ ZH_FILE = "labels_zh.txt"
 def chinese_categories() -> tuple[str, ...]:
     """The Chinese names of the 1,000 ImageNet classes, index-aligned with
     :func:`vizhooks.models.imagenet_categories` (read once)."""
-    text = resources.files("vizhooks.page").joinpath(ZH_FILE).read_text(encoding="utf-8")
+    text = resources.files("vizhooks").joinpath(ZH_FILE).read_text(encoding="utf-8")
     names = tuple(line.strip() for line in text.splitlines())
     want = len(imagenet_categories())
     if len(names) != want or not all(names):
         raise RuntimeError(
-            f"vizhooks/page/{ZH_FILE} has {len(names)} lines ({sum(not n for n in names)} empty), but torchvision "
+            f"vizhooks/{ZH_FILE} has {len(names)} lines ({sum(not n for n in names)} empty), but torchvision "
             f"names {want} ImageNet classes: restore the file from the vizhooks repository (one non-empty name "
             "a line, in torchvision's order)."
         )

@@ -1,7 +1,7 @@
 """The guided lesson (``?view=lesson&step=N``): its steps, in order.
 
 Each step names the text keys it uses (``lesson_<id>_title``, ``_text``, ``_q``, ``_a`` in
-vizhooks/page/texts), the live view the page shows for it and the plain-PyTorch code it prints.
+vizhooks/lesson/texts_lesson.py), the live view the page shows for it and the plain-PyTorch code it prints.
 """
 
 from __future__ import annotations
@@ -9,7 +9,7 @@ from __future__ import annotations
 import argparse
 from dataclasses import dataclass
 
-from .texts import LANGUAGES
+from ..language import LANGUAGES
 
 
 @dataclass(frozen=True)
@@ -17,7 +17,7 @@ class Step:
     id: str
     #: what the page shows live: one of the page's views, or a lesson-only demonstration
     live: str
-    #: how the code is made: ("view", name) for snippets.snippet, ("lesson", body) for lesson_snippet
+    #: how the code is made: ("view", name) for code.view_code, ("lesson", body) for code.lesson_code
     code: tuple[str, str]
 
 
@@ -45,13 +45,13 @@ def step_index(value: object) -> int:
     return min(max(n, 1), len(STEPS))
 
 
-#: What the lesson can be taken home as (vizhooks/page/handout.py), and the media type of each.
+#: What the lesson can be taken home as (vizhooks/lesson/handout.py), and the media type of each.
 FORMATS: dict[str, str] = {"ipynb": "application/x-ipynb+json", "html": "text/html"}
 
 
 def command_arguments(p: argparse.ArgumentParser) -> None:
     """The arguments of ``python -m vizhooks lesson`` (vizhooks/__main__.py adds the
-    command): declared here, without the page's imports, so that `--help` stays quick."""
+    command): declared here, without the handout's imports, so that `--help` stays quick."""
     prog = p.prog
     p.description = ("The page's step-by-step lesson on hooks for one photo and model, to take home: a Jupyter\n"
                      "notebook (text and code; it runs offline) or one self-contained HTML handout (text, code\n"

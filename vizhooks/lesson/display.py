@@ -1,0 +1,58 @@
+"""What the page's views and the lesson's handout show alike: backward's rows in words, the layer
+table's headers, the clamp's settings. In the lesson's language (vizhooks.lesson.i18n); the page's
+views (backward, table, intervene) import them from here."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from ..gradients import BackwardRecord
+from .i18n import known, t
+
+#: The clamp's limit as a percentile of |gradient| at the clamped layer, on this photo: a fixed
+#: number (the old default 0.001) clipped nothing on some models and everything on others.
+CLAMP_PERCENTILES = (10, 25, 50, 75, 90, 99)
+#: the 25th percentile: three quarters of the non-zero values are clipped, which changes the
+#: gradient of every layer before it by about half (resnet18 on the sample photo)
+CLAMP_DEFAULT = 25
+#: Channels per gradient grid, two grids a row: few enough to see the change in each map.
+CLAMP_CHANNELS = 4
+#: Both grids of a layer share one colour scale: +- this percentile of the plain |gradient|.
+CLAMP_COLOUR_PERCENTILE = 99
+
+
+def shapes_text(shapes: Sequence[Sequence[int] | None] | None) -> str:
+    if shapes is None:
+        return "—"
+    return ", ".join("None" if s is None else "×".join(map(str, s)) for s in shapes)
+
+
+def table_facts(records: Sequence[BackwardRecord]) -> list[str]:
+    """Sentences read off the table itself, so the text says what the rows show for any model: the
+    deepest and the shallowest map-shaped gradient, and what the first module passes back."""
+    hooked = [r for r in records if r.supported and r.grad_output]
+    maps = [(r.name, s) for r in hooked for s in r.grad_output[:1]  # type: ignore[index]
+            if s is not None and len(s) == 4 and s[2] * s[3] > 1]
+    facts = []
+    if len(maps) >= 2:
+        (deep, ds), (shallow, ss) = maps[0], maps[-1]
+        facts.append(t("backward_shapes", deep=deep, shallow=shallow, deep_shape=shapes_text([ds]),
+                       shallow_shape=shapes_text([ss]), deep_c=ds[1], shallow_c=ss[1],
+                       deep_hw=f"{ds[2]}×{ds[3]}", shallow_hw=f"{ss[2]}×{ss[3]}"))
+    first = hooked[-1] if hooked else None
+    if first is not None and first.grad_input is not None:
+        shape = first.grad_input[0] if first.grad_input else None
+        facts.append(t("backward_first_none", first=first.name) if shape is None
+                     else t("backward_first", first=first.name, shape=shapes_text([shape])))
+    return facts
+
+
+def note(record: BackwardRecord) -> str:
+    """A record's note in the current language (the library's English note for an unknown code)."""
+    key = f"backward_note_{record.note_code}"
+    return t(key) if record.note_code and known(key) else record.note
+
+
+def header(column: str) -> str:
+    """A column's header in the current language (a column the texts do not know keeps its name)."""
+    return t(f"layer_col_{column}") if known(f"layer_col_{column}") else column

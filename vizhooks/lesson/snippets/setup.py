@@ -1,0 +1,82 @@
+"""The set-up every snippet runs after: imports, the model (the builder writes its constructor: code.py's
+``_constructor``), the photo prepared the page's way, and ``to_map`` with only the branches the chosen
+layers need. Parts are put together by code.py's ``setup_code``; ``fallback_*`` wraps a pretrained model for
+a notebook run offline."""
+
+# %% imports
+import torch
+from PIL import Image
+from torchvision import models
+from torchvision.transforms import functional as TF
+
+# %% _
+from vizhooks.lesson.snippets import fill
+
+model = models.resnet18(weights=None).eval()  # the builder writes the model's own constructor here
+# %% free_size
+
+# en: The page's preprocessing: shorter side -> {fill.size} px, aspect kept
+# en: (longer side at most {fill.cap}), no crop, the model's own interpolation, mean and std.
+# zh: 与页面相同的预处理：短边缩放到 {fill.size} 像素，保持宽高比
+# zh: （长边最多 {fill.cap}），不裁剪；使用模型自己的插值方式、均值和标准差。
+image = Image.open(fill.image).convert("RGB")
+w, h = image.size
+short, long = min(w, h), max(w, h)
+new_long = min(round(fill.size * long / short), fill.cap)
+size = (new_long, fill.size) if w >= h else (fill.size, new_long)
+image = image.resize(size, fill.resample, reducing_gap=3.0)
+# %% fixed_size
+
+# en: The page's preprocessing: this model needs {fill.side} x {fill.side} pixels, so the shorter side
+# en: goes to {fill.side} and the centre is cropped to a square; the model's own interpolation,
+# en: mean and std.
+# zh: 与页面相同的预处理：该模型需要 {fill.side} x {fill.side} 像素的输入，
+# zh: 所以先把短边缩放到 {fill.side}，再从中心裁剪出正方形；
+# zh: 使用模型自己的插值方式、均值和标准差。
+image = Image.open(fill.image).convert("RGB")
+w, h = image.size
+scale = fill.side / min(w, h)
+new_w, new_h = max(fill.side, round(w * scale)), max(fill.side, round(h * scale))
+image = image.resize((new_w, new_h), fill.resample, reducing_gap=3.0)
+left, top = (new_w - fill.side) // 2, (new_h - fill.side) // 2
+image = image.crop((left, top, left + fill.side, top + fill.side))
+# %% normalise
+mean = fill.mean
+std = fill.std
+x = TF.normalize(TF.to_tensor(image), mean, std).unsqueeze(0)
+modules = dict(model.named_modules())
+# %% channels_last_list
+
+# en: modules whose output is (1, H, W, C) (Swin)
+# zh: 输出为 (1, H, W, C) 的模块（Swin）
+CHANNELS_LAST = fill.channels_last
+# %% to_map
+
+
+def to_map(name, t):
+    # en: any captured tensor as (1, C, H, W) feature maps, as the page shows it
+    # zh: 把捕获的任意张量变成 (1, C, H, W) 特征图，与页面显示的一致
+# %% tokens
+    if t.ndim == 3:
+        # en: transformer tokens (1, 1 + h*w, D): drop the class token, lay out the grid
+        # zh: Transformer 的 token (1, 1 + h*w, D)：去掉类别 token，排成网格
+        side = int((t.shape[1] - 1) ** 0.5)
+        return t[:, 1:, :].transpose(1, 2).reshape(1, t.shape[2], side, side)
+# %% channels_last
+    if name in CHANNELS_LAST:
+        return t.permute(0, 3, 1, 2)
+# %% to_map_end
+    return t
+# %% fallback_try
+try:
+# %% _
+    model = models.resnet18(weights=models.ResNet18_Weights.DEFAULT).eval()  # the pretrained constructor
+# %% fallback_except
+except Exception as exc:
+    # en: no cached checkpoint and no internet: the page's seeded random weights instead
+    # zh: 没有缓存的权重文件，也连不上网：改用与页面相同的带种子随机权重
+    print(f"Random weights: pretrained weights for {fill.model} could not be loaded ({exc}). "
+          "Feature maps show an untrained network and predictions are meaningless.")
+# %% _
+    torch.manual_seed(0)  # the random constructor
+    model = models.resnet18(weights=None).eval()
