@@ -316,9 +316,35 @@ def reference_markdown(lang: str = "en") -> str:
     return "\n".join(out) + "\n"
 
 
+PLAN_MARKER = "<!-- vizhooks-lesson-plan -->"
+_PLAN_WORDS = {
+    "en": {"head": "| Step | What it shows | Level | Minutes |", "core": "core", "advanced": "advanced",
+           "total": "**{n} steps, {m} minutes** (each with its poll; an advanced step may be left out)."},
+    "zh": {"head": "| 步骤 | 内容 | 难度 | 分钟 |", "core": "基础", "advanced": "进阶",
+           "total": "**共 {n} 步，{m} 分钟**（每一步都含投票；进阶步骤可以略去）。"},
+}
+
+
+def plan_markdown(lang: str) -> str:
+    """The lesson's timetable, from its own steps (vizhooks.lesson.steps: order, minutes, level) and
+    titles, so the manual's plan cannot fall behind the lesson."""
+    from vizhooks.lesson.i18n import t
+    from vizhooks.lesson.steps import STEPS, plan_minutes
+
+    w = _PLAN_WORDS[lang]
+    rows = [w["head"], "| ---: | --- | --- | ---: |"]
+    for n, step in enumerate(STEPS, 1):
+        rows.append(f"| {n} | {_cell(t(f'lesson_{step.id}_title', lang=lang))} | {w[step.level]} | {step.minutes} |")
+    return "\n".join([*rows, "", w["total"].format(n=len(STEPS), m=plan_minutes())]) + "\n"
+
+
 def on_page_markdown(markdown: str, page, config, files) -> str:  # noqa: ANN001 (MkDocs' hook signature)
-    """Put the generated reference in place of the marker, in the page's language."""
-    if MARKER not in markdown:
+    """Put the generated reference and the lesson plan in place of their markers, in the page's language."""
+    if MARKER not in markdown and PLAN_MARKER not in markdown:
         return markdown
     lang = "zh" if page.file.src_uri.endswith(".zh.md") or config["theme"]["language"] == "zh" else "en"
-    return markdown.replace(MARKER, reference_markdown(lang))
+    if PLAN_MARKER in markdown:
+        markdown = markdown.replace(PLAN_MARKER, plan_markdown(lang))
+    if MARKER in markdown:
+        markdown = markdown.replace(MARKER, reference_markdown(lang))
+    return markdown

@@ -211,3 +211,28 @@ def test_every_relative_link_leads_to_a_file_and_its_heading():
                 broken.append(f"{page.name}: {target} (no such heading)")
     assert checked >= 60, "the link pattern found too few links"
     assert broken == []
+
+
+def test_the_lesson_plan_is_made_from_the_lessons_steps():
+    """Issue 34: the plan in the manual listed nine steps with old numbers while the lesson had eleven.
+    It is now the lesson's own data (order, titles, minutes, levels) at build time, in both languages,
+    and no page or text states a count of steps in words."""
+    from vizhooks.lesson.i18n import t
+    from vizhooks.lesson.steps import STEPS
+
+    hooks = _hooks()
+    PLAN_MARKER, plan_markdown = hooks.PLAN_MARKER, hooks.plan_markdown
+    assert sum(step.minutes for step in STEPS) == 45  # the 45-minute lesson the manual promises
+    for lang, page in (("en", "class.md"), ("zh", "class.zh.md")):
+        assert PLAN_MARKER in (ROOT / "docs" / page).read_text(encoding="utf-8")
+        rows = [r for r in plan_markdown(lang).splitlines() if re.match(r"^\| \d+ \|", r)]
+        assert len(rows) == len(STEPS)
+        for n, (row, step) in enumerate(zip(rows, STEPS, strict=True), 1):
+            cells = [c.strip() for c in row.strip("|").split("|")]
+            assert cells[0] == str(n) and cells[1] == t(f"lesson_{step.id}_title", lang=lang)
+            assert cells[3] == str(step.minutes)
+    words = re.compile(r"\b(nine|ten|eleven|twelve)[- ]steps?\b|[九十]+[个步]*步骤?|全部[九十]+步", re.I)
+    for path in [*(ROOT / "docs").glob("*.md"), *(ROOT / "vizhooks").rglob("texts*.py"),
+                 *(ROOT / "vizhooks" / "locale").rglob("*.po")]:
+        found = words.findall(path.read_text(encoding="utf-8"))
+        assert not found, f"{path.relative_to(ROOT)} states a number of steps in words: {found}"

@@ -10,6 +10,7 @@ appears and must appear in the texts named as first mentions.
 from __future__ import annotations
 
 import re
+from pathlib import Path
 import string
 import unicodedata
 from dataclasses import dataclass
@@ -34,28 +35,28 @@ class Term:
 
 
 GLOSSARY: tuple[Term, ...] = (
-    Term("hook (hook function)", "钩子", "副标题、课程第 1 步（首次出现写作“钩子（hook）函数”），各视图",
+    Term("hook (hook function)", "钩子", "副标题、课程第 {what} 步（首次出现写作“钩子（hook）函数”），各视图",
          (r"勾子", r"hook ?函数", r"钩子程序", r"挂钩函数"), gloss="钩子（hook）函数",
          first=("subtitle", "lesson_what_text")),
-    Term("forward hook", "前向钩子", "特征图、干预、层信息表、课程第 1–4 步",
+    Term("forward hook", "前向钩子", "特征图、干预、层信息表、课程第 {what}–{shapes} 步",
          (r"正向钩子", r"前馈钩子", r"前向 ?hook")),
-    Term("forward pre-hook", "前向预钩子", "侧边栏“捕获”、层信息表、课程第 3–4 步",
+    Term("forward pre-hook", "前向预钩子", "侧边栏“捕获”、层信息表、课程第 {prehook}–{shapes} 步",
          (r"预前向钩子", r"前置钩子", r"前向前钩子", r"预钩子函数")),
-    Term("tensor hook", "张量钩子", "梯度、课程第 5–6 步", (r"张量 ?hook", r"张量挂钩")),
-    Term("full backward hook", "完整反向钩子", "反向钩子视图、课程第 7 步",
+    Term("tensor hook", "张量钩子", "梯度、课程第 {tensor}–{clamp} 步", (r"张量 ?hook", r"张量挂钩")),
+    Term("full backward hook", "完整反向钩子", "反向钩子视图、课程第 {backward} 步",
          (r"全反向钩子", r"完全反向钩子", r"后向钩子", r"完整后向")),
-    Term("handle", "句柄", "课程第 9 步、代码视图", (r"把手", r"钩子手柄")),
+    Term("handle", "句柄", "课程第 {remove} 步、代码视图", (r"把手", r"钩子手柄")),
     Term("forward pass", "前向传播", "副标题、层信息表、干预、课程",
          (r"(?<!前向)(?<!反向)传播", r"正向传播", r"前向传递", r"向前传播", r"前传")),
-    Term("backward pass", "反向传播", "梯度、Grad-CAM、反向钩子、课程第 5–8 步",
+    Term("backward pass", "反向传播", "梯度、Grad-CAM、反向钩子、课程第 {tensor}–{gradcam} 步",
          (r"后向传播", r"逆向传播", r"反传", r"反向传递")),
-    Term("leaf tensor", "叶子张量", "代码视图“四种钩子”（首次出现写作“叶子张量（叶子节点）”）、课程第 5 步",
+    Term("leaf tensor", "叶子张量", "代码视图“四种钩子”（首次出现写作“叶子张量（叶子节点）”）、课程第 {tensor} 步",
          (r"叶子节点", r"叶子结点", r"叶节点", r"叶结点", r"叶张量"), gloss="叶子张量（叶子节点）",
          first=("hooks_explained",)),
     Term("feature map", "特征图", "特征图、通道查看器、对比、课程", (r"特征映射", r"激活图", r"特征地图")),
     Term("activation (the values)", "激活值", "副标题、.npz 下载",
          (r"的激活(?![值函])", r"激活(?=[越较很])", r"激活量")),
-    Term("receptive field", "感受野", "通道图谱（数据集样例的图块）、课程第 8 步的答案",
+    Term("receptive field", "感受野", "通道图谱（数据集样例的图块）、课程第 {gradcam} 步的答案",
          (r"接受野", r"感受域", r"感知野", r"受纳野", r"receptive"),
          first=("atlas_intro", "atlas_top", "atlas_random", "lesson_gradcam_a")),
     Term("sidebar", "侧边栏", "提示与帮助文字", (r"侧栏", r"(?<!侧)边栏", r"侧面板")),
@@ -65,13 +66,23 @@ GLOSSARY: tuple[Term, ...] = (
          (r"\btokens?\b", r"令牌"), gloss="词元（token）"),
     Term("photo (the one the page looks at)", "照片", "侧边栏、各视图、课堂与班级图库", (r"[你我]的图片",)),
     Term("channel", "通道", "各视图", (r"频道",)),
-    Term("in-place", "原地", "课程第 2 步、代码视图、反向钩子", (r"就地", r"原位")),
+    Term("in-place", "原地", "课程第 {forward} 步、代码视图、反向钩子", (r"就地", r"原位")),
     Term("heat map", "热力图", "Grad-CAM、实时、视频", (r"热图", r"热度图")),
     Term("feature visualization", "特征可视化", "通道图谱", (r"特征可视图",)),
     Term("dataset exemplars", "数据集样例", "通道图谱", (r"数据集示例", r"数据集范例")),
 )
 
 _PLACEHOLDER = re.compile(r"\{[^{}]*\}")
+
+
+def where(term: Term) -> str:
+    """Where a term appears, its lesson steps numbered from the lesson's own order (``{tensor}`` is the
+    tensor-hook step's number), so a new or moved step renumbers the glossary, never leaves it stale."""
+    from vizhooks.lesson.steps import STEPS
+
+    return term.where.format(**{step.id: n for n, step in enumerate(STEPS, 1)})
+
+
 _GLOSSES = tuple(t.gloss for t in GLOSSARY if t.gloss)
 
 
@@ -93,6 +104,20 @@ def second_names(texts: dict[str, str]) -> dict[str, list[str]]:
                 for m in re.finditer(pattern, prose, flags=re.IGNORECASE):
                     found.setdefault(key, []).append(f"{term.zh} ← {m.group(0)}")
     return found
+
+
+def snippet_comments() -> dict[str, str]:
+    """The Chinese comments of the lesson's code (``# zh:`` lines of vizhooks/lesson/snippets/*.py),
+    which a student reads as much as the page."""
+    folder = Path(__file__).resolve().parents[1] / "vizhooks" / "lesson" / "snippets"
+    return {f"{path.name}:{n}": line.split("# zh:", 1)[1]
+            for path in sorted(folder.glob("*.py"))
+            for n, line in enumerate(path.read_text(encoding="utf-8").splitlines(), 1) if "# zh:" in line}
+
+
+def test_the_code_comments_use_the_glossarys_names():
+    assert snippet_comments()  # the comments are read
+    assert second_names(snippet_comments()) == {}
 
 
 def test_each_term_has_one_name_in_the_chinese_texts():
@@ -184,7 +209,7 @@ def test_every_chinese_text_has_the_english_placeholders():
 
 def glossary_markdown() -> str:
     """The table as the Chinese manual (docs/reference.zh.md) shows it."""
-    rows = [f"| {t.en} | {t.gloss or t.zh} | {t.where} |" for t in GLOSSARY]
+    rows = [f"| {t.en} | {t.gloss or t.zh} | {where(t)} |" for t in GLOSSARY]
     return "\n".join(["| English | 中文 | 出现的位置 |", "| --- | --- | --- |", *rows])
 
 

@@ -219,7 +219,7 @@ def notebook(lesson: Lesson) -> nbformat.NotebookNode:
     setup = with_weights_fallback(lesson.codes[STEPS[0].id].setup, c.model, len(lesson.bundle.categories), c.lang)
     cells = [
         v4.new_markdown_cell(f"# {t('handout_title', model=c.model, photo=c.photo_name)}\n\n"
-                             f"{t('handout_intro')}\n\n{t('handout_run')}\n\n*{_made(lesson)}*"),
+                             f"{t('handout_intro', n=len(STEPS))}\n\n{t('handout_run')}\n\n*{_made(lesson)}*"),
         v4.new_markdown_cell(t("handout_photo_cell", photo=c.photo_name)),
         v4.new_code_cell(_photo_cell(c.photo_name, c.photo), metadata={"jupyter": {"source_hidden": True}}),
         v4.new_markdown_cell(t("handout_setup")),
@@ -485,7 +485,7 @@ def handout(lesson: Lesson) -> str:
     title = t("handout_title", model=c.model, photo=c.photo_name)
     w, h = a.picture.size
     top5 = "".join(f"<li>{html.escape(p.label)} · {p.probability:.1%}</li>" for p in top_classes(a.logits, labels, 5))
-    parts = [f"<h1>{html.escape(title)}</h1>", _inline(t("handout_intro")),
+    parts = [f"<h1>{html.escape(title)}</h1>", _inline(t("handout_intro", n=len(STEPS))),
              f"<p class='made'>{html.escape(_made(lesson))}</p>",
              f"<p>{html.escape(t('handout_photo', width=w, height=h))}</p>",
              f"<div class='pair'>{_figure(a.picture_jpeg(), c.photo_name, 'image/jpeg')}<ol>{top5}</ol></div>",

@@ -19,21 +19,31 @@ class Step:
     live: str
     #: how the code is made: ("view", name) for code.view_code, ("lesson", body) for code.lesson_code
     code: tuple[str, str]
+    #: minutes the step takes in class, its poll included (the manual's plan is made from these)
+    minutes: int = 4
+    #: "core", or "advanced" for a step a first lesson may leave out
+    level: str = "core"
 
 
 STEPS: tuple[Step, ...] = (
-    Step("what", "hello", ("lesson", "hello")),
-    Step("forward", "maps", ("view", "maps")),
-    Step("prehook", "prepost", ("lesson", "prepost")),
-    Step("shapes", "table", ("view", "table")),
-    Step("conv", "convolution", ("lesson", "conv")),
-    Step("tensor", "gradients", ("lesson", "grad_none")),
-    Step("clamp", "clamp", ("lesson", "clamp")),
-    Step("backward", "backward", ("view", "backward")),
-    Step("gradcam", "gradcam", ("view", "gradcam")),
-    Step("sanity", "sanity", ("lesson", "sanity")),
-    Step("remove", "remove", ("lesson", "remove")),
+    Step("what", "hello", ("lesson", "hello"), 4),
+    Step("forward", "maps", ("view", "maps"), 6),
+    Step("prehook", "prepost", ("lesson", "prepost"), 3),
+    Step("shapes", "table", ("view", "table"), 3),
+    Step("conv", "convolution", ("lesson", "conv"), 5),
+    Step("tensor", "gradients", ("lesson", "grad_none"), 4),
+    Step("clamp", "clamp", ("lesson", "clamp"), 4, "advanced"),
+    Step("backward", "backward", ("view", "backward"), 4),
+    Step("gradcam", "gradcam", ("view", "gradcam"), 5),
+    Step("sanity", "sanity", ("lesson", "sanity"), 4, "advanced"),  # Spearman's rank correlation
+    Step("remove", "remove", ("lesson", "remove"), 3),
 )
+LEVELS = ("core", "advanced")
+
+
+def plan_minutes(steps: tuple[Step, ...] = STEPS) -> int:
+    """The minutes a lesson of ``steps`` takes, polls included."""
+    return sum(step.minutes for step in steps)
 
 
 def step_index(value: object) -> int:

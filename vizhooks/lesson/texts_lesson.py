@@ -182,7 +182,7 @@ EN: dict[str, str] = {
     ),
     "handout_title": "vizhooks lesson: {model} on {photo}",
     "handout_intro": (
-        "The page's nine-step lesson on PyTorch hooks, on this photo and this model: each step's "
+        "The page's {n}-step lesson on PyTorch hooks, on this photo and this model: each step's "
         "explanation, its plain-PyTorch code (no vizhooks), a question for the class and its answer."
     ),
     "handout_made": "Made by vizhooks {version}: {model}, shorter side {size} px, layers {layers}. {weights}",
@@ -200,7 +200,7 @@ EN: dict[str, str] = {
                    "torchvision and Pillow.",
     "handout_download": "Download the lesson",
     "handout_download_help": (
-        "All nine steps on this photo and model, to take home: the notebook runs the code (offline "
+        "All {n} steps on this photo and model, to take home: the notebook runs the code (offline "
         "too), the handout holds the text, the code and the pictures and prints on A4."
     ),
     "handout_download_ipynb": "Notebook (.ipynb)",
@@ -363,7 +363,7 @@ ZH: dict[str, str] = {
     ),
     "handout_title": "vizhooks 课程：{model} 看 {photo}",
     "handout_intro": (
-        "页面上关于 PyTorch 钩子的九步课程，用的是这张照片和这个模型：每一步的讲解、"
+        "页面上关于 PyTorch 钩子的 {n} 步课程，用的是这张照片和这个模型：每一步的讲解、"
         "纯 PyTorch 代码（不用 vizhooks）、给全班的问题和答案。"
     ),
     "handout_made": "由 vizhooks {version} 生成：{model}，短边 {size} 像素，层 {layers}。{weights}",
@@ -377,7 +377,7 @@ ZH: dict[str, str] = {
     "handout_run": "从头开始运行所有单元格（Run All）：离线也能运行，只需要 PyTorch、torchvision 和 Pillow。",
     "handout_download": "下载本课",
     "handout_download_help": (
-        "这张照片和这个模型上的全部九步，带回家：笔记本可以运行代码（离线也可以），"
+        "这张照片和这个模型上的全部 {n} 步，带回家：笔记本可以运行代码（离线也可以），"
         "讲义包含讲解、代码和图片，可以用 A4 纸打印。"
     ),
     "handout_download_ipynb": "笔记本（.ipynb）",

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import streamlit as st
 
+from vizhooks.lesson.steps import STEPS
 from vizhooks.page.texts import t
 
 #: Type sizes on a projector: body text and code that the back row can read.
@@ -116,7 +117,7 @@ def header() -> None:
     st.caption(t("subtitle"))
     if st.session_state.get("view") != "lesson" and st.session_state.get("source") not in ("video", "live"):
         st.button(t("start_lesson"), key="start_lesson", icon=":material/school:", on_click=_start_lesson,
-                  help=t("start_lesson_help"))
+                  help=t("start_lesson_help", n=len(STEPS)))
 
 
 def lesson_takes_the_screen(view: str) -> bool:

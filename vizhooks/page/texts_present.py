@@ -10,7 +10,7 @@ EN: dict[str, str] = {
         "lesson, Back / Next and the list of steps at the top; the arrow keys ← → move between steps."
     ),
     "start_lesson": "Start the lesson",
-    "start_lesson_help": "A guided tour of PyTorch hooks in nine steps, on this photo, with code you can run.",
+    "start_lesson_help": "A guided tour of PyTorch hooks in {n} steps, on this photo, with code you can run.",
     "lesson_steps": "Step",
 }
 
@@ -21,6 +21,6 @@ ZH: dict[str, str] = {
         "键盘的 ← → 键也可以切换步骤。"
     ),
     "start_lesson": "开始课程",
-    "start_lesson_help": "用九个步骤带你认识 PyTorch 钩子，就用这张照片，每一步都有可以运行的代码。",
+    "start_lesson_help": "用 {n} 个步骤带你认识 PyTorch 钩子，就用这张照片，每一步都有可以运行的代码。",
     "lesson_steps": "步骤",
 }

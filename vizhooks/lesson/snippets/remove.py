@@ -12,7 +12,7 @@ from vizhooks.lesson.snippets.setup import model, modules, x
 # en: per pass.
 # zh: 忘记 handle.remove()：在循环里注册的钩子会一直留在模型上，
 # zh: 所以每次前向传播都多一个钩子，调用次数越积越多。
-# zh: 每次传播后移除它，每次就只调用一次。
+# zh: 每次前向传播后移除它，每次就只调用一次。
 layer = modules[fill.layer]
 calls = []
 

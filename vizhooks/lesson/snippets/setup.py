@@ -59,7 +59,7 @@ def to_map(name, t):
 # %% tokens
     if t.ndim == 3:
         # en: transformer tokens (1, 1 + h*w, D): drop the class token, lay out the grid
-        # zh: Transformer 的 token (1, 1 + h*w, D)：去掉类别 token，排成网格
+        # zh: Transformer 的词元（token）(1, 1 + h*w, D)：去掉类别词元，排成网格
         side = int((t.shape[1] - 1) ** 0.5)
         return t[:, 1:, :].transpose(1, 2).reshape(1, t.shape[2], side, side)
 # %% channels_last

@@ -74,7 +74,7 @@ def take_home(ctx: Context) -> None:
                             columns=c.columns or None, conv=_conv_choice(), head=code_head(c.model))
     bundle = ctx.bundle
     st.markdown(f"**{t('handout_download')}**")
-    st.caption(t("handout_download_help"))
+    st.caption(t("handout_download_help", n=len(STEPS)))
     cols = st.columns(2)
     for col, fmt in zip(cols, FORMATS, strict=True):
         col.download_button(t(f"handout_download_{fmt}"), data=functools.partial(lesson_file, choices, bundle, fmt),
