@@ -10,10 +10,10 @@ appears and must appear in the texts named as first mentions.
 from __future__ import annotations
 
 import re
-from pathlib import Path
 import string
 import unicodedata
 from dataclasses import dataclass
+from pathlib import Path
 
 import pytest
 
