@@ -75,8 +75,8 @@ ZH: dict[str, str] = {
     "col_step": "步骤",
     "col_module": "模块",
     "col_type": "类型",
-    "col_grad_output": "grad_output（传入）",
-    "col_grad_input": "grad_input（传出）",
+    "col_grad_output": "grad_output（对输出的梯度）",
+    "col_grad_input": "grad_input（对输入的梯度）",
     "col_note": "备注",
     "backward_shapes": (
         "在这张表中，`{deep}` 收到的梯度是 {deep_shape}，`{shallow}` 收到的是 {shallow_shape}："

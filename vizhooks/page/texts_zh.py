@@ -70,7 +70,7 @@ ZH: dict[str, str] = {
     "channels": "每层显示的通道数",
     "order": "通道顺序",
     "order_index": "按编号",
-    "order_mean": "最活跃的在前（均值）",
+    "order_mean": "按平均激活从高到低",
     "order_max": "峰值最强的在前（最大值）",
     "cmap": "颜色映射",
     "norm": "亮度范围",
@@ -141,7 +141,7 @@ ZH: dict[str, str] = {
     ),
     "backward_reading": (
         "**如何阅读这张表。** 反向传播沿相反方向遍历网络：从最后一层开始，一路回到第一层。"
-        "每个模块接收 `grad_output`，即得分对该模块输出的梯度；并传出 `grad_input`，即得分对该模块"
+        "每个模块先得到 `grad_output`，即得分对该模块输出的梯度；再算出 `grad_input`，即得分对该模块"
         "输入的梯度：某一行的 `grad_input` 就是它下一行的 `grad_output`。带备注的行没有挂完整反向钩子："
         "它的输出随后被原地覆盖（ResNet 的 `bn1`，后面紧跟 `relu(inplace=True)`），或者它本身就是原地运算，"
         "而完整反向钩子不允许这种情况。“梯度”视图用张量钩子绕开了这个问题。"
@@ -160,12 +160,12 @@ ZH: dict[str, str] = {
     ),
     "hooks_explained": (
         "#### 四种钩子\n\n"
-        "- **`tensor.register_hook(fn)`**，`fn(grad) -> grad or None`。在反向传播中、这个张量的梯度算出之后运行。"
+        "- **`tensor.register_hook(fn)`**，`fn(grad)`，返回新的梯度或 `None`。在反向传播中、这个张量的梯度算出之后运行。"
         "可以读取梯度，也可以返回修改后的梯度（例如梯度裁剪）。有了它，就不必为每个中间张量调用 `retain_grad()`："
         "中间张量不是叶子张量（叶子节点），PyTorch 默认不保留它们的 `.grad`。\n"
-        "- **`module.register_forward_pre_hook(fn)`**，`fn(module, inputs) -> new inputs or None`。"
+        "- **`module.register_forward_pre_hook(fn)`**，`fn(module, inputs)`，返回新的输入或 `None`。"
         "在 `forward()` 之前运行；`inputs` 是一个元组。本工具用它捕获“输入”，并在层信息表中记录开始时间。\n"
-        "- **`module.register_forward_hook(fn)`**，`fn(module, inputs, output) -> new output or None`。"
+        "- **`module.register_forward_hook(fn)`**，`fn(module, inputs, output)`，返回新的输出或 `None`。"
         "在 `forward()` 之后运行。特征图就是这样捕获的。要保存的张量请先克隆一份："
         "网络后面的原地（in-place）操作可能会覆盖它。\n"
         "- **`module.register_full_backward_hook(fn)`**，`fn(module, grad_input, grad_output)`。"
