@@ -6,6 +6,7 @@ sentence a user reads, because nothing else would notice them going stale."""
 from __future__ import annotations
 
 import importlib
+import importlib.util
 import re
 from pathlib import Path
 
@@ -25,13 +26,22 @@ def _sources() -> list[Path]:
     return files
 
 
+def _is_module(name: str) -> bool:
+    """Whether ``name`` is a module, found without running it (the lesson's snippet files are scripts)."""
+    try:
+        return importlib.util.find_spec(name) is not None
+    except (ImportError, AttributeError, ValueError):
+        return False
+
+
 def _resolves(dotted: str) -> bool:
     parts = dotted.split(".")
-    for cut in range(len(parts), 0, -1):
-        try:
-            obj = importlib.import_module(".".join(parts[:cut]))
-        except ImportError:
+    if _is_module(dotted):
+        return True
+    for cut in range(len(parts) - 1, 0, -1):
+        if not _is_module(".".join(parts[:cut])):
             continue
+        obj = importlib.import_module(".".join(parts[:cut]))
         try:
             for attr in parts[cut:]:
                 obj = getattr(obj, attr)
