@@ -113,6 +113,12 @@ ZH: dict[str, str] = {
     "download_npz_help": "每层一个 float32 数组 (C, H, W)，另加 `__input__`，格式与命令行工具的 `--npz` 选项相同。",
     # views
     "view": "视图",
+    "view_group": "想对这张图做什么",
+    "group_look": "观察",
+    "group_explain": "解释",
+    "group_change": "改动",
+    "group_learn": "学习",
+    "group_hood": "幕后",
     "view_maps": "特征图",
     "view_inspector": "通道查看器",
     "view_gradients": "梯度",

@@ -3,13 +3,14 @@
 from __future__ import annotations
 
 from collections.abc import Sequence
+from typing import TYPE_CHECKING
 
 import streamlit as st
 
 import vizhooks as vz
 from vizhooks.page.results import get_backward_report
-from vizhooks.page.state import Context
 from vizhooks.page.texts import EN, t
+from vizhooks.page.views import View
 from vizhooks.page.widgets import class_picker, shown_labels
 
 
@@ -60,3 +61,9 @@ def show(ctx: Context) -> None:
     st.markdown(t("backward_reading"))
     for fact in table_facts(records):
         st.markdown(fact)
+
+if TYPE_CHECKING:  # annotations only: a view never imports the page's state (urlstate reads the views)
+    from vizhooks.page.state import Context
+
+
+VIEW = View("backward", group="hood", order=20, label="view_backward", show=show)

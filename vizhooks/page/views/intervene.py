@@ -12,15 +12,18 @@ from vizhooks.budget import check_capture
 from vizhooks.cam import cams_from
 from vizhooks.page.analysis import clamp_limit_of
 from vizhooks.page.results import cached, get_bundle, grid_png, tensor_bytes
-from vizhooks.page.state import Context
 from vizhooks.page.texts import t
-from vizhooks.page.urlstate import EDIT_MODES
+from vizhooks.page.views import View
 from vizhooks.page.widgets import class_picker, keep_valid, labels_for, layer_columns, shown_labels, top5_bars
 from vizhooks.render import channel_overlay
 
 if TYPE_CHECKING:
     from torch import Tensor
 
+    from vizhooks.page.state import Context
+
+#: The kinds of edit, as the link names them (``iv_mode``; urlstate checks a link against this list).
+EDIT_MODES = ("zero", "half", "double", "top")
 #: The clamp's limit as a percentile of |gradient| at the clamped layer, on this photo: a fixed
 #: number (the old default 0.001) clipped nothing on some models and everything on others.
 CLAMP_PERCENTILES = (10, 25, 50, 75, 90, 99)
@@ -161,3 +164,7 @@ def show_clamp(ctx: Context, layers: list[str], target: int) -> None:
                       width="stretch")
         cols[1].image(channel_overlay(analysis.picture, cams_clamped[name], alpha, "jet"),
                       caption=t("clamp_cam_after", layer=clamp_at), width="stretch")
+
+
+VIEW = View("intervene", group="change", order=10, label="view_intervene", show=show,
+            keys=("iv_layer", "iv_mode", "iv_channels", "iv_k"))

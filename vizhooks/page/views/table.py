@@ -2,11 +2,16 @@
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 import streamlit as st
 
 from vizhooks.page.results import get_summary
-from vizhooks.page.state import Context
 from vizhooks.page.texts import EN, t
+from vizhooks.page.views import View
+
+if TYPE_CHECKING:  # annotations only: a view never imports the page's state (urlstate reads the views)
+    from vizhooks.page.state import Context
 
 
 def show(ctx: Context) -> None:
@@ -30,3 +35,6 @@ def show(ctx: Context) -> None:
 def header(column: str) -> str:
     """A column's header in the page's language (a column the texts do not know keeps its name)."""
     return t(f"layer_col_{column}") if f"layer_col_{column}" in EN else column
+
+
+VIEW = View("table", group="hood", order=30, label="view_table", show=show)
