@@ -1,6 +1,6 @@
 """The view menu: the views in groups a newcomer understands (Look, Explain, Change, Learn, Under the
-hood), one row of groups and, beside or under it, the open group's views; both read from the
-registry (vizhooks.page.views).
+hood) in one row, with "Start the lesson" beside them, and the open group's views under it; both
+read from the registry (vizhooks.page.views).
 
 The session key ``view`` holds the view: a link's ``?view=``, the teacher's page (a class), the
 "Start the lesson" button and the Overview's "open in the inspector" set it. The group is worked
@@ -14,12 +14,10 @@ from collections.abc import Callable
 
 import streamlit as st
 
-from vizhooks.page.present import lesson_button
+from vizhooks.page.present import MENU_KEY, lesson_button
 from vizhooks.page.texts import language, set_language, t
 from vizhooks.page.views import BY_NAME, GROUPS, in_group
 
-#: The menu's container: present mode hides it while the lesson takes the screen.
-MENU_KEY = "view_menu"
 DEFAULT_VIEW = "maps"
 
 

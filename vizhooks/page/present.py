@@ -11,6 +11,8 @@ import streamlit as st
 
 from vizhooks.page.texts import t
 
+#: The view menu's container (vizhooks.page.menu): present mode hides it while the lesson takes the screen.
+MENU_KEY = "view_menu"
 #: Type sizes on a projector: body text and code that the back row can read.
 BODY_PX, CODE_PX = 22, 18
 
@@ -28,10 +30,19 @@ _STYLE = f"""
 /* the step first: no gap for this style and the scripts, no rule between the hidden view menu and the step */
 [data-testid="stMain"] [data-testid="stElementContainer"]:has(> [data-testid="stHtml"]
     > :is(style, script):first-child),
-[data-testid="stMain"] .stLayoutWrapper:has(> .st-key-view_menu)
+[data-testid="stMain"] .stLayoutWrapper:has(> .st-key-{MENU_KEY})
     + [data-testid="stElementContainer"]:has(hr) {{ display: none; }}
 [data-testid="stMainBlockContainer"] {{ max-width: 100%; padding-left: 2rem; padding-right: 2rem;
     padding-top: 2.5rem; }}
+</style>
+"""
+
+#: In both modes: the open group and view of the menu stand out, on a projector too.
+_MENU_STYLE = f"""
+<style>
+.st-key-{MENU_KEY} button[aria-checked="true"] {{
+    background-color: #2f6f9f !important; border-color: #2f6f9f !important; }}
+.st-key-{MENU_KEY} button[aria-checked="true"] :is(p, span) {{ color: #ffffff !important; font-weight: 600; }}
 </style>
 """
 
@@ -46,10 +57,6 @@ _COMPACT = """
 .st-key-top5 [data-testid="stProgress"] { display: flex; align-items: center; gap: 0.75rem; }
 .st-key-top5 [data-testid="stProgress"] > :first-child { flex: 0 0 58%; }
 .st-key-top5 [data-testid="stProgress"] > :last-child { flex: 1 1 auto; }
-/* the open group and view stand out on a projector */
-.st-key-view_menu button[aria-checked="true"] {
-    background-color: #2f6f9f !important; border-color: #2f6f9f !important; }
-.st-key-view_menu button[aria-checked="true"] :is(p, span) { color: #ffffff !important; font-weight: 600; }
 [data-testid="stMain"] [data-testid="stElementContainer"]:has(> [data-testid="stHtml"] > style:first-child) {
     display: none; }
 </style>
@@ -124,15 +131,16 @@ def _start_lesson() -> None:
 
 
 def header() -> None:
-    """The page's head: title and subtitle (not in present mode, where the step comes first), the
-    "Present" switch, and a visible way into the lesson for a first visitor. Compact: with the view
+    """The page's head: title and subtitle (not in present mode, where the step comes first) and the
+    "Present" switch. Compact: with the view
     menu and the photo under it, the first feature-map grid still fits a 1024 x 768 screen."""
     if present_on():
         _, switch = st.columns([5, 1])
         present_toggle(switch)
         present_style()
+        st.html(_MENU_STYLE)
         return
-    st.html(_COMPACT)
+    st.html(_MENU_STYLE + _COMPACT)
     title, switch = st.columns([4, 1], vertical_alignment="center")
     title.title(t("title"))
     present_toggle(switch)
@@ -148,9 +156,8 @@ def lesson_button() -> None:
 
 def lesson_takes_the_screen(view: str) -> bool:
     """In present mode the lesson's own Back / Next and step list replace the view menu: it is hidden
-    (not removed, so the view keeps its state; its key is vizhooks.page.menu.MENU_KEY). True when
-    that is the case."""
+    (not removed, so the view keeps its state). True when that is the case."""
     if present_on() and view == "lesson":
-        st.html("<style>.st-key-view_menu { display: none !important; }</style>")
+        st.html(f"<style>.st-key-{MENU_KEY} {{ display: none !important; }}</style>")
         return True
     return False
