@@ -54,6 +54,7 @@ _COMPACT = """
 [data-testid="stMain"] h1 { font-size: 1.6rem !important; padding: 0 !important; }
 [data-testid="stMain"] h3 { padding-top: 0.25rem !important; padding-bottom: 0.25rem !important; }
 .st-key-top5 h3 { font-size: 1.05rem !important; padding: 0 0 0.25rem !important; }
+.st-key-top5 [data-testid="stHeading"] [data-testid="stMarkdownContainer"] { margin-bottom: 0 !important; }
 .st-key-top5 [data-testid="stProgress"] { display: flex; align-items: center; gap: 0.75rem; }
 .st-key-top5 [data-testid="stProgress"] > :first-child { flex: 0 0 58%; }
 .st-key-top5 [data-testid="stProgress"] > :last-child { flex: 1 1 auto; }
