@@ -24,6 +24,9 @@ _STYLE = f"""
 [data-testid="stMain"] label p, [data-testid="stMain"] [data-testid="stExpander"] summary p,
 [data-testid="stMain"] .stButton button p, [data-testid="stMain"] .stDownloadButton button p,
 [data-testid="stMain"] .stSelectbox input {{ font-size: {BODY_PX}px !important; line-height: 1.45; }}
+/* the view menu and the top-5 read from the back row too */
+[data-testid="stMain"] .st-key-{MENU_KEY} button p,
+[data-testid="stMain"] .st-key-top5 [data-testid="stProgress"] p {{ font-size: {BODY_PX - 2}px !important; }}
 [data-testid="stMain"] h3 {{ font-size: {BODY_PX * 1.6:.0f}px !important; }}
 [data-testid="stMain"] pre, [data-testid="stMain"] pre code, [data-testid="stMain"] code {{
     font-size: {CODE_PX}px !important; white-space: pre-wrap !important; overflow-wrap: anywhere; }}
