@@ -1,15 +1,14 @@
 """The vizhooks page: widgets in, vizhooks calls, st.* out.
 
 Run with `streamlit run app.py` (or `make run`). This file is the entry only: page config,
-language, the sidebar's choices, the view -> function table and the error frame. The page itself
-is the package vizhooks.page (state, sidebar, results, widgets, views/, sources/); every sentence
-comes from vizhooks.page.texts. A new view is one module in vizhooks/page/views/ and one line in
-VIEWS below.
+language, the sidebar's choices, the view menu and the error frame. The page itself is the package
+vizhooks.page (state, sidebar, menu, results, widgets, views/, sources/); every sentence comes from
+vizhooks.page.texts. A new view is one module in vizhooks/page/views/ and its texts: the registry
+there finds it (vizhooks.page.views says how).
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable
 from pathlib import Path
 
 import streamlit as st
@@ -28,6 +27,7 @@ from vizhooks.page.classes import (
 )
 from vizhooks.page.errors import shown_errors
 from vizhooks.page.folders import use_root
+from vizhooks.page.menu import view_menu
 from vizhooks.page.metrics import routes, script_run
 from vizhooks.page.present import header, lesson_takes_the_screen
 from vizhooks.page.results import get_analysis, get_bundle
@@ -36,45 +36,8 @@ from vizhooks.page.sources import photo_bytes
 from vizhooks.page.sources.video import show_video
 from vizhooks.page.state import Context, init_state, sync_url
 from vizhooks.page.texts import t, use_session_language
-from vizhooks.page.urlstate import VIEWS as VIEW_NAMES
-from vizhooks.page.views import (
-    atlas,
-    backward,
-    code,
-    compare,
-    convolution,
-    explain,
-    gradcam,
-    gradients,
-    inspector,
-    intervene,
-    lesson,
-    maps,
-    overview,
-    table,
-    teach,
-)
-from vizhooks.page.widgets import input_and_predictions, labels_for
-
-#: Every view of one picture, by its name in the URL (``?view=``); the menu follows VIEW_NAMES.
-VIEWS: dict[str, Callable[[Context], None]] = {
-    "maps": maps.show,
-    "overview": overview.show,
-    "inspector": inspector.show,
-    "convolution": convolution.show,
-    "atlas": atlas.show,
-    "gradients": gradients.show,
-    "gradcam": gradcam.show,
-    "explain": explain.show,
-    "backward": backward.show,
-    "table": table.show,
-    "intervene": intervene.show,
-    "compare": compare.show,
-    "code": code.show,
-    "lesson": lesson.show,
-}
-#: Views with a main area of their own (no picture analysed first): each is shown the session's model.
-OWN_AREA: dict[str, Callable[[str], None]] = {"teach": teach.show}
+from vizhooks.page.views import BY_NAME
+from vizhooks.page.widgets import input_and_predictions
 
 
 def main() -> None:
@@ -88,7 +51,7 @@ def main() -> None:
     choices, model_slot = sidebar()
     teacher_panel(st.sidebar)
 
-    header()  # title, the Present switch, "Start the lesson"
+    header()  # title and the Present switch
     bad = st.session_state.get("_url_notices")
     if bad:
         st.info(t("url_notice", items=", ".join(f"{k}={v}" for k, v in bad)))
@@ -110,13 +73,12 @@ def main() -> None:
             show_live(choices.model, bundle, choices.layers, choices.cmap)
         return
     data = class_photo() or photo_bytes(choices.source)
-    view = st.radio(t("view"), VIEW_NAMES, key="view", horizontal=True, label_visibility="collapsed",
-                    format_func=labels_for("view_"))
+    view = view_menu()  # the views in groups, read from the registry (vizhooks.page.views)
     lesson_takes_the_screen(view)
     sync_url(choices, view)
     publish(data)  # a teacher's page goes to the class
-    if view in OWN_AREA:  # its own main area, not one picture's views
-        OWN_AREA[view](choices.model)
+    if BY_NAME[view].own_area:  # its own main area, not one picture's views: shown the session's model
+        BY_NAME[view].show(choices.model)
         return
     if data is None:
         st.info(t("no_upload" if choices.source == "upload" else "no_camera"))
@@ -133,9 +95,10 @@ def main() -> None:
         input_and_predictions(analysis, bundle, choices.size)
         send_photo_button(data)
     gallery_panel(ctx)
-    st.divider()
+    if view == "lesson":  # the step under a rule; a view of the picture starts right under it
+        st.divider()
     with shown_errors():
-        VIEWS[view](ctx)
+        BY_NAME[view].show(ctx)
     if view == "lesson":
         st.divider()
         input_and_predictions(analysis, bundle, choices.size)

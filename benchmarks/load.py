@@ -285,7 +285,7 @@ def step_heading(n: int) -> str:
 
 #: The teacher's changes in (d): (widget key, value) and the lesson heading every page then shows.
 CHANGES: tuple[tuple[str, Any, str], ...] = (
-    ("view", "Lesson", step_heading(1)),
+    ("view_group", "Learn", step_heading(1)),  # the menu's Learn group opens its first view, the lesson
     *(("lesson_next", True, step_heading(n)) for n in range(2, 6)),
 )
 

@@ -106,6 +106,24 @@ def open_page(**query: str) -> AppTest:
     return at.run()
 
 
+def choose_view(at: AppTest, view: str) -> AppTest:
+    """Open ``view`` from the menu as a visitor does: its group in the first row (when another group
+    is open), then the view among the group's views."""
+    from vizhooks.page.views import BY_NAME
+
+    group = BY_NAME[view].group
+    if at.segmented_control(key="view_group").value != group:
+        at.segmented_control(key="view_group").set_value(group).run()
+    if at.pills(key="view").value != view:
+        at.pills(key="view").set_value(view).run()
+    return at
+
+
+def shown_view(at: AppTest) -> str | None:
+    """The view the menu shows as chosen."""
+    return at.pills(key="view").value
+
+
 def ok(at: AppTest) -> None:
     """The run raised nothing and showed no error."""
     assert not at.exception, [e.value for e in at.exception]

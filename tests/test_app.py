@@ -21,11 +21,13 @@ from tests.helpers import (
     APP,
     PAGE_FILES,
     ROOT,
+    choose_view,
     count_hooks,
     layer_headings,
     ok,
     open_page,
     saw,
+    shown_view,
 )
 from vizhooks.page.urlstate import VIEWS
 
@@ -71,10 +73,10 @@ def test_display_changes_do_not_run_the_model(forward_passes):
     at.select_slider(key="channels").set_value(64).run()
     at.radio(key="norm").set_value("layer").run()
     at.number_input(key="columns").set_value(4).run()
-    at.radio(key="view").set_value("inspector").run()
+    choose_view(at, "inspector")
     at.number_input(key="insp_channel").set_value(5).run()
     at.slider(key="insp_alpha").set_value(0.8).run()
-    at.radio(key="view").set_value("maps").run()
+    choose_view(at, "maps")
     ok(at)
     assert len(forward_passes) == 1
     captions = " ".join(c.value for c in at.caption)
@@ -251,19 +253,23 @@ def _view_table(source: str, table: str = "VIEWS") -> dict[str, str]:
     return {}
 
 
-def test_app_is_the_entry_and_its_table_covers_every_view():
-    """app.py stays an entry (<= 150 lines), and every view of the menu (urlstate.VIEWS) has one
-    line in one of its tables (views of one picture, VIEWS; views with their own main area,
-    OWN_AREA): the ``show`` of its own module in vizhooks.page.views."""
+def test_app_is_the_entry_and_the_registry_covers_every_view():
+    """app.py stays an entry (<= 150 lines) with no table of views of its own: every view of the
+    menu (urlstate.VIEWS) is declared by its own module in vizhooks.page.views, whose ``VIEW`` is
+    in the registry with that module's ``show``; views of one picture and views with their own main
+    area (``own_area``) are both there and told apart."""
+    from vizhooks.page.views import REGISTRY
+
     source = Path(APP).read_text()
     assert len(source.splitlines()) <= 150
-    table, own = _view_table(source), _view_table(source, "OWN_AREA")
-    assert own and not set(own) & set(table)
-    table = {**table, **own}
-    assert [n for n in VIEWS if n not in table] == [] and set(table) == set(VIEWS)
-    for name, call in table.items():
-        assert call == f"{name}.show", (name, call)
-        assert callable(importlib.import_module(f"vizhooks.page.views.{name}").show)
+    assert _view_table(source) == {} and _view_table(source, "OWN_AREA") == {}  # the registry is the one list
+    table, own = {v.name for v in REGISTRY if not v.own_area}, {v.name for v in REGISTRY if v.own_area}
+    assert own and not own & table
+    assert [n for n in VIEWS if n not in table | own] == [] and table | own == set(VIEWS)
+    for view in REGISTRY:
+        module = importlib.import_module(f"vizhooks.page.views.{view.name}")
+        assert module.VIEW is view and view.show is module.show, view.name
+        assert callable(module.show)
 
 
 # --- the hook views ---------------------------------------------------------------------------
@@ -273,7 +279,7 @@ def test_app_is_the_entry_and_its_table_covers_every_view():
 def test_every_view_renders(view):
     at = open_page(view=view)
     ok(at)
-    assert at.radio(key="view").value == view
+    assert shown_view(at) == view
     if view in ("gradients", "gradcam"):
         assert layer_headings(at) == TOUR
         assert len(at.image) == 1 + len(TOUR)  # the input picture + one per layer
@@ -307,7 +313,7 @@ def test_another_class_changes_gradcam_and_reruns_only_backward(forward_passes):
     assert after != changed_alpha and changed_alpha != before
     assert "tabby" in " ".join(i.proto.imgs[0].caption for i in at.image)
     assert at.query_params["target"] == "281"
-    at.radio(key="view").set_value("gradients").run()
+    choose_view(at, "gradients")
     assert len(forward_passes) == passes + 1  # same class, same layers: cached
     at.selectbox(key="cmap").set_value("magma").run()
     assert len(forward_passes) == passes + 1
@@ -322,7 +328,7 @@ def test_code_snippet_runs_as_written_and_matches_the_page(tmp_path):
     # captions and headings come in the same (element tree) order
     heads = [s.value for s in at.subheader if s.value in TOUR]
     page_shapes = dict(zip(heads, shapes.values(), strict=True))
-    at.radio(key="view").set_value("code").run()
+    choose_view(at, "code")
     ok(at)
     code = next(c.value for c in at.code if c.language == "python")
     assert "vizhooks" not in code and "register_forward_hook" in code
@@ -413,9 +419,9 @@ def test_failure_in_backward_leaves_the_model_clean(monkeypatch, fresh_results):
     assert count_hooks(model) == 0 and not model.training
     assert all(p.requires_grad and p.grad is None for p in model.parameters())
     monkeypatch.setattr(vg.torch.autograd, "grad", real_grad)
-    at.radio(key="view").set_value("maps").run()
+    choose_view(at, "maps")
     ok(at)
-    at.radio(key="view").set_value("gradcam").run()
+    choose_view(at, "gradcam")
     ok(at)
 
 

@@ -10,7 +10,7 @@ import re
 import pytest
 from PIL import Image
 
-from tests.helpers import ok, open_page
+from tests.helpers import choose_view, ok, open_page, shown_view
 from vizhooks.classroom import Teacher
 from vizhooks.page import classes
 from vizhooks.page.texts_class import EN
@@ -57,14 +57,14 @@ def test_a_student_follows_the_teachers_view_step_model_layers_and_settings():
     pupil = student(code)
     ok(pupil)
     assert any(f"class **{code}**" in c.value for c in pupil.caption)
-    teacher.radio(key="view").set_value("lesson").run()
+    choose_view(teacher, "lesson")
     teacher.session_state["lesson_step"] = 4
     teacher.selectbox(key="cmap").set_value("magma")
     teacher.multiselect(key="layers").set_value(["layer1.0.conv1", "layer2.0.conv1"]).run()
     ok(teacher)
     pupil.run()
     ok(pupil)
-    assert pupil.radio(key="view").value == "lesson"
+    assert shown_view(pupil) == "lesson"
     assert pupil.session_state["lesson_step"] == 4
     assert pupil.selectbox(key="cmap").value == "magma"
     assert list(pupil.multiselect(key="layers").value) == ["layer1.0.conv1", "layer2.0.conv1"]
@@ -110,7 +110,7 @@ def test_a_student_cannot_change_the_class():
     pupil = student(code)
     pupil.selectbox(key="cmap").set_value("inferno").run()
     assert EN["class_detached_own"].format(code=code) in [i.value for i in pupil.info]
-    pupil.radio(key="view").set_value("table").run()
+    choose_view(pupil, "table")
     state = classes.classroom().state(code)
     assert state.version == version and state.page.get("cmap") != "inferno"
     assert "class_end" not in [b.key for b in pupil.button]

@@ -13,7 +13,7 @@ import numpy as np
 import pytest
 from PIL import Image
 
-from tests.helpers import ROOT, allowed_names, english_in, ok, open_page
+from tests.helpers import ROOT, allowed_names, english_in, ok, open_page, shown_view
 from vizhooks import load_image
 from vizhooks.analysis import analyse
 from vizhooks.convolution import conv_at
@@ -54,7 +54,7 @@ def test_link_then_another_channel_and_place_show_the_librarys_numbers(lang):
     at = open_page(view="convolution", lang=lang, size="128", cv_layer="layer2.0.conv1", cv_channel="5", cv_row="3",
                    cv_col="0")
     ok(at)
-    assert at.radio(key="view").value == "convolution"
+    assert shown_view(at) == "convolution"
     assert at.selectbox(key="cv_layer").value == "layer2.0.conv1"
     step = _library("resnet18", 128, "layer2.0.conv1", 5, 3, 0)
     _shown(at, lang, step)

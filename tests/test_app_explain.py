@@ -13,7 +13,7 @@ import numpy as np
 import pytest
 from PIL import Image
 
-from tests.helpers import ROOT, allowed_names, english_in, ok, open_page
+from tests.helpers import ROOT, allowed_names, english_in, ok, open_page, shown_view
 from vizhooks import load_image
 from vizhooks.analysis import analyse
 from vizhooks.explain import ExplainError, explain
@@ -55,7 +55,7 @@ def test_maps_are_the_librarys_and_come_only_on_the_button(lang, media, fresh_re
     at = open_page(view="explain", lang=lang, size=str(SIZE), ex_methods="gradcam,saliency,ig")
     ok(at)
     texts = TEXTS[lang]
-    assert at.radio(key="view").value == "explain"
+    assert shown_view(at) == "explain"
     assert at.multiselect(key="ex_methods").value == ["gradcam", "saliency", "ig"]
     assert at.multiselect(key="ex_layers").value == ["layer4.1"]  # default_layers(resnet18)
     assert not [k for k in media if k[1] and k[1].endswith(".png")]  # nothing computed yet

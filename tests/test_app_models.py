@@ -7,7 +7,7 @@ import pytest
 import torch
 import torchvision
 
-from tests.helpers import ROOT, layer_headings, ok, open_page, saw
+from tests.helpers import ROOT, choose_view, layer_headings, ok, open_page, saw
 
 
 def _named_modules(model: str) -> dict[str, torch.nn.Module]:
@@ -36,11 +36,11 @@ def test_every_view_renders_for(model, forward_passes):
 
     at.selectbox(key="cmap").set_value("magma").run()
     at.select_slider(key="channels").set_value(4).run()
-    at.radio(key="view").set_value("inspector").run()
+    choose_view(at, "inspector")
     ok(at)
     assert len(forward_passes) == 1  # display-only changes
     for view in ("gradients", "gradcam", "backward", "table", "code"):
-        at.radio(key="view").set_value(view).run()
+        choose_view(at, view)
         ok(at)
         if view in ("gradients", "gradcam"):
             assert len(at.image) >= 1 + len(layers), view  # one grid or overlay per layer
@@ -48,7 +48,7 @@ def test_every_view_renders_for(model, forward_passes):
             assert len(at.dataframe) == 1 and len(at.dataframe[0].value) > 0, view
         else:
             assert f"models.{model}(" in next(c.value for c in at.code if c.language == "python")
-    at.radio(key="view").set_value("maps").run()
+    choose_view(at, "maps")
     ok(at)
 
 

@@ -13,7 +13,7 @@ import torch
 from streamlit.testing.v1 import AppTest
 
 import vizhooks as vz
-from tests.helpers import ROOT, ok, open_page
+from tests.helpers import ROOT, choose_view, ok, open_page
 from vizhooks.classroom import Classroom, MemoryStore
 from vizhooks.page import classes, taught
 from vizhooks.page.results import get_bundle, plain_bundle
@@ -74,7 +74,7 @@ def test_teach_then_every_view_uses_the_taught_model(lang, request):
     assert (below in [w.value for w in at.warning]) == (acc < 0.5)  # a figure under chance says why
     assert at.selectbox(key="model").value == name  # the sidebar offers and shows it
 
-    at.radio(key="view").set_value("gradcam").run()
+    choose_view(at, "gradcam")
     ok(at)
     bars = [p.proto.text for p in at.get("progress")]
     assert sorted(b.split(" · ")[0] for b in bars) == sorted(CLASSES)  # the top-5 names the student's classes
@@ -87,7 +87,7 @@ def test_the_page_predicts_what_the_downloaded_checkpoint_predicts(taught_en, tm
     weights.write_bytes(checkpoint_bytes(get_bundle(name)))
     labels.write_text("\n".join(taught.names_of(name)) + "\n", encoding="utf-8")
     again = vz.load_model("resnet18", weights=weights, labels=labels, device="cpu")
-    taught_en.radio(key="view").set_value("maps").run()
+    choose_view(taught_en, "maps")
     ok(taught_en)
     x = again.preprocess(vz.load_image("sample_images/chelsea.jpg"), 128)
     with torch.no_grad():
@@ -97,7 +97,7 @@ def test_the_page_predicts_what_the_downloaded_checkpoint_predicts(taught_en, tm
 
 
 def test_the_code_view_builds_and_loads_the_new_layer(taught_en):
-    taught_en.radio(key="view").set_value("code").run()
+    choose_view(taught_en, "code")
     ok(taught_en)
     code = taught_en.code[0].value
     file = checkpoint_files(taught_en.session_state["model"])[0]
@@ -212,7 +212,7 @@ def test_every_view_runs_on_the_taught_model(taught_en):
     name = taught_en.session_state["model"]
     at = open_page(model=name, size="128", layers="conv1,layer4.1.conv2")
     for view in VIEWS:
-        at.radio(key="view").set_value(view).run()
+        choose_view(at, view)
         assert not at.exception, (view, [e.value for e in at.exception])
         assert not at.error, (view, [e.value for e in at.error])
         assert at.session_state["model"] == name, view

@@ -7,7 +7,7 @@ import string
 
 import pytest
 
-from tests.helpers import CODE_SPAN, ENGLISH_PHRASE, allowed_names, english_in, open_page
+from tests.helpers import CODE_SPAN, ENGLISH_PHRASE, allowed_names, choose_view, english_in, open_page
 from vizhooks.lesson.steps import STEPS
 from vizhooks.page.texts import EN, language_from_locale
 from vizhooks.page.texts_zh import ZH
@@ -39,10 +39,10 @@ def test_chinese_page_has_no_english_sentences():
     allowed = allowed_names(at)
     problems = {}
     for view in VIEWS:
-        at.radio(key="view").set_value(view).run()
+        choose_view(at, view)
         assert not at.exception, (view, [e.value for e in at.exception])
         problems[view] = english_in(at, allowed)
-    at.radio(key="view").set_value("lesson").run()
+    choose_view(at, "lesson")
     for n in range(1, len(STEPS) + 1):
         assert not at.exception, (n, [e.value for e in at.exception])
         problems[f"lesson {n}"] = english_in(at, allowed)

@@ -40,7 +40,7 @@ import pytest
 import torch
 
 import vizhooks as vz
-from tests.helpers import ROOT, ok, open_page, reading_order
+from tests.helpers import ROOT, choose_view, ok, open_page, reading_order
 from vizhooks.analysis import analyse, hook_calls_demo, layer_stats
 from vizhooks.cam import cams_from
 from vizhooks.gradients import gradient_pass
@@ -166,7 +166,7 @@ def _read_page(case: Case) -> dict:
     found = [m for c in at.caption if (m := caption.search(c.value))]
     page["maps"] = {h: (m.group(1), *map(float, m.groups()[1:])) for h, m in zip(heads, found, strict=True)}
 
-    at.radio(key="view").set_value("gradients").run()
+    choose_view(at, "gradients")
     ok(at)
     page["gradients_target"] = _class_index(next(c.value for c in at.caption if "**" in c.value))
     caption = re.compile(r"^gradient (\d+(?:×\d+)*) · min (\S+) · max (\S+) · ")
@@ -176,23 +176,23 @@ def _read_page(case: Case) -> dict:
                          for h, m in zip(heads, found, strict=True)}
     page["gradients_order"] = reading_order(heads)
 
-    at.radio(key="view").set_value("gradcam").run()
+    choose_view(at, "gradcam")
     ok(at)
     page["gradcam_target"] = _class_index(next(c.value for c in at.caption if "**" in c.value))
     page["gradcam_layers"] = reading_order([i.proto.imgs[0].caption.split(" → ")[0] for i in at.image
                                              if " → " in i.proto.imgs[0].caption])
 
-    at.radio(key="view").set_value("backward").run()
+    choose_view(at, "backward")
     ok(at)
     page["backward_label"] = re.search(r"\*\*(.+)\*\*", next(m.value for m in at.markdown if "**" in m.value)).group(1)
     page["backward"] = at.dataframe[0].value.to_dict("records")
 
-    at.radio(key="view").set_value("table").run()
+    choose_view(at, "table")
     ok(at)
     page["table"] = at.dataframe[0].value.to_dict("records")
     page["total_params"] = at.metric[0].value
 
-    at.radio(key="view").set_value("code").run()
+    choose_view(at, "code")
     ok(at)
     page["code"] = {}
     for view in VIEWS:

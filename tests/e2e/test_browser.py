@@ -131,7 +131,7 @@ def test_default_view_upload_and_layer_change(server, page, artifacts):
     page.keyboard.press("Escape")
     _wait_for_grids(page, [*tour, "layer3.1.conv2"])
     # the added layer's own caption, coffee.jpg being 224 × 336 for the model (asserted above)
-    expect(_after(page, "layer3.1.conv2")).to_have_text(_maps_caption("layer3.1.conv2", 224, 336))
+    expect(_after(page, "layer3.1.conv2", 2)).to_have_text(_maps_caption("layer3.1.conv2", 224, 336))
     assert "layer3.1.conv2" in page.url
     assert page.get_by_test_id("stException").count() == 0
     # Streamlit scrolls inside its own container, so a tall window shows the whole page.
@@ -145,8 +145,8 @@ def test_default_view_upload_and_layer_change(server, page, artifacts):
 
 def _shows_maps(page, height, width):
     for name in LINK_LAYERS:
-        expect(_after(page, name, 1)).to_have_text(_maps_caption(name, height, width))
-        _expect_loaded(_after(page, name, 2))
+        _expect_loaded(_after(page, name, 1))  # the grid under its heading, its caption under the grid
+        expect(_after(page, name, 2)).to_have_text(_maps_caption(name, height, width))
 
 
 def _shows_inspector(page, height, width):

@@ -242,7 +242,9 @@ def followers(teacher: Page, texts: dict[str, str], n: int) -> None:
 
 
 def to_lesson(teacher: Page, texts: dict[str, str]) -> None:
-    key(teacher, "view").get_by_text(texts["view_lesson"], exact=True).click()
+    """The menu's Learn group, which opens its first view: the lesson."""
+    key(teacher, "view_group").get_by_text(texts["group_learn"], exact=True).click()
+    expect(key(teacher, "view").locator("button[aria-checked=true]")).to_have_text(texts["view_lesson"])
 
 
 def next_step(teacher: Page) -> None:

@@ -155,7 +155,8 @@ def test_snapshots_into_two_classes_train_then_gradcam_names_them(teach_server, 
     _no_errors(page, log)
     page.screenshot(path=str(artifacts / ("teach.png" if lang == "en" else f"teach-{lang}.png")))
 
-    page.locator(".st-key-view").get_by_text(texts["view_gradcam"], exact=True).click()
+    page.locator(".st-key-view_group").get_by_text(texts["group_explain"], exact=True).click()  # its first view
+    expect(page.locator(".st-key-view").get_by_text(texts["view_gradcam"], exact=True)).to_be_visible()
     target = page.locator(".st-key-target")
     expect(target).to_contain_text(texts["target"], timeout=STEP_MS)
     _idle(page)

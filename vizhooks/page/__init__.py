@@ -5,8 +5,10 @@ the library stays free of page code, and no library module imports it.
   step (urlstate.py parses and writes the query); sidebar.py draws the sidebar and returns Choices.
 - results.py: the caches and every ``get_*`` (one model per architecture, results bounded in bytes).
 - widgets.py: the repeated page patterns, written once.
-- views/: one module per view, each ``show(ctx)``; a new view is a module there and one line in
-  app.py's VIEWS table. sources/: the picture sources (sample, upload, camera, video, live).
+- views/: one module per view, each ``show(ctx)`` and a ``VIEW = View(...)`` line (name, menu
+  group, link keys, label); the package is the registry everything that lists views reads, and a
+  new view is a module there and its texts. menu.py: the grouped view menu.
+  sources/: the picture sources (sample, upload, camera, video, live).
 - metrics.py: the server's /metrics (Prometheus); classes.py: a class on the page (teacher, followers,
   polls, gallery) over vizhooks.classroom.
 - errors.py (the error frame), folders.py (where the photos and atlases are), texts*.py (every

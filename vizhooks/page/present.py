@@ -1,6 +1,6 @@
 """Present mode, for a projector (``?present=1``, kept in the link and followed by a class): the
 sidebar folded away (its choices one click off), larger type, code that wraps instead of running off
-the screen, and the lesson's own Back / Next in place of the view buttons, with the arrow keys.
+the screen, and the lesson's own Back / Next in place of the view menu, with the arrow keys.
 
 Also what every lesson reader gets: a step change scrolls the main area back to the step's heading.
 """
@@ -12,6 +12,8 @@ import streamlit as st
 from vizhooks.lesson.steps import STEPS
 from vizhooks.page.texts import t
 
+#: The view menu's container (vizhooks.page.menu): present mode hides it while the lesson takes the screen.
+MENU_KEY = "view_menu"
 #: Type sizes on a projector: body text and code that the back row can read.
 BODY_PX, CODE_PX = 22, 18
 
@@ -23,15 +25,45 @@ _STYLE = f"""
 [data-testid="stMain"] label p, [data-testid="stMain"] [data-testid="stExpander"] summary p,
 [data-testid="stMain"] .stButton button p, [data-testid="stMain"] .stDownloadButton button p,
 [data-testid="stMain"] .stSelectbox input {{ font-size: {BODY_PX}px !important; line-height: 1.45; }}
+/* the view menu and the top-5 read from the back row too */
+[data-testid="stMain"] .st-key-{MENU_KEY} button p,
+[data-testid="stMain"] .st-key-top5 [data-testid="stProgress"] p {{ font-size: {BODY_PX - 2}px !important; }}
 [data-testid="stMain"] h3 {{ font-size: {BODY_PX * 1.6:.0f}px !important; }}
 [data-testid="stMain"] pre, [data-testid="stMain"] pre code, [data-testid="stMain"] code {{
     font-size: {CODE_PX}px !important; white-space: pre-wrap !important; overflow-wrap: anywhere; }}
-/* the step first: no gap for this style and the scripts, no rule between the hidden view buttons and the step */
+/* the step first: no gap for this style and the scripts, no rule between the hidden view menu and the step */
 [data-testid="stMain"] [data-testid="stElementContainer"]:has(> [data-testid="stHtml"]
     > :is(style, script):first-child),
-[data-testid="stMain"] .st-key-view + [data-testid="stElementContainer"]:has(hr) {{ display: none; }}
+[data-testid="stMain"] .stLayoutWrapper:has(> .st-key-{MENU_KEY})
+    + [data-testid="stElementContainer"]:has(hr) {{ display: none; }}
 [data-testid="stMainBlockContainer"] {{ max-width: 100%; padding-left: 2rem; padding-right: 2rem;
     padding-top: 2.5rem; }}
+</style>
+"""
+
+#: In both modes: the open group and view of the menu stand out, on a projector too.
+_MENU_STYLE = f"""
+<style>
+.st-key-{MENU_KEY} button[aria-checked="true"] {{
+    background-color: #2f6f9f !important; border-color: #2f6f9f !important; }}
+.st-key-{MENU_KEY} button[aria-checked="true"] :is(p, span) {{ color: #ffffff !important; font-weight: 600; }}
+</style>
+"""
+
+#: Outside present mode: a compact head (less room above it, a smaller title) and no gap for a style.
+_COMPACT = """
+<style>
+[data-testid="stMainBlockContainer"] { padding-top: 2.75rem; padding-left: 2rem; padding-right: 2rem; }
+[data-testid="stMainBlockContainer"] > [data-testid="stVerticalBlock"] { row-gap: 0.75rem; }
+[data-testid="stMain"] h1 { font-size: 1.6rem !important; padding: 0 !important; }
+[data-testid="stMain"] h3 { padding-top: 0.25rem !important; padding-bottom: 0.25rem !important; }
+.st-key-top5 h3 { font-size: 1.05rem !important; padding: 0 0 0.25rem !important; }
+.st-key-top5 [data-testid="stHeading"] [data-testid="stMarkdownContainer"] { margin-bottom: 0 !important; }
+.st-key-top5 [data-testid="stProgress"] { display: flex; align-items: center; gap: 0.75rem; }
+.st-key-top5 [data-testid="stProgress"] > :first-child { flex: 0 0 58%; }
+.st-key-top5 [data-testid="stProgress"] > :last-child { flex: 1 1 auto; }
+[data-testid="stMain"] [data-testid="stElementContainer"]:has(> [data-testid="stHtml"] > style:first-child) {
+    display: none; }
 </style>
 """
 
@@ -104,26 +136,33 @@ def _start_lesson() -> None:
 
 
 def header() -> None:
-    """The page's head: title and subtitle (not in present mode, where the step comes first), the
-    "Present" switch, and a visible way into the lesson for a first visitor."""
+    """The page's head: title and subtitle (not in present mode, where the step comes first) and the
+    "Present" switch. Compact: with the view
+    menu and the photo under it, the first feature-map grid still fits a 1024 x 768 screen."""
     if present_on():
         _, switch = st.columns([5, 1])
         present_toggle(switch)
         present_style()
+        st.html(_MENU_STYLE)
         return
-    title, switch = st.columns([5, 1], vertical_alignment="bottom")
+    st.html(_MENU_STYLE + _COMPACT)
+    title, switch = st.columns([4, 1], vertical_alignment="center")
     title.title(t("title"))
     present_toggle(switch)
     st.caption(t("subtitle"))
+
+
+def lesson_button() -> None:
+    """"Start the lesson", a visible way into the lesson for a first visitor (beside the menu's groups)."""
     if st.session_state.get("view") != "lesson" and st.session_state.get("source") not in ("video", "live"):
         st.button(t("start_lesson"), key="start_lesson", icon=":material/school:", on_click=_start_lesson,
                   help=t("start_lesson_help", n=len(STEPS)))
 
 
 def lesson_takes_the_screen(view: str) -> bool:
-    """In present mode the lesson's own Back / Next and step list replace the view buttons: they are
-    hidden (not removed, so the view keeps its state). True when that is the case."""
+    """In present mode the lesson's own Back / Next and step list replace the view menu: it is hidden
+    (not removed, so the view keeps its state). True when that is the case."""
     if present_on() and view == "lesson":
-        st.html("<style>.st-key-view { display: none !important; }</style>")
+        st.html(f"<style>.st-key-{MENU_KEY} {{ display: none !important; }}</style>")
         return True
     return False

@@ -124,6 +124,12 @@ EN: dict[str, str] = {
     "download_npz_help": "One float32 array per layer (C, H, W) plus __input__, the same format as the CLI's --npz.",
     # views
     "view": "View",
+    "view_group": "What to do with the picture",
+    "group_look": "Look",
+    "group_explain": "Explain",
+    "group_change": "Change",
+    "group_learn": "Learn",
+    "group_hood": "Under the hood",
     "view_maps": "Feature maps",
     "view_inspector": "Channel inspector",
     "view_gradients": "Gradients",

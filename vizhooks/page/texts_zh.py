@@ -108,6 +108,12 @@ ZH: dict[str, str] = {
     "download_npz_help": "每层一个 float32 数组 (C, H, W)，另加 `__input__`，格式与命令行工具的 `--npz` 选项相同。",
     # views
     "view": "视图",
+    "view_group": "想对这张图做什么",
+    "group_look": "观察",
+    "group_explain": "解释",
+    "group_change": "改动",
+    "group_learn": "学习",
+    "group_hood": "幕后",
     "view_maps": "特征图",
     "view_inspector": "通道查看器",
     "view_gradients": "梯度",
@@ -160,7 +166,8 @@ ZH: dict[str, str] = {
     ),
     "hooks_explained": (
         "#### 四种钩子\n\n"
-        "- **`tensor.register_hook(fn)`**，`fn(grad)`，返回新的梯度或 `None`。在反向传播中、这个张量的梯度算出之后运行。"
+        "- **`tensor.register_hook(fn)`**，`fn(grad)`，返回新的梯度或 `None`。"
+        "在反向传播中、这个张量的梯度算出之后运行。"
         "可以读取梯度，也可以返回修改后的梯度（例如梯度裁剪）。有了它，就不必为每个中间张量调用 `retain_grad()`："
         "中间张量不是叶子张量（叶子节点），PyTorch 默认不保留它们的 `.grad`。\n"
         "- **`module.register_forward_pre_hook(fn)`**，`fn(module, inputs)`，返回新的输入或 `None`。"

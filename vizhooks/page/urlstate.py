@@ -15,26 +15,19 @@ from ..layers import architecture_layers
 from ..lesson.steps import STEPS
 from ..models import list_models
 from ..render import CMAPS, NORMS, ORDERS
+from .sources import SOURCES
 from .taught import names_of
+from .views import REGISTRY
+from .views.intervene import EDIT_MODES
 
 SIZE_MIN, SIZE_MAX, SIZE_STEP = 128, 512, 32
 CHANNEL_CHOICES: tuple[int | str, ...] = (1, 2, 4, 8, 16, 32, 64, 128, 256, 512, "all")
 WHATS = ("output", "input")
-#: The page's views, in menu order.
-VIEWS = ("maps", "overview", "inspector", "convolution", "atlas", "gradients", "gradcam", "explain", "backward",
-         "table", "intervene", "compare", "code", "lesson", "teach")
+#: The page's views, in menu order (read from the views' own modules: vizhooks.page.views).
+VIEWS = tuple(view.name for view in REGISTRY)
 LANGS = ("en", "zh")
-#: The picture sources (vizhooks.page.sources), and Intervene's kinds of edit.
-SOURCES = ("sample", "upload", "camera", "video", "live")
-EDIT_MODES = ("zero", "half", "double", "top")
 #: Settings of one view, kept in the link while that view is shown (their session keys are the names).
-VIEW_KEYS: dict[str, tuple[str, ...]] = {
-    "inspector": ("insp_layer", "insp_channel"),
-    "convolution": ("cv_layer", "cv_channel", "cv_row", "cv_col"),
-    "atlas": ("atlas_layer", "atlas_channel"),
-    "intervene": ("iv_layer", "iv_mode", "iv_channels", "iv_k"),
-    "explain": ("ex_methods", "ex_layers"),
-}
+VIEW_KEYS: dict[str, tuple[str, ...]] = {view.name: view.keys for view in REGISTRY if view.keys}
 
 DEFAULTS: dict[str, object] = {
     "model": "resnet18",

@@ -21,6 +21,10 @@ if TYPE_CHECKING:
     from torch import Tensor
 
 
+#: The width of the picture above a view (it shows how the model saw it, not its details).
+PICTURE_PX = 220
+
+
 def labels_for(prefix: str) -> Callable[[Any], str]:
     """A format_func for options whose labels are the texts ``prefix + option``, fixed in this
     run's language: Streamlit may call it later, outside this run."""
@@ -146,18 +150,20 @@ def class_picker(bundle: vz.ModelBundle, analysis: Analysis) -> int:
 
 
 def input_and_predictions(analysis: Analysis, bundle: vz.ModelBundle, size: int) -> None:
-    """The picture as the model saw it, beside its top-5 classes."""
-    left, right = st.columns([3, 2])
+    """The picture as the model saw it, beside its top-5 classes: small, so the view under them
+    starts on the first screen."""
+    left, right = st.columns([2, 3], gap="medium")
     w, h = analysis.picture.size
-    left.image(analysis.picture_jpeg(), caption=t("model_saw", width=w, height=h))
+    left.image(analysis.picture_jpeg(), caption=t("model_saw", width=w, height=h), width=PICTURE_PX)
     if bundle.input.fixed_size:
         left.caption(t("input_fixed", name=bundle.name, side=bundle.input.fixed_size))
     elif size < bundle.input.min_size:
         left.caption(t("input_min", name=bundle.name, side=bundle.input.min_size))
-    right.subheader(t("top5"))
+    top = right.container(gap="xxsmall", key="top5")
+    top.subheader(t("top5"))  # a heading of the page's outline, set small (present.py)
     if not bundle.pretrained:
-        right.warning(t("top5_random"))
-    top5_bars(right, analysis.logits, shown_labels(bundle))
+        top.caption(f":material/warning: {t('top5_random')}")
+    top5_bars(top, analysis.logits, shown_labels(bundle))
 
 
 def show_excitation(model: str, layer: str, channel: int, slot: Any) -> None:

@@ -1,5 +1,5 @@
 """The picture sources: a sample photo, an upload, the camera, a video clip, the live camera.
-A new source is one module here, one entry in urlstate.SOURCES and its texts."""
+A new source is one module here, one entry in SOURCES below and its texts."""
 
 from __future__ import annotations
 
@@ -8,10 +8,11 @@ from typing import Any
 from vizhooks.page.sources.camera import camera, camera_bytes
 from vizhooks.page.sources.sample import sample_bytes, sample_picker
 from vizhooks.page.sources.upload import uploaded_bytes, uploader
-from vizhooks.page.urlstate import SOURCES  # the one list, shared with the link's parser
 
 __all__ = ["PHOTO_SOURCES", "SOURCES", "photo_bytes", "photo_picker"]
 
+#: The picture sources, in the sidebar's order: the one list, read by the link's parser (urlstate) too.
+SOURCES = ("sample", "upload", "camera", "video", "live")
 PHOTO_SOURCES = ("sample", "upload", "camera")  # the Compare view's second picture
 
 

@@ -4,16 +4,20 @@ else the one shipped with the samples) and as an image optimised to excite it.""
 from __future__ import annotations
 
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import streamlit as st
 
 from vizhooks.page.folders import atlas_dir, shipped_atlas_dir
 from vizhooks.page.results import atlases_for, excited_image, get_analysis
 from vizhooks.page.sources import photo_bytes
-from vizhooks.page.state import Context
 from vizhooks.page.texts import t
+from vizhooks.page.views import View
 from vizhooks.page.widgets import keep_below, keep_valid, progress_bar, show_excitation
 from vizhooks.render import channel_overlay
+
+if TYPE_CHECKING:  # annotations only: a view never imports the page's state (urlstate reads the views)
+    from vizhooks.page.state import Context
 
 
 def show(ctx: Context) -> None:
@@ -59,3 +63,7 @@ def show(ctx: Context) -> None:
             cols = st.columns(8)
             for col, ch, image in zip(cols, chosen[row:row + 8], images[row:row + 8], strict=False):
                 col.image(image, caption=str(ch))
+
+
+VIEW = View("atlas", group="look", order=50, label="view_atlas", show=show,
+            keys=("atlas_layer", "atlas_channel"))

@@ -2,12 +2,14 @@
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 import streamlit as st
 
 from vizhooks.lesson.display import note, shapes_text, table_facts
 from vizhooks.page.results import get_backward_report
-from vizhooks.page.state import Context
 from vizhooks.page.texts import t
+from vizhooks.page.views import View
 from vizhooks.page.widgets import class_picker, shown_labels
 
 
@@ -26,3 +28,9 @@ def show(ctx: Context) -> None:
     st.markdown(t("backward_reading"))
     for fact in table_facts(records):
         st.markdown(fact)
+
+if TYPE_CHECKING:  # annotations only: a view never imports the page's state (urlstate reads the views)
+    from vizhooks.page.state import Context
+
+
+VIEW = View("backward", group="hood", order=20, label="view_backward", show=show)

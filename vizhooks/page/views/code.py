@@ -2,13 +2,18 @@
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 import streamlit as st
 
 from vizhooks.lesson.code import snippet
-from vizhooks.page.state import Choices, Context
 from vizhooks.page.taught import code_head
 from vizhooks.page.texts import language, t
+from vizhooks.page.views import View
 from vizhooks.page.widgets import labels_for
+
+if TYPE_CHECKING:  # annotations only: a view never imports the page's state (urlstate reads the views)
+    from vizhooks.page.state import Choices, Context
 
 CODE_VIEWS = ("maps", "gradients", "gradcam", "backward", "table")
 
@@ -32,3 +37,6 @@ def show(ctx: Context) -> None:
     st.caption(t("code_intro"))
     st.code(code, language="python")
     st.markdown(t("hooks_explained"))
+
+
+VIEW = View("code", group="learn", order=30, label="view_code", show=show)

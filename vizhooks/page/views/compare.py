@@ -2,14 +2,19 @@
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 import streamlit as st
 
 from vizhooks.analysis import compare_maps, image_digest
 from vizhooks.page.results import get_analysis, grid_png
 from vizhooks.page.sources import PHOTO_SOURCES, photo_bytes, photo_picker
-from vizhooks.page.state import Context
 from vizhooks.page.texts import t
+from vizhooks.page.views import View
 from vizhooks.page.widgets import labels_for
+
+if TYPE_CHECKING:  # annotations only: a view never imports the page's state (urlstate reads the views)
+    from vizhooks.page.state import Context
 
 
 def show(ctx: Context) -> None:
@@ -45,3 +50,6 @@ def show(ctx: Context) -> None:
         cols[2].caption(t("compare_difference"))
         cols[2].image(grid_png(pair.b - pair.a, (*key, "diff"), shown, "index", "RdBu_r", "layer", c.columns,
                                f"B − A · {name}", 0.0))
+
+
+VIEW = View("compare", group="change", order=20, label="view_compare", show=show)

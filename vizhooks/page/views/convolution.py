@@ -6,7 +6,7 @@ built when asked (vizhooks.sliding)."""
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import streamlit as st
 
@@ -20,10 +20,13 @@ from vizhooks.page.results import (
     pool_infos,
     pool_window_png,
 )
-from vizhooks.page.state import Context
 from vizhooks.page.texts import language, t
+from vizhooks.page.views import View
 from vizhooks.page.widgets import keep_below, keep_valid, layer_label
 from vizhooks.sliding import PoolInfo
+
+if TYPE_CHECKING:  # annotations only: a view never imports the page's state (urlstate reads the views)
+    from vizhooks.page.state import Context
 
 #: How many input channels the products table may show; the rest are summed in one sentence.
 TOP_CHOICES = (1, 2, 3, 4, 6, 8)
@@ -210,3 +213,7 @@ def _show_slide(ctx: Context, layer: str, channel: int, intro: str) -> None:
                               key="cv_slide_mp4", on_click="ignore")
     else:
         right.caption(t("cv_slide_no_mp4"))
+
+
+VIEW = View("convolution", group="look", order=40, label="view_convolution", show=show,
+            keys=("cv_layer", "cv_channel", "cv_row", "cv_col"))

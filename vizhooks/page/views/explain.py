@@ -6,7 +6,7 @@ result is kept in the shared cache, so a rerun or another session shows it at on
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import streamlit as st
 
@@ -25,11 +25,14 @@ from vizhooks.page.results import (
     get_sanity,
     strips_png,
 )
-from vizhooks.page.state import Context
 from vizhooks.page.texts import language, t
+from vizhooks.page.views import View
 from vizhooks.page.widgets import class_picker, keep_valid, labels_for, progress_bar, shown_labels
 from vizhooks.render import channel_overlay, image_to_png
 from vizhooks.sanity import FLAG_AT
+
+if TYPE_CHECKING:  # annotations only: a view never imports the page's state (urlstate reads the views)
+    from vizhooks.page.state import Context
 
 #: Shown when the view opens: quick methods of both families (Score-CAM and Occlusion run hundreds
 #: of passes; they are one click away).
@@ -265,3 +268,7 @@ def _show_sanity(ctx: Context, target: int, layers: tuple[str, ...], settings: t
 
 def _constant(m: Any) -> bool:
     return bool(float(m.max()) == float(m.min()))
+
+
+VIEW = View("explain", group="explain", order=20, label="view_explain", show=show,
+            keys=("ex_methods", "ex_layers"))

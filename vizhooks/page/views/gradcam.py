@@ -2,13 +2,18 @@
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 import streamlit as st
 
 from vizhooks.page.results import get_gradients
-from vizhooks.page.state import Context
 from vizhooks.page.texts import t
+from vizhooks.page.views import View
 from vizhooks.page.widgets import class_picker, layer_columns, shown_labels
 from vizhooks.render import channel_overlay, image_to_png
+
+if TYPE_CHECKING:  # annotations only: a view never imports the page's state (urlstate reads the views)
+    from vizhooks.page.state import Context
 
 
 def show(ctx: Context) -> None:
@@ -24,3 +29,6 @@ def show(ctx: Context) -> None:
         st.download_button(t("download_png"), data=image_to_png(overlay), file_name=f"{name}-gradcam.png",
                            mime="image/png", key=f"download_cam_{name}", on_click="ignore",
                            icon=":material/download:")
+
+
+VIEW = View("gradcam", group="explain", order=10, label="view_gradcam", show=show)

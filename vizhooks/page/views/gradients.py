@@ -2,13 +2,18 @@
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 import streamlit as st
 
 from vizhooks.analysis import layer_stats
 from vizhooks.page.results import get_gradients, grid_png
-from vizhooks.page.state import Context
 from vizhooks.page.texts import t
+from vizhooks.page.views import View
 from vizhooks.page.widgets import class_picker, layer_columns, shown_labels
+
+if TYPE_CHECKING:  # annotations only: a view never imports the page's state (urlstate reads the views)
+    from vizhooks.page.state import Context
 
 
 def show(ctx: Context) -> None:
@@ -26,3 +31,6 @@ def show(ctx: Context) -> None:
         st.image(png)
         st.download_button(t("download_png"), data=png, file_name=f"{name}-gradient.png", mime="image/png",
                            key=f"download_grad_{name}", on_click="ignore", icon=":material/download:")
+
+
+VIEW = View("gradients", group="hood", order=10, label="view_gradients", show=show)

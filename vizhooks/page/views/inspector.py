@@ -2,13 +2,18 @@
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 import streamlit as st
 
 from vizhooks.analysis import layer_stats
-from vizhooks.page.state import Context
 from vizhooks.page.texts import t
+from vizhooks.page.views import View
 from vizhooks.page.widgets import keep_below, keep_valid, show_excitation
 from vizhooks.render import channel_image, channel_overlay
+
+if TYPE_CHECKING:  # annotations only: a view never imports the page's state (urlstate reads the views)
+    from vizhooks.page.state import Context
 
 
 def show(ctx: Context) -> None:
@@ -29,3 +34,7 @@ def show(ctx: Context) -> None:
     s = layer_stats(one[None])
     st.caption(t("insp_range", min=s.min, mean=s.mean, max=s.max))
     show_excitation(c.model, layer, int(channel), st.container())
+
+
+VIEW = View("inspector", group="look", order=30, label="view_inspector", show=show,
+            keys=("insp_layer", "insp_channel"))

@@ -13,15 +13,18 @@ from vizhooks.budget import check_capture
 from vizhooks.cam import cams_from
 from vizhooks.lesson.display import CLAMP_CHANNELS, CLAMP_COLOUR_PERCENTILE, CLAMP_DEFAULT, CLAMP_PERCENTILES
 from vizhooks.page.results import cached, get_bundle, grid_png, tensor_bytes
-from vizhooks.page.state import Context
 from vizhooks.page.texts import t
-from vizhooks.page.urlstate import EDIT_MODES
+from vizhooks.page.views import View
 from vizhooks.page.widgets import class_picker, keep_valid, labels_for, layer_columns, shown_labels, top5_bars
 from vizhooks.render import channel_overlay
 
 if TYPE_CHECKING:
     from torch import Tensor
 
+    from vizhooks.page.state import Context
+
+#: The kinds of edit, as the link names them (``iv_mode``; urlstate checks a link against this list).
+EDIT_MODES = ("zero", "half", "double", "top")
 
 def channel_edit(mode: str, channels: tuple[int, ...], k: int) -> vz.ChannelEdit:
     if mode == "top":
@@ -151,3 +154,7 @@ def show_clamp(ctx: Context, layers: list[str], target: int) -> None:
                       width="stretch")
         cols[1].image(channel_overlay(analysis.picture, cams_clamped[name], alpha, "jet"),
                       caption=t("clamp_cam_after", layer=clamp_at), width="stretch")
+
+
+VIEW = View("intervene", group="change", order=10, label="view_intervene", show=show,
+            keys=("iv_layer", "iv_mode", "iv_channels", "iv_k"))

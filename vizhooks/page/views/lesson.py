@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import functools
 from pathlib import Path
+from typing import TYPE_CHECKING
 from urllib.parse import urlencode
 
 import streamlit as st
@@ -18,13 +19,15 @@ from vizhooks.page.classes import answer_hidden, poll
 from vizhooks.page.present import present_on, scroll_to_step
 from vizhooks.page.results import cached, get_analysis, get_bundle, grid_png
 from vizhooks.page.sources import photo_bytes
-from vizhooks.page.state import Context
 from vizhooks.page.taught import code_head
 from vizhooks.page.texts import language, t
-from vizhooks.page.views import backward, convolution, gradcam, gradients, intervene, maps, table
+from vizhooks.page.views import View, backward, convolution, gradcam, gradients, intervene, maps, table
 from vizhooks.page.views.code import chosen_target, image_path
 from vizhooks.page.widgets import class_picker, shown_labels
 from vizhooks.render import channel_overlay, image_to_png
+
+if TYPE_CHECKING:  # annotations only: a view never imports the page's state (urlstate reads the views)
+    from vizhooks.page.state import Context
 
 
 def _clamp_choice(ctx: Context) -> tuple[str, int]:
@@ -209,3 +212,6 @@ def show(ctx: Context) -> None:
     query = {**st.session_state.get("_query", {}), "view": "lesson", "step": str(n)}
     link.markdown(f"[{t('lesson_link')}](?{urlencode(query)})")
     take_home(ctx)
+
+
+VIEW = View("lesson", group="learn", order=10, label="view_lesson", show=show)

@@ -4,13 +4,18 @@ at the end; any layer and channel of it opens in the Channel inspector."""
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 import streamlit as st
 
 from vizhooks.overview import stages
 from vizhooks.page.results import get_overview, overview_picture
-from vizhooks.page.state import Context
 from vizhooks.page.texts import t
+from vizhooks.page.views import View
 from vizhooks.page.widgets import keep_valid, shown_labels, top5
+
+if TYPE_CHECKING:  # annotations only: a view never imports the page's state (urlstate reads the views)
+    from vizhooks.page.state import Context
 
 CHANNEL_CHOICES = (4, 8, 12, 16)
 #: More layers than this are shown one stage (one resolution) at a time, so a row stays readable.
@@ -63,3 +68,6 @@ def _open(layer: str, channel: int) -> None:
     st.session_state["insp_layer"] = layer
     st.session_state["insp_channel"] = channel
     st.session_state["view"] = "inspector"
+
+
+VIEW = View("overview", group="look", order=20, label="view_overview", show=show)

@@ -2,12 +2,17 @@
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 import streamlit as st
 
 from vizhooks.lesson.display import header
 from vizhooks.page.results import get_summary
-from vizhooks.page.state import Context
 from vizhooks.page.texts import t
+from vizhooks.page.views import View
+
+if TYPE_CHECKING:  # annotations only: a view never imports the page's state (urlstate reads the views)
+    from vizhooks.page.state import Context
 
 
 def show(ctx: Context) -> None:
@@ -27,3 +32,5 @@ def show(ctx: Context) -> None:
         for column in frame.columns
     })
 
+
+VIEW = View("table", group="hood", order=30, label="view_table", show=show)

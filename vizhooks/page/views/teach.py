@@ -26,6 +26,7 @@ from vizhooks.page.sources.sample import read_sample, samples
 from vizhooks.page.sources.upload import PHOTO_MB
 from vizhooks.page.taught import checkpoint_bytes, checkpoint_files, names_of, read_upload, remember, use_model
 from vizhooks.page.texts import t
+from vizhooks.page.views import View
 from vizhooks.page.widgets import fraction, progress_bar
 from vizhooks.render import confusion_figure, figure_to_png
 from vizhooks.teach import MAX_CLASSES, MAX_PHOTOS, MIN_CLASSES, check_classes, find_head, teach
@@ -274,3 +275,6 @@ def _bring_back(bundle: vz.ModelBundle) -> None:
         st.session_state["_teach_notices"] = [t("teach_uploaded", model=t(
             "model_taught_option", name=bundle.name, classes=", ".join(taught.bundle.categories)))]
         st.rerun()
+
+
+VIEW = View("teach", group="learn", order=20, label="view_teach", show=show, own_area=True)
