@@ -65,33 +65,16 @@ class EnvVar:
 # what the code declares
 
 
-def _own_area_views() -> set[str]:
-    """The keys of app.py's ``OWN_AREA`` (views with a main area of their own), read without running
-    app.py (which starts Streamlit)."""
-    tree = ast.parse((ROOT / "app.py").read_text("utf-8"))
-    for node in tree.body:
-        if isinstance(node, ast.AnnAssign | ast.Assign):
-            targets = [node.target] if isinstance(node, ast.AnnAssign) else node.targets
-            named = any(isinstance(t, ast.Name) and t.id == "OWN_AREA" for t in targets)
-            if named and isinstance(node.value, ast.Dict):
-                return {k.value for k in node.value.keys if isinstance(k, ast.Constant)}
-    return set()
-
-
 def views(lang: str = "en") -> list[View]:
-    """Every ``?view=`` value in menu order: (name, group, label in ``lang``, its own link keys).
-
-    Today the names are ``urlstate.VIEWS``, the labels the page texts' ``view_NAME`` and the group
-    whether app.py gives the view a main area of its own ("own") or one picture's analysis ("picture").
-    """
+    """Every ``?view=`` value in menu order: (name, menu group, label in ``lang``, its own link keys),
+    read from the page's view registry (each view module declares itself: vizhooks.page.views)."""
     from vizhooks.page.texts import LANGUAGES
-    from vizhooks.page.urlstate import VIEW_KEYS, VIEWS
+    from vizhooks.page.views import REGISTRY
 
-    own = _own_area_views()
     texts = LANGUAGES[lang]
-    return [View(name, "own" if name in own else "picture",
-                 texts.get(f"view_{name}") or LANGUAGES["en"][f"view_{name}"], VIEW_KEYS.get(name, ()))
-            for name in VIEWS]
+    english = LANGUAGES["en"]
+    return [View(v.name, texts.get(f"group_{v.group}") or english[f"group_{v.group}"],
+                 texts.get(v.label) or english[v.label], tuple(v.keys)) for v in REGISTRY]
 
 
 def url_parameters() -> list[tuple[str, str, tuple[str, ...]]]:
@@ -229,8 +212,7 @@ WORDS = {
     "en": {
         "intro": "Generated from the code each time the manual is built (docs/hooks.py), so it lists what this "
                  "version has. The other pages say what each of these is for.",
-        "views": "Views (`?view=`)", "view_head": "| `?view=` | label on the page | kind | its own link keys |",
-        "picture": "one picture's view", "own": "a main area of its own",
+        "views": "Views (`?view=`)", "view_head": "| `?view=` | label on the page | menu group | its own link keys |",
         "params": "URL parameters", "param_head": "| parameter | default | kept by |",
         "all_views": "every view", "env": "Environment variables",
         "env_intro": "Read by the library and the page (`app.py`, `vizhooks/`):",
@@ -244,8 +226,7 @@ WORDS = {
     },
     "zh": {
         "intro": "这一页在每次构建手册时由代码生成（docs/hooks.py），列出的就是当前版本的内容。各项的用途见其他页面。",
-        "views": "视图（`?view=`）", "view_head": "| `?view=` | 页面上的名称 | 类型 | 视图自己的链接参数 |",
-        "picture": "针对一张照片的视图", "own": "有自己的主区域",
+        "views": "视图（`?view=`）", "view_head": "| `?view=` | 页面上的名称 | 菜单分组 | 视图自己的链接参数 |",
         "params": "链接参数", "param_head": "| 参数 | 默认值 | 由哪些视图保留 |",
         "all_views": "所有视图", "env": "环境变量",
         "env_intro": "由库和页面读取（`app.py`、`vizhooks/`）：",
@@ -291,7 +272,7 @@ def reference_markdown(lang: str = "en") -> str:
     out = [w["intro"], "", f"## {w['views']}", "", w["view_head"], "| --- | --- | --- | --- |"]
     for v in views(lang):
         keys = ", ".join(f"`{k}`" for k in v.keys) or "—"
-        out.append(f"| `{v.name}` | {_cell(v.label)} | {w[v.group]} | {keys} |")
+        out.append(f"| `{v.name}` | {_cell(v.label)} | {_cell(v.group)} | {keys} |")
     out += ["", f"## {w['params']}", "", w["param_head"], "| --- | --- | --- |"]
     for key, default, kept_by in url_parameters():
         out.append(f"| `{key}` | {_code(default)} | {', '.join(f'`{v}`' for v in kept_by) or w['all_views']} |")
