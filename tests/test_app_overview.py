@@ -38,6 +38,12 @@ def test_more_than_sixty_layers_are_shown_one_stage_at_a_time():
     ok(at)
     assert all(name.startswith("features.denseblock3") or name.startswith("features.transition")
                for name in at.selectbox(key="ov_layer").options)
+    assert at.query_params["ov_stage"] in ("3", ["3"])  # the stage is kept in the link
+    again = open_page(**{k: v[0] if isinstance(v, list) else v for k, v in at.query_params.items()})
+    ok(again)
+    assert again.selectbox(key="ov_stage").value == 3
+    assert open_page(view="overview", model="densenet121", size="128", ov_stage="99").selectbox(
+        key="ov_stage").value == 0  # a stage the network lacks: the first
 
 
 def test_a_channel_count_change_redraws_with_that_many(lang="en"):

@@ -109,6 +109,8 @@ def parse_query(
         "cv_channel": lambda v: n if (n := _int(v)) is not None and n < 100_000 else None,
         "cv_row": lambda v: n if (n := _int(v)) is not None and n < 100_000 else None,
         "cv_col": lambda v: n if (n := _int(v)) is not None and n < 100_000 else None,
+        # the overview's stage (networks of over 60 layers) is checked against the network by the view
+        "ov_stage": lambda v: n if (n := _int(v)) is not None and n < 1_000 else None,
         "iv_mode": lambda v: v if v in EDIT_MODES else None,
         "iv_k": lambda v: n if (n := _int(v)) is not None and 1 <= n < 100_000 else None,
         "ex_methods": lambda v: (list(dict.fromkeys(parts)) if (parts := [p.strip() for p in v.split(",")

@@ -70,4 +70,4 @@ def _open(layer: str, channel: int) -> None:
     st.session_state["view"] = "inspector"
 
 
-VIEW = View("overview", group="look", order=20, label="view_overview", show=show)
+VIEW = View("overview", group="look", order=20, label="view_overview", show=show, keys=("ov_stage",))
