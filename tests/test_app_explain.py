@@ -22,8 +22,7 @@ from vizhooks.page import results
 from vizhooks.page.analysis import analyse
 from vizhooks.page.labels import class_labels
 from vizhooks.page.results import INFIDELITY_DRAWS, get_bundle
-from vizhooks.page.texts import EN
-from vizhooks.page.texts_zh import ZH
+from vizhooks.page.texts import EN, ZH
 from vizhooks.page.urlstate import parse_query
 from vizhooks.render import channel_overlay
 from vizhooks.sanity import sanity_check

@@ -6,8 +6,7 @@ from __future__ import annotations
 import pytest
 
 from tests.helpers import ok, open_page
-from vizhooks.page.texts import EN
-from vizhooks.page.texts_zh import ZH
+from vizhooks.page.texts import EN, ZH
 
 
 @pytest.mark.parametrize("lang", ["en", "zh"])

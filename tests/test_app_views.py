@@ -17,8 +17,7 @@ from vizhooks.atlas import load_atlas
 from vizhooks.ops import hook_count
 from vizhooks.page.lesson import STEPS
 from vizhooks.page.snippets import lesson_snippet
-from vizhooks.page.texts import EN
-from vizhooks.page.texts_zh import ZH
+from vizhooks.page.texts import EN, ZH
 
 LAYERS = "conv1,layer2.0.conv1,layer4.0.conv1"
 

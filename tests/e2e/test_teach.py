@@ -15,8 +15,7 @@ import re
 import pytest
 from playwright.sync_api import Page, expect
 
-from vizhooks.page.texts import EN
-from vizhooks.page.texts_zh import ZH
+from vizhooks.page.texts import EN, ZH
 
 from .conftest import new_page
 from .server import start, stop, wait_healthy
