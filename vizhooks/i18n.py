@@ -13,7 +13,7 @@ every interaction, never reads a file.
 session's thread has its own) and fills in ``{values}`` with ``str.format``. A key missing in another
 language falls back to English; a key missing in English is a bug and raises KeyError.
 
-Adding a language needs no code (docs in the README, "Translating"):
+Adding a language needs no code:
 
 1. ``pybabel init -i vizhooks/locale/vizhooks.pot -d vizhooks/locale -D vizhooks -l zh_Hant``
    writes ``vizhooks/locale/zh_Hant/LC_MESSAGES/vizhooks.po`` with every key and its English.
