@@ -198,3 +198,45 @@ def test_a_new_language_is_one_po_file(tmp_path, monkeypatch):
         for cached in (i18n.languages, i18n._read):
             cached.cache_clear()
 
+
+def refusal_codes() -> set[str]:
+    """Every literal ``code="..."`` a library refusal is raised with."""
+    codes = set()
+    for path in sorted((ROOT / "vizhooks").rglob("*.py")):
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            if isinstance(node, ast.Call):
+                codes |= {k.value.value for k in node.keywords if k.arg == "code" and isinstance(k.value, ast.Constant)}
+    return codes
+
+
+def test_every_refusal_code_has_its_sentence():
+    codes = refusal_codes()
+    assert {"image_empty", "class_unknown", "video_truncated"} <= codes
+    assert sorted(c for c in codes if f"err_{c}" not in ENGLISH) == []
+
+
+def test_a_refusal_says_the_catalogue_sentence_in_english_and_the_page_translates_it():
+    import pickle
+
+    import vizhooks as vz
+    from vizhooks.errors import CodedError
+
+    with pytest.raises(vz.InvalidImageError) as caught:
+        vz.load_image(b"%PDF-1.7 not a picture")
+    assert caught.value.code == "image_pdf"
+    assert str(caught.value) == "This is a PDF document, not an image. Export the page as PNG or JPEG first."
+    assert str(caught.value) == i18n.table("en")["err_image_pdf"]
+    error = CodedError(code="image_too_large", width=9000, height=8000, megapixels=72, limit=40)
+    assert str(error) == ("This image is 9000 x 8000 pixels (72 megapixels); the limit is 40 megapixels. "
+                          "Please use a smaller copy.")
+    assert str(pickle.loads(pickle.dumps(error))) == str(error)
+    i18n.set_language("zh")
+    try:
+        assert i18n.t(f"err_{error.code}", **error.values) == i18n.table("zh")["err_image_too_large"].format(
+            width=9000, height=8000, megapixels=72, limit=40)
+        assert str(CodedError(code="image_empty")) == "The file is empty (0 bytes)."  # English whatever the page says
+    finally:
+        i18n.set_language("en")
+    assert str(CodedError("size must be 32 or more", "explain_setting")) == "size must be 32 or more"
+    with pytest.raises(TypeError):
+        CodedError()
