@@ -1,13 +1,13 @@
-"""One text catalogue: every sentence of the page, the command line and the library's refusals, as
-gettext catalogues read with Babel.
+"""One text catalogue: every sentence of the page and of the library's coded refusals (which the command
+line prints too), as gettext catalogues read with Babel.
 
 ``vizhooks/locale/<lang>/LC_MESSAGES/vizhooks.po`` holds one language. Message ids are symbolic keys
 (``"page_title"``, ``"err_image_empty"``), the ones the code has always used in ``t("key")``; ``en.po``
 holds the English sentences, and every other ``.po`` carries the English as an extracted comment
 (``#.``) above each entry for its translator. A ``# section: NAME`` comment groups the entries of one
-part of the page (``section()``). Each ``.po`` is parsed once per process, on first use (about 0.1 s
-for ~700 entries); after that a text is one dictionary look-up, so the page's script, which runs on
-every interaction, never reads a file.
+part of the page (``section()``). Each ``.po`` is parsed once per process, on first use (about 0.2 s
+for today's two, ~700 entries each); after that a text is one dictionary look-up, so the page's
+script, which runs on every interaction, never reads a file.
 
 ``t(key, **values)`` looks a text up in the current language (a context variable, so each Streamlit
 session's thread has its own) and fills in ``{values}`` with ``str.format``. A key missing in another
@@ -23,8 +23,8 @@ Adding a language needs no code:
 
 The page calls the language by its folder's name with ``-`` for ``_`` (``zh_Hant`` -> ``zh-Hant``).
 After English texts change, ``python -m vizhooks.i18n`` rewrites the template from ``en.po`` and
-``pybabel update -i vizhooks/locale/vizhooks.pot -d vizhooks/locale -D vizhooks -l zh`` carries the new
-English comments and keys into ``zh.po``. ``pybabel extract -F babel.cfg -k t -o /tmp/used.pot .`` lists
+``pybabel update -w 100 -i vizhooks/locale/vizhooks.pot -d vizhooks/locale -D vizhooks -l zh`` carries the new
+English comments and keys into ``zh.po``. ``pybabel extract -F babel.cfg -k t -k english -o used.pot .`` lists
 every key the code uses; the tests check each of them is in the catalogue.
 """
 
@@ -33,7 +33,7 @@ from __future__ import annotations
 import contextvars
 import functools
 import os
-from collections.abc import Mapping
+from collections.abc import Iterator, Mapping
 from pathlib import Path
 
 #: Where the catalogues live: one folder per language, gettext's layout.
@@ -160,7 +160,7 @@ class _Languages(Mapping[str, dict[str, str]]):
             raise KeyError(lang)
         return table(lang)
 
-    def __iter__(self):  # type: ignore[no-untyped-def]  # Mapping's own signature
+    def __iter__(self) -> Iterator[str]:
         return iter(languages())
 
     def __len__(self) -> int:
@@ -173,7 +173,7 @@ class _Names(Mapping[str, str]):
     def __getitem__(self, lang: str) -> str:
         return LANGUAGES[lang].get("language_name") or lang
 
-    def __iter__(self):  # type: ignore[no-untyped-def]
+    def __iter__(self) -> Iterator[str]:
         return iter(languages())
 
     def __len__(self) -> int:
@@ -200,10 +200,10 @@ def write_template(path: Path | None = None) -> Path:
     template.header_comment = "# The vizhooks text catalogue's template: python -m vizhooks.i18n writes it from en.po."
     for message in english_catalog:
         if message.id:
-            text = str(message.string)
-            template.add(message.id, "", auto_comments=text.split("\n"), user_comments=message.user_comments)
-            if placeholders(text):  # Babel derives the flag from the msgid, here a key without {}
-                template[message.id].flags.add("python-brace-format")
+            # no python-brace-format flag: Babel derives it from the msgid, a key without braces, and drops it on
+            # update; tests/test_catalogue.py compares the placeholders instead
+            template.add(message.id, "", auto_comments=str(message.string).split("\n"),
+                         user_comments=message.user_comments)
     target = path or LOCALE_DIR / f"{DOMAIN}.pot"
     with target.open("wb") as fh:
         write_po(fh, template, width=100, omit_header=False)
