@@ -43,7 +43,9 @@ ENGLISH = entries(catalogue(i18n.SOURCE))
 def test_shipped_languages_and_their_names():
     assert LANGS[0] == "en" and "zh" in LANGS
     assert list(i18n.LANGUAGES) == list(LANGS) == list(i18n.LANGUAGE_NAMES)
-    assert dict(i18n.LANGUAGE_NAMES) == {"en": "English", "zh": "简体中文"}
+    assert (i18n.LANGUAGE_NAMES["en"], i18n.LANGUAGE_NAMES["zh"]) == ("English", "简体中文")
+    names = [i18n.table(lang).get("language_name") for lang in LANGS]  # a new language names itself in its .po
+    assert all(names) and len(set(names)) == len(names), names
 
 
 @pytest.mark.parametrize("lang", LANGS)
