@@ -201,7 +201,7 @@ def test_a_new_language_is_one_po_file(tmp_path, monkeypatch):
     for cached in (i18n.languages, i18n._read):
         cached.cache_clear()
     try:
-        assert i18n.languages() == ("en", "zh", "zh-Hant")
+        assert i18n.languages()[0] == "en" and "zh-Hant" in i18n.languages()
         assert i18n.LANGUAGE_NAMES["zh-Hant"] == "繁體中文"
         assert i18n.language_from_locale("zh-hant") == "zh-Hant" and i18n.language_from_locale("zh-CN") == "zh"
         i18n.set_language("zh-Hant")
