@@ -81,7 +81,7 @@ def main() -> None:
         BY_NAME[view].show(choices.model)
         return
     if data is None:
-        st.info(t("no_upload" if choices.source == "upload" else "no_camera"))
+        st.info(t("no_upload") if choices.source == "upload" else t("no_camera"))
         return
     if not choices.layers:
         st.info(t("no_layers"))

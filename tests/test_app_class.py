@@ -12,9 +12,11 @@ from PIL import Image
 
 from tests.helpers import choose_view, ok, open_page, shown_view
 from vizhooks.classroom import Teacher
+from vizhooks.i18n import section
 from vizhooks.page import classes
-from vizhooks.page.texts_class import EN
-from vizhooks.page.texts_polls import EN as EN_POLLS
+
+EN = section("class", "en")
+EN_POLLS = section("polls", "en")
 
 
 @pytest.fixture(autouse=True)

@@ -18,8 +18,7 @@ from vizhooks import load_image
 from vizhooks.analysis import analyse
 from vizhooks.convolution import conv_at
 from vizhooks.page.results import get_bundle
-from vizhooks.page.texts import EN
-from vizhooks.page.texts_zh import ZH
+from vizhooks.page.texts import EN, ZH
 from vizhooks.page.urlstate import parse_query
 from vizhooks.sliding import pool_at, slide
 

@@ -22,8 +22,7 @@ from vizhooks.labels import class_labels
 from vizhooks.ops import hook_count
 from vizhooks.page import results
 from vizhooks.page.results import INFIDELITY_DRAWS, get_bundle
-from vizhooks.page.texts import EN
-from vizhooks.page.texts_zh import ZH
+from vizhooks.page.texts import EN, ZH
 from vizhooks.page.urlstate import parse_query
 from vizhooks.render import channel_overlay
 from vizhooks.sanity import sanity_check

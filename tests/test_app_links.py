@@ -74,8 +74,7 @@ def test_a_source_the_link_cannot_carry_opens_asking_for_the_picture(source):
 
 @pytest.mark.parametrize("lang", ["en", "zh"])
 def test_a_class_the_model_lacks_is_reported_and_leaves_the_link(lang):
-    from vizhooks.page.texts import EN
-    from vizhooks.page.texts_zh import ZH
+    from vizhooks.page.texts import EN, ZH
 
     at = open_page(view="gradcam", target="99999", lang=lang)
     ok(at)

@@ -13,8 +13,7 @@ import grimp
 import pytest
 
 from tests.helpers import choose_view, ok, open_page, shown_view
-from vizhooks.page.texts import EN
-from vizhooks.page.texts_zh import ZH
+from vizhooks.page.texts import EN, ZH
 from vizhooks.page.views import GROUPS, REGISTRY, View
 
 #: Every view a link could name before this change, and the group the issue puts it in: written

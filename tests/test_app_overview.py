@@ -6,8 +6,7 @@ from __future__ import annotations
 import pytest
 
 from tests.helpers import ok, open_page
-from vizhooks.page.texts import EN
-from vizhooks.page.texts_zh import ZH
+from vizhooks.page.texts import EN, ZH
 
 
 @pytest.mark.parametrize("lang", ["en", "zh"])
@@ -67,6 +66,6 @@ def test_the_overview_of_other_families(model, layers):
     captions = [i.proto.imgs[0].caption for i in at.image]
     assert any(c.startswith(f"共 {layers} 层") for c in captions)
     if model == "vit_b_16":  # one stage: said as one, not "1 stages"
-        from vizhooks.page.texts_zh import ZH
+        from vizhooks.page.texts import ZH
 
         assert ZH["ov_caption_one_stage"].format(layers=12, stages=1, k=8) in captions

@@ -18,8 +18,7 @@ from vizhooks.classroom import Classroom, MemoryStore
 from vizhooks.page import classes, taught
 from vizhooks.page.results import get_bundle, plain_bundle
 from vizhooks.page.taught import checkpoint_bytes, checkpoint_files, read_upload
-from vizhooks.page.texts import EN
-from vizhooks.page.texts_zh import ZH
+from vizhooks.page.texts import EN, ZH
 
 #: Two classes of two sample photos each (leave-one-out: 4 held-out guesses).
 CLASSES = {"cat": ("chelsea.jpg", "coffee.jpg"), "太空": ("astronaut.jpg", "rocket.jpg")}

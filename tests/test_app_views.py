@@ -17,8 +17,7 @@ from vizhooks.atlas import load_atlas
 from vizhooks.lesson.code import lesson_snippet
 from vizhooks.lesson.steps import STEPS
 from vizhooks.ops import hook_count
-from vizhooks.page.texts import EN
-from vizhooks.page.texts_zh import ZH
+from vizhooks.page.texts import EN, ZH
 
 LAYERS = "conv1,layer2.0.conv1,layer4.0.conv1"
 

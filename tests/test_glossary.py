@@ -18,7 +18,7 @@ from pathlib import Path
 import pytest
 
 from tests.helpers import CODE_SPAN
-from vizhooks.page.texts import EN, ZH  # the merged tables: texts_zh plus every part's ZH
+from vizhooks.page.texts import EN, ZH  # the whole catalogue, every section
 
 
 @dataclass(frozen=True)

@@ -9,8 +9,7 @@ import pytest
 
 from tests.helpers import CODE_SPAN, ENGLISH_PHRASE, allowed_names, choose_view, english_in, open_page
 from vizhooks.lesson.steps import STEPS
-from vizhooks.page.texts import EN, language_from_locale
-from vizhooks.page.texts_zh import ZH
+from vizhooks.page.texts import EN, ZH, language_from_locale
 
 
 def _fields(text: str) -> list[tuple[str, str]]:

@@ -8,8 +8,12 @@ import string
 
 import pytest
 
+from vizhooks.i18n import section
 from vizhooks.lesson.steps import STEPS
-from vizhooks.page.texts_polls import CORRECT, EN, ZH
+from vizhooks.page.texts_polls import CORRECT
+
+EN = section("polls", "en")
+ZH = section("polls", "zh")
 
 STEP_IDS = [step.id for step in STEPS]
 CJK = re.compile(r"[\u4e00-\u9fff]")

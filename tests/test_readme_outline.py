@@ -14,8 +14,7 @@ import pytest
 from tests.helpers import ROOT
 from vizhooks.images import MAX_PIXELS
 from vizhooks.page.sources.upload import PHOTO_MB
-from vizhooks.page.texts import EN
-from vizhooks.page.texts_zh import ZH
+from vizhooks.page.texts import EN, ZH
 from vizhooks.video import MAX_VIDEO_MB, MAX_VIDEO_SECONDS
 
 README_EN = ROOT / "README.md"

@@ -26,7 +26,8 @@ ROOT = Path(__file__).resolve().parents[1]
 
 def raised_codes() -> dict[str, str]:
     """Every code the library passes to an error it raises: {code: file}, found in the source (the
-    second positional argument of a call to a class named ...Error, or ``f"image_{kind}"`` style)."""
+    second positional argument of a call to a class named ...Error or its ``code=`` keyword, or
+    ``f"image_{kind}"`` style)."""
     codes: dict[str, str] = {}
     for path in (ROOT / "vizhooks").rglob("*.py"):
         if "page" in path.parts:
@@ -36,6 +37,10 @@ def raised_codes() -> dict[str, str]:
                 arg = node.args[1]
                 if isinstance(arg, ast.Constant) and isinstance(arg.value, str):
                     codes[arg.value] = path.name
+            if isinstance(node, ast.Call) and getattr(node.func, "id", "").endswith("Error"):
+                for kw in node.keywords:  # CodedError(code=...): the English comes from the catalogue too
+                    if kw.arg == "code" and isinstance(kw.value, ast.Constant) and isinstance(kw.value.value, str):
+                        codes[kw.value.value] = path.name
     return codes
 
 
@@ -46,7 +51,7 @@ def test_every_code_has_its_sentence_in_both_languages():
     assert not missing
     from vizhooks.images import _what_is_it  # the kinds of a non-image, each with its code
 
-    kinds = {_what_is_it(data)[0] for data in (b"%PDF-1.4", b"<html>", b"<svg>", b"hello there\n", b"\x00\x01\x02")}
+    kinds = {_what_is_it(data) for data in (b"%PDF-1.4", b"<html>", b"<svg>", b"hello there\n", b"\x00\x01\x02")}
     assert {f"err_image_{k}" for k in kinds} <= set(ZH)
 
 

@@ -2,18 +2,28 @@
 
 Each vizhooks refusal is an ordinary exception whose message is one English sentence for library
 and command-line users; the ones a page meets also carry a stable ``code`` and the ``values`` the
-sentence is built from, so the page can render it from its own texts (vizhooks.page: ``err_<code>``
-in English and 简体中文) instead of putting English inside a Chinese sentence.
+sentence is built from, so the page can render it in its own language instead of putting English
+inside a Chinese sentence. Both come from one entry of the text catalogue, ``err_<code>``
+(vizhooks/i18n.py): raised with a code and no message, the English ``str()`` is that entry's English.
 """
 
 from __future__ import annotations
 
+from .i18n import english
+
 
 class CodedError(ValueError):
-    """A refusal with an English ``str()``, a stable ``code`` ("" when it has none) and its ``values``."""
+    """A refusal with an English ``str()``, a stable ``code`` ("" when it has none) and its ``values``.
 
-    def __init__(self, message: str, code: str = "", **values: object) -> None:
-        super().__init__(message)
+    ``CodedError(code="image_empty")`` says the catalogue's ``err_image_empty`` in English, filled in with
+    ``values``; a ``message`` given as well is said instead (a sentence that names a Python argument for
+    library users, where the page says the same refusal in its own words).
+    """
+
+    def __init__(self, message: str = "", code: str = "", **values: object) -> None:
+        if not message and not code:
+            raise TypeError("CodedError needs a message or a code.")
+        super().__init__(message or english(f"err_{code}", **values))
         self.code = code
         self.values = values
 

@@ -91,20 +91,20 @@ def _looks_like_text(head: bytes) -> bool:
     return False
 
 
-def _what_is_it(data: bytes) -> tuple[str, str]:
-    """A guess at what a non-image file is: (its kind, the error message)."""
+def _what_is_it(data: bytes) -> str:
+    """A guess at what a non-image file is: its kind, the refusal ``image_<kind>`` of the catalogue."""
     head = data[:4096].lower()
     if head.lstrip().startswith(b"%pdf"):
-        return "pdf", "This is a PDF document, not an image. Export the page as PNG or JPEG first."
+        return "pdf"
     if b"<html" in head or b"<!doctype html" in head:
-        return "html", "This is a web page (HTML), not an image. Save the picture itself, not the page."
+        return "html"
     if b"<svg" in head:
-        return "svg", "This is an SVG drawing, which vizhooks cannot read. Save it as PNG first."
+        return "svg"
     if data[:4] == b"PK\x03\x04" or zipfile.is_zipfile(io.BytesIO(data)):
-        return "zip", "This is a zip archive (or a document such as .docx), not an image."
+        return "zip"
     if _looks_like_text(data[:4096]):
-        return "text", "This is a text file, not an image."
-    return "unknown", "This file is not an image vizhooks can read (try PNG, JPEG, WebP, BMP, GIF or TIFF)."
+        return "text"
+    return "unknown"
 
 
 def _on_white(rgba: Image.Image) -> Image.Image:
@@ -157,7 +157,7 @@ def load_image(source: ImageSource) -> Image.Image:
     """
     data = _read_bytes(source)
     if not data:
-        raise InvalidImageError("The file is empty (0 bytes).", "image_empty")
+        raise InvalidImageError(code="image_empty")
     try:
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")  # damaged-header chatter ("Truncated File Read"): we decide below
@@ -165,22 +165,16 @@ def load_image(source: ImageSource) -> Image.Image:
             im: Image.Image = Image.open(io.BytesIO(data))
             width, height = im.size
     except (UnidentifiedImageError, SyntaxError):
-        kind, message = _what_is_it(data)
-        raise InvalidImageError(message, f"image_{kind}") from None
+        raise InvalidImageError(code=f"image_{_what_is_it(data)}") from None
     except (Image.DecompressionBombError, Image.DecompressionBombWarning):
-        raise InvalidImageError(
-            f"This image has too many pixels; the limit is {MAX_PIXELS / 1e6:.0f} megapixels.",
-            "image_bomb", limit=round(MAX_PIXELS / 1e6)) from None
+        raise InvalidImageError(code="image_bomb", limit=round(MAX_PIXELS / 1e6)) from None
     except Exception:  # a damaged header can raise almost anything inside a Pillow plugin
-        raise InvalidImageError("This image file is damaged and cannot be read.", "image_damaged") from None
+        raise InvalidImageError(code="image_damaged") from None
     if width * height > MAX_PIXELS:
-        raise InvalidImageError(
-            f"This image is {width} x {height} pixels ({width * height / 1e6:.0f} megapixels); "
-            f"the limit is {MAX_PIXELS / 1e6:.0f} megapixels. Please use a smaller copy.",
-            "image_too_large", width=width, height=height, megapixels=round(width * height / 1e6),
-            limit=round(MAX_PIXELS / 1e6))
+        raise InvalidImageError(code="image_too_large", width=width, height=height,
+                                megapixels=round(width * height / 1e6), limit=round(MAX_PIXELS / 1e6))
     if width < 1 or height < 1:
-        raise InvalidImageError("This image has no pixels.", "image_no_pixels")
+        raise InvalidImageError(code="image_no_pixels")
     try:
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")  # e.g. "Corrupt EXIF data", "Palette images with..."
@@ -192,11 +186,9 @@ def load_image(source: ImageSource) -> Image.Image:
                 pass
             return _to_rgb(im)
     except (OSError, SyntaxError, ValueError, EOFError, IndexError, struct.error):
-        raise InvalidImageError(
-            "This image file is truncated or corrupt: only part of it could be read. "
-            "Try saving or downloading it again.", "image_truncated") from None
+        raise InvalidImageError(code="image_truncated") from None
     except Exception:
-        raise InvalidImageError("This image file is damaged and cannot be read.", "image_damaged") from None
+        raise InvalidImageError(code="image_damaged") from None
 
 
 def _target_size(width: int, height: int, size: int) -> tuple[int, int]:

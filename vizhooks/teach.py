@@ -136,8 +136,7 @@ def find_head(model: nn.Module, classes: int | None = None) -> tuple[str, nn.Lin
               if isinstance(getattr(module, "weight", None), torch.Tensor) and module.weight.ndim >= 2
               and module.weight.shape[0] == classes]
     if not owners:
-        raise TeachError(f"No layer of this model has one output per class ({classes}); it cannot be taught.",
-                         "teach_no_head", classes=classes)
+        raise TeachError(code="teach_no_head", classes=classes)
     name, module = owners[-1]
     if not isinstance(module, nn.Linear):
         kind = type(module).__name__

@@ -112,7 +112,7 @@ def _limit_bytes() -> int:
 def _check_bytes(nbytes: int | None) -> None:
     """``nbytes`` None: more than the limit was there to read, exact size unknown."""
     if nbytes == 0:
-        raise InvalidVideoError("The file is empty (0 bytes).", "video_empty")
+        raise InvalidVideoError(code="video_empty")
     limit = _limit_bytes()
     if nbytes is None or nbytes > limit:
         size = "" if nbytes is None else f"{nbytes / 2**20:.1f} MB, "
@@ -180,15 +180,14 @@ def _kind(head: bytes) -> str | None:
             raise InvalidVideoError(f"This is a still picture ({still}), not a video; open it as a photo "
                                     f"instead, or {_TRY}.", "video_still", kind=still)
         if _looks_like_text(head):
-            raise InvalidVideoError(f"This is a text file, not a video; {_TRY}.", "video_text")
+            raise InvalidVideoError(code="video_text")
     return kind
 
 
 def _damaged(kind: str | None) -> InvalidVideoError:
     if kind is None:
-        return InvalidVideoError(f"This file is not a video vizhooks can read; {_TRY}.", "video_unknown")
-    return InvalidVideoError(f"This {_NAMES[kind]} file is truncated or damaged and cannot be read; try saving or "
-                             "downloading it again.", "video_damaged", kind=_NAMES[kind])
+        return InvalidVideoError(code="video_unknown")
+    return InvalidVideoError(code="video_damaged", kind=_NAMES[kind])
 
 
 # ----------------------------------------------------------------------------------------------
@@ -420,9 +419,7 @@ def _read_opened(path: str, kind: str | None, max_frames: int, size: int | None,
         if grabbed == 0:
             raise _damaged(kind)
         if count - grabbed > max(2, count // 10):
-            raise InvalidVideoError(f"This video is truncated or damaged: only {grabbed} of its {count} frames "
-                                    "could be decoded, so save or download it again.", "video_truncated",
-                                    decoded=grabbed, frames=count)
+            raise InvalidVideoError(code="video_truncated", decoded=grabbed, frames=count)
         # The header over-counted by a frame or two (common for WebM): sample the frames there are.
         count = grabbed
         wanted = _sample(count, max_frames)

@@ -292,7 +292,7 @@ def test_every_view_renders_from_a_link(server, page, artifacts):
 
 def test_lesson_in_chinese_next_back_and_step_link(server, page, artifacts):
     from vizhooks.lesson.steps import STEPS
-    from vizhooks.page.texts_zh import ZH
+    from vizhooks.page.texts import ZH
 
     def heading(n: int) -> str:
         title = ZH[f"lesson_{STEPS[n - 1].id}_title"]

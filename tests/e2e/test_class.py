@@ -27,15 +27,16 @@ from urllib.parse import parse_qs, urlsplit
 import pytest
 from playwright.sync_api import Page, expect
 
+from vizhooks.i18n import section
 from vizhooks.lesson.steps import STEPS
-from vizhooks.page.texts import EN
-from vizhooks.page.texts_class import EN as CLASS_EN
+from vizhooks.page.texts import EN, ZH
 from vizhooks.page.texts_polls import CORRECT
-from vizhooks.page.texts_polls import EN as POLLS_EN
-from vizhooks.page.texts_zh import ZH
 
 from .conftest import ARTIFACTS, ROOT
 from .server import free_port, start, stop, wait_healthy
+
+CLASS_EN = section("class", "en")
+POLLS_EN = section("polls", "en")
 
 FOLLOW_S = 30.0  # the longest a student page may take to show the teacher's change (2 shared cores)
 LOAD_MS = 120_000  # a cold server's first page: torch, the model, the first analysis

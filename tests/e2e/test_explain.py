@@ -7,8 +7,7 @@ from __future__ import annotations
 import pytest
 from playwright.sync_api import expect
 
-from vizhooks.page.texts import EN
-from vizhooks.page.texts_zh import ZH
+from vizhooks.page.texts import EN, ZH
 
 #: The maps and the scores take seconds on two shared cores; expect()'s own default is 5 s.
 WAIT_MS = 120_000

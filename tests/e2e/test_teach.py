@@ -15,8 +15,7 @@ import re
 import pytest
 from playwright.sync_api import Page, expect
 
-from vizhooks.page.texts import EN
-from vizhooks.page.texts_zh import ZH
+from vizhooks.page.texts import EN, ZH
 
 from .conftest import new_page
 from .server import start, stop, wait_healthy
@@ -43,7 +42,7 @@ STEP_MS = 60_000
 SNAPSHOTS = 2  # per class: the fewest Train accepts
 TAKE_PHOTO = "Take Photo"  # Streamlit's own button, in English on every page
 CLASSES = {"en": ("mug", "pen"), "zh": ("杯子", "笔")}
-COUNT = re.compile(r"^\d+ (photo\(s\)|张照片)$")  # texts_teach's "teach_count" in both languages
+COUNT = re.compile(r"^\d+ (photo\(s\)|张照片)$")  # the catalogue's "teach_count" in both languages
 
 
 @pytest.fixture(scope="module")

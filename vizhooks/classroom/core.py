@@ -147,9 +147,7 @@ class Classroom:
     def start(self) -> Teacher:
         """A new class with a fresh code and secret; ClassLimitError when ``max_classes`` run."""
         if len(self.live_codes()) >= self.max_classes:
-            raise ClassLimitError(
-                f"This server already runs {self.max_classes} classes, its limit: end one, or ask the "
-                "operator to raise VIZHOOKS_MAX_CLASSES.", "class_limit", limit=self.max_classes)
+            raise ClassLimitError(code="class_limit", limit=self.max_classes)
         for _ in range(20):
             code = "".join(secrets.choice(ALPHABET) for _ in range(CODE_LENGTH))
             if self.store.hsetnx(REGISTRY, code, str(self._now() + self.idle_seconds).encode()):
@@ -158,9 +156,7 @@ class Classroom:
             raise ClassLimitError("No free class code was found; try again.")
         if len(self.live_codes()) > self.max_classes:  # another server started one at the same moment
             self.store.hdel(REGISTRY, code)
-            raise ClassLimitError(
-                f"This server already runs {self.max_classes} classes, its limit: end one, or ask the "
-                "operator to raise VIZHOOKS_MAX_CLASSES.", "class_limit", limit=self.max_classes)
+            raise ClassLimitError(code="class_limit", limit=self.max_classes)
         secret = secrets.token_urlsafe(24)
         self.store.hset(self._key(code), "secret", _sha(secret))
         self.store.hset(self._key(code), "started", str(self._now()).encode())
@@ -212,8 +208,7 @@ class Classroom:
             raise UnknownClassError(f"Class {teacher.code} has ended or never existed.", "class_unknown",
                                     class_code=teacher.code)
         if not hmac.compare_digest(stored, _sha(teacher.secret)):
-            raise NotTeacherError(f"Only the teacher of class {teacher.code} can do that.", "class_not_teacher",
-                                  class_code=teacher.code)
+            raise NotTeacherError(code="class_not_teacher", class_code=teacher.code)
         if abs(self._now() - number / 1e9) > ACTION_WINDOW:
             raise NotTeacherError("That teacher action is too old to be taken (a replay?); do it again.",
                                   "class_replayed")
@@ -252,8 +247,7 @@ class Classroom:
         student whose server does not hold it can use it; it replaces the one shared before."""
         self.authorize(teacher, number or action_number())
         if len(blob) > MAX_MODEL_BYTES:
-            raise ClassError(f"A shared model may hold at most {MAX_MODEL_BYTES // 1_000_000} MB.",
-                             "class_model_large", most=MAX_MODEL_BYTES // 1_000_000)
+            raise ClassError(code="class_model_large", most=MAX_MODEL_BYTES // 1_000_000)
         self.store.set(self._key(teacher.code, "model"), blob, self.idle_seconds)
 
     def shared_model(self, code: str) -> bytes | None:
@@ -263,8 +257,7 @@ class Classroom:
     def touch(self, teacher: Teacher) -> None:
         """The teacher is still here (the page calls this while the teacher's tab is open)."""
         if not self.verify(teacher):
-            raise NotTeacherError(f"Only the teacher of class {teacher.code} can do that.", "class_not_teacher",
-                                  class_code=teacher.code)
+            raise NotTeacherError(code="class_not_teacher", class_code=teacher.code)
         self._renew(teacher.code)
 
     def state(self, code: str) -> ClassState:
@@ -272,7 +265,7 @@ class Classroom:
         code = normalise_code(code)
         raw = self.store.get(self._key(code, "state"))
         if raw is None or not self.exists(code):
-            raise UnknownClassError(f"There is no class {code} (it may have ended).", "class_unknown", class_code=code)
+            raise UnknownClassError(code="class_unknown", class_code=code)
         state = json.loads(raw)
         return ClassState(code, int(state["version"]), dict(state["page"]))
 
@@ -302,7 +295,7 @@ class Classroom:
         """A student's answer to ``question``: one per session, a new one replaces the old."""
         code = normalise_code(code)
         if not self.exists(code):
-            raise UnknownClassError(f"There is no class {code} (it may have ended).", "class_unknown", class_code=code)
+            raise UnknownClassError(code="class_unknown", class_code=code)
         self.store.hset(self._key(code, "answers"), f"{question}|{session}", str(int(choice)).encode())
         self.store.expire(self._key(code, "answers"), self.idle_seconds)  # answers end with their class
 
@@ -335,21 +328,18 @@ class Classroom:
         same photo sent twice is kept once)."""
         code = normalise_code(code)
         if not self.exists(code):
-            raise UnknownClassError(f"There is no class {code} (it may have ended).", "class_unknown", class_code=code)
+            raise UnknownClassError(code="class_unknown", class_code=code)
         load_image(data)  # the upload's checks: format, size, pixels
         pid = hashlib.sha256(data).hexdigest()[:16]
         index = self._key(code, "gallery")
         if self.store.hget(index, pid) is not None:
             return pid
         if len(self.store.hgetall(index)) >= self.max_photos:
-            raise ClassLimitError(f"The class gallery is full ({self.max_photos} photos).", "gallery_full_photos",
-                                  limit=self.max_photos)
+            raise ClassLimitError(code="gallery_full_photos", limit=self.max_photos)
         total = self.store.incrby(self._key(code, "gallery_bytes"), len(data))
         if total > self.max_gallery_bytes:
             self.store.incrby(self._key(code, "gallery_bytes"), -len(data))
-            raise ClassLimitError(
-                f"The class gallery is full ({self.max_gallery_bytes / 1e6:g} MB of photos).", "gallery_full_mb",
-                limit=f"{self.max_gallery_bytes / 1e6:g}")
+            raise ClassLimitError(code="gallery_full_mb", limit=f"{self.max_gallery_bytes / 1e6:g}")
         self.store.set(self._key(code, f"gallery:{pid}"), data, self.idle_seconds)
         if not self.store.hsetnx(index, pid, str(self._now()).encode()):  # the same photo, at the same moment
             self.store.incrby(self._key(code, "gallery_bytes"), -len(data))

@@ -36,8 +36,8 @@ from vizhooks.cam import cams_from
 from vizhooks.convolution import ConvStep, conv_at
 from vizhooks.explain import ExplainError
 from vizhooks.gradients import GradientResult, backward_report, gradient_pass
+from vizhooks.i18n import LANGUAGES
 from vizhooks.labels import class_labels
-from vizhooks.language import LANGUAGES
 from vizhooks.layers import architecture_layers, quick_picks, token_model
 from vizhooks.lesson.code import Code, ConvPlace, NewHead, conv_place, lesson_code, view_code, with_weights_fallback
 from vizhooks.lesson.display import (

@@ -1,8 +1,8 @@
 """The lesson's sentences in one language: ``t(key, lang=None, **values)``.
 
-The tables are texts_lesson.py (the steps and the handout), texts_views.py (what the handout draws as
-the views do) and texts_tables.py (table headers); the language is the one vizhooks.language holds
-(the page sets it for its run, :func:`in_language` for a lesson file), unless ``lang`` names one.
+The sentences are the text catalogue's (vizhooks/locale, read by :mod:`vizhooks.i18n`), the same one
+the page reads; the language is the current one (the page sets it for its run, :func:`in_language`
+for a lesson file), unless ``lang`` names one.
 """
 
 from __future__ import annotations
@@ -11,12 +11,7 @@ import contextvars
 from collections.abc import Callable
 from typing import TypeVar
 
-from ..language import LANGUAGES, lookup, set_language
-from . import texts_lesson, texts_tables, texts_views
-
-EN: dict[str, str] = {**texts_tables.EN, **texts_views.EN, **texts_lesson.EN}
-ZH: dict[str, str] = {**texts_tables.ZH, **texts_views.ZH, **texts_lesson.ZH}
-TABLES: dict[str, dict[str, str]] = {"en": EN, "zh": ZH}
+from vizhooks.i18n import LANGUAGES, SOURCE, language, set_language, table
 
 T = TypeVar("T")
 
@@ -27,12 +22,13 @@ def t(key: str, lang: str | None = None, **values: object) -> str:
     Raises:
         KeyError: no English sentence has that key (a bug).
     """
-    return lookup(TABLES, key, lang, **values)
+    text = table(lang if lang is not None and lang in LANGUAGES else language()).get(key) or table(SOURCE)[key]
+    return text.format(**values) if values else text
 
 
 def known(key: str) -> bool:
-    """Whether the lesson's tables have a sentence ``key``."""
-    return key in EN
+    """Whether the catalogue has a sentence ``key``."""
+    return key in table(SOURCE)
 
 
 def in_language(lang: str, make: Callable[[], T]) -> T:

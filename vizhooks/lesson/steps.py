@@ -1,7 +1,7 @@
 """The guided lesson (``?view=lesson&step=N``): its steps, in order.
 
 Each step names the text keys it uses (``lesson_<id>_title``, ``_text``, ``_q``, ``_a`` in
-vizhooks/lesson/texts_lesson.py), the live view the page shows for it and the plain-PyTorch code it prints.
+the text catalogue, vizhooks/locale), the live view the page shows for it and the plain-PyTorch code it prints.
 """
 
 from __future__ import annotations
@@ -9,7 +9,7 @@ from __future__ import annotations
 import argparse
 from dataclasses import dataclass
 
-from ..language import LANGUAGES
+from ..i18n import LANGUAGES
 
 
 @dataclass(frozen=True)

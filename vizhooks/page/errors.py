@@ -80,7 +80,7 @@ def shown_errors() -> Iterator[None]:
     except (RuntimeError, MemoryError) as exc:
         LOG.exception("model run failed")
         release_memory()
-        st.error(t("out_of_memory" if is_out_of_memory(exc) else "failed"))
+        st.error(t("out_of_memory") if is_out_of_memory(exc) else t("failed"))
     else:
         return
     st.stop()

@@ -244,6 +244,6 @@ def read_upload(bundle: vz.ModelBundle, weights: bytes, labels: bytes, suffix: s
     try:
         text = labels.decode("utf-8-sig")
     except UnicodeDecodeError:
-        raise vz.WeightsError("The class names file is not UTF-8 text.", "teach_labels_text") from None
+        raise vz.WeightsError(code="teach_labels_text") from None
     names = parse_labels(text, f"labels{suffix}")
     return from_checkpoint(state, names, bundle)

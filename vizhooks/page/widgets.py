@@ -62,7 +62,7 @@ def pick_label(pick: str, model: str) -> str:
     """A quick pick's line in the menu."""
     if pick.startswith("res:"):
         hw = pick.removeprefix("res:").replace("x", "×")
-        return t("pick_res_blocks" if token_model(model) else "pick_res_convs", hw=hw)
+        return t("pick_res_blocks", hw=hw) if token_model(model) else t("pick_res_convs", hw=hw)
     return t(f"pick_{pick}")
 
 

@@ -189,7 +189,7 @@ def show_video(bundle: vz.ModelBundle, c: Choices) -> None:
     st.caption(t("video_summary", n=len(clip.frames), total=clip.frame_count, seconds=clip.duration,
                  fps=clip.fps, w=clip.width, h=clip.height))
     playing = bool(st.session_state.get("video_playing"))
-    st.button(t("video_pause" if playing else "video_play"), key="video_play", on_click=toggle_play,
+    st.button(t("video_pause") if playing else t("video_play"), key="video_play", on_click=toggle_play,
               icon=":material/pause:" if playing else ":material/play_arrow:", disabled=len(clip.frames) < 2)
     part = st.fragment(show_video_frame, run_every=PLAY_SECONDS if playing else None)
     with shown_errors():

@@ -16,10 +16,11 @@ Each module in this package describes itself beside its ``show``::
 
 Adding a view is one module and its texts: write ``vizhooks/page/views/<name>.py`` with
 ``show(ctx: Context) -> None`` and its ``VIEW = View(...)`` line, and add its label (and any other
-sentence it shows) to vizhooks/page/texts.py (English) and vizhooks/page/texts_zh.py (Chinese). The
-registry finds the module by itself; the menu, ``?view=<name>`` links, present mode and the class
-follow. A view module never imports vizhooks.page.state (only its types, under TYPE_CHECKING) nor
-vizhooks.page.urlstate: the link's parser reads this registry, so that would be an import cycle.
+sentence it shows) to the text catalogue, vizhooks/locale/<lang>/LC_MESSAGES/vizhooks.po, in every
+language (tests/test_catalogue.py says what is missing). The registry finds the module by itself;
+the menu, ``?view=<name>`` links, present mode and the class follow. A view module never imports
+vizhooks.page.state (only its types, under TYPE_CHECKING) nor vizhooks.page.urlstate: the link's
+parser reads this registry, so that would be an import cycle.
 """
 
 from __future__ import annotations

@@ -184,8 +184,8 @@ def _show_pool(ctx: Context, pools: dict[str, PoolInfo]) -> None:
         st.markdown(t("cv_pool_mean", total=float(step.values.sum()), divisor=step.divisor, value=step.computed,
                       own=step.own))
     if int(step.padded.sum()):
-        st.caption(t("cv_pool_padding_max" if step.kind == "max" else "cv_pool_padding_avg",
-                     n=int(step.padded.sum()), taps=kh * kw))
+        padding = dict(n=int(step.padded.sum()), taps=kh * kw)
+        st.caption(t("cv_pool_padding_max", **padding) if step.kind == "max" else t("cv_pool_padding_avg", **padding))
     st.metric(t("cv_pool_total", row=row, col=col), f"{step.own:.4f}")
     _show_slide(ctx, layer, channel, "cv_slide_pool")
 

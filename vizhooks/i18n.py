@@ -1,0 +1,214 @@
+"""One text catalogue: every sentence of the page and of the library's coded refusals (which the command
+line prints too), as gettext catalogues read with Babel.
+
+``vizhooks/locale/<lang>/LC_MESSAGES/vizhooks.po`` holds one language. Message ids are symbolic keys
+(``"page_title"``, ``"err_image_empty"``), the ones the code has always used in ``t("key")``; ``en.po``
+holds the English sentences, and every other ``.po`` carries the English as an extracted comment
+(``#.``) above each entry for its translator. A ``# section: NAME`` comment groups the entries of one
+part of the page (``section()``). Each ``.po`` is parsed once per process, on first use (about 0.2 s
+for today's two, ~700 entries each); after that a text is one dictionary look-up, so the page's
+script, which runs on every interaction, never reads a file.
+
+``t(key, **values)`` looks a text up in the current language (a context variable, so each Streamlit
+session's thread has its own) and fills in ``{values}`` with ``str.format``. A key missing in another
+language falls back to English; a key missing in English is a bug and raises KeyError.
+
+Adding a language needs no code:
+
+1. ``pybabel init -i vizhooks/locale/vizhooks.pot -d vizhooks/locale -D vizhooks -l zh_Hant``
+   writes ``vizhooks/locale/zh_Hant/LC_MESSAGES/vizhooks.po`` with every key and its English.
+2. Fill in each ``msgstr`` (``language_name`` is how the language names itself in the page's
+   switch); keep every ``{placeholder}`` and its format spec.
+3. ``tests/test_catalogue.py`` checks that every key is translated with the same placeholders.
+
+The page calls the language by its folder's name with ``-`` for ``_`` (``zh_Hant`` -> ``zh-Hant``).
+After English texts change, ``python -m vizhooks.i18n`` rewrites the template from ``en.po`` and
+``pybabel update -w 100 -i vizhooks/locale/vizhooks.pot -d vizhooks/locale -D vizhooks -l zh`` carries the new
+English comments and keys into ``zh.po``. ``pybabel extract -F babel.cfg -k t -k english -o used.pot .`` lists
+every key the code uses; the tests check each of them is in the catalogue.
+"""
+
+from __future__ import annotations
+
+import contextvars
+import functools
+import os
+from collections.abc import Iterator, Mapping
+from pathlib import Path
+
+#: Where the catalogues live: one folder per language, gettext's layout.
+LOCALE_DIR = Path(__file__).with_name("locale")
+DOMAIN = "vizhooks"
+#: The language every key must have, and the one a missing text falls back to.
+SOURCE = "en"
+#: The translator comment that names an entry's section.
+SECTION_MARK = "section: "
+
+_current: contextvars.ContextVar[str | None] = contextvars.ContextVar("vizhooks_language", default=None)
+
+
+def po_path(lang: str) -> Path:
+    """The catalogue file of ``lang`` (``"zh-Hant"`` lives in the folder ``zh_Hant``)."""
+    return LOCALE_DIR / lang.replace("-", "_") / "LC_MESSAGES" / f"{DOMAIN}.po"
+
+
+@functools.cache
+def languages() -> tuple[str, ...]:
+    """Every language with a catalogue, English first, as the page names them (``"zh-Hant"``)."""
+    found = sorted(p.parent.parent.name.replace("_", "-") for p in LOCALE_DIR.glob(f"*/LC_MESSAGES/{DOMAIN}.po"))
+    if SOURCE not in found:
+        raise FileNotFoundError(f"The English catalogue {po_path(SOURCE)} is missing; reinstall vizhooks.")
+    return (SOURCE, *(lang for lang in found if lang != SOURCE))
+
+
+@functools.cache
+def _read(lang: str) -> tuple[dict[str, str], dict[str, str]]:
+    """``(texts, sections)`` of one catalogue: key -> text (untranslated entries left out, so they fall
+    back to English) and key -> section name. Parsed once per process."""
+    from babel.messages.pofile import read_po  # here: the library's import stays free of Babel
+
+    with po_path(lang).open("rb") as fh:
+        catalog = read_po(fh, locale=lang.replace("-", "_"), domain=DOMAIN)
+    texts: dict[str, str] = {}
+    sections: dict[str, str] = {}
+    for message in catalog:
+        if not message.id or not isinstance(message.id, str):
+            continue  # the header; a plural entry would be a tuple (vizhooks has none)
+        if message.string and not message.fuzzy:
+            texts[message.id] = str(message.string)
+        for comment in message.user_comments:
+            if comment.startswith(SECTION_MARK):
+                sections[message.id] = comment[len(SECTION_MARK):].strip()
+    return texts, sections
+
+
+def table(lang: str) -> dict[str, str]:
+    """Every translated text of ``lang``: key -> text (a shared dict: read it, do not change it)."""
+    return _read(lang)[0]
+
+
+def section(name: str, lang: str = SOURCE) -> dict[str, str]:
+    """The texts of one section (``"polls"``, ``"errors"``...) in ``lang``, keyed as in English;
+    sections are named by the English catalogue."""
+    texts = table(lang)
+    return {key: texts[key] for key, part in _read(SOURCE)[1].items() if part == name and key in texts}
+
+
+def placeholders(text: str) -> list[tuple[str, str, str]]:
+    """``(name, conversion, format spec)`` of each ``{field}`` of a text, in order; [] for a text whose
+    braces are not a format string (it is shown without ``str.format``)."""
+    import string
+
+    try:
+        return [(name, conv or "", spec or "") for _, name, spec, conv in string.Formatter().parse(text)
+                if name is not None]
+    except ValueError:
+        return []
+
+
+def set_language(lang: str) -> None:
+    """The language of this thread's page run (Streamlit runs each session in its own thread)."""
+    _current.set(lang if lang in languages() else SOURCE)
+
+
+def language() -> str:
+    """This thread's language: the page's choice, else ``VIZHOOKS_LANG``, else English."""
+    lang = _current.get() or os.environ.get("VIZHOOKS_LANG", SOURCE)
+    return lang if lang in languages() else SOURCE
+
+
+def language_from_locale(locale: str | None) -> str:
+    """A browser's locale as a catalogue language: ``"zh-CN"``, ``"zh_TW"``, ``"zh"`` -> ``"zh"``; an exact
+    match (``"zh-Hant"``) first, then the language's first part; anything else (or nothing) -> ``"en"``."""
+    tag = (locale or "").lower().replace("_", "-")
+    by_tag = {lang.lower(): lang for lang in languages()}
+    return by_tag.get(tag) or by_tag.get(tag.split("-")[0]) or SOURCE
+
+
+def t(key: str, **values: object) -> str:
+    """The text ``key`` in the current language, formatted with ``values``.
+
+    Args:
+        key: a message id of the catalogue, e.g. ``"page_title"``.
+        **values: the ``{placeholders}`` of the text; without values the text is returned as written.
+
+    Returns:
+        The sentence; English where the current language lacks it.
+
+    Raises:
+        KeyError: ``key`` is not in the English catalogue (a bug: tests/test_catalogue.py checks every key).
+
+    Example:
+        >>> t("where_conv", index=1, count=20)
+        'conv 1 of 20'
+    """
+    text = table(language()).get(key) or table(SOURCE)[key]
+    return text.format(**values) if values else text
+
+
+def english(key: str, **values: object) -> str:
+    """The English text ``key`` whatever the page's language: library refusals and the command line."""
+    text = table(SOURCE)[key]
+    return text.format(**values) if values else text
+
+
+class _Languages(Mapping[str, dict[str, str]]):
+    """language -> its table, read on first use (``LANGUAGES["zh"]``, ``"zh" in LANGUAGES``)."""
+
+    def __getitem__(self, lang: str) -> dict[str, str]:
+        if lang not in languages():
+            raise KeyError(lang)
+        return table(lang)
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(languages())
+
+    def __len__(self) -> int:
+        return len(languages())
+
+
+class _Names(Mapping[str, str]):
+    """language -> how it names itself (its catalogue's ``language_name``)."""
+
+    def __getitem__(self, lang: str) -> str:
+        return LANGUAGES[lang].get("language_name") or lang
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(languages())
+
+    def __len__(self) -> int:
+        return len(languages())
+
+
+#: language -> key -> text, for every language with a catalogue.
+LANGUAGES: Mapping[str, dict[str, str]] = _Languages()
+#: How each language names itself in the page's switch.
+LANGUAGE_NAMES: Mapping[str, str] = _Names()
+
+
+def write_template(path: Path | None = None) -> Path:
+    """Rewrite ``vizhooks/locale/vizhooks.pot`` from ``en.po``: every key, its section and its English
+    as the extracted comment, no translation; ``pybabel init`` / ``update`` start from it."""
+    from babel.messages.catalog import Catalog
+    from babel.messages.pofile import read_po, write_po
+
+    with po_path(SOURCE).open("rb") as fh:
+        english_catalog = read_po(fh, locale=SOURCE, domain=DOMAIN)
+    template = Catalog(domain=DOMAIN, project="vizhooks", version=None, copyright_holder="vizhooks",
+                       msgid_bugs_address="", creation_date=english_catalog.creation_date,
+                       revision_date=english_catalog.revision_date, fuzzy=False)
+    template.header_comment = "# The vizhooks text catalogue's template: python -m vizhooks.i18n writes it from en.po."
+    for message in english_catalog:
+        if message.id:
+            # no python-brace-format flag: Babel derives it from the msgid, a key without braces, and drops it on
+            # update; tests/test_catalogue.py compares the placeholders instead
+            template.add(message.id, "", auto_comments=str(message.string).split("\n"),
+                         user_comments=message.user_comments)
+    target = path or LOCALE_DIR / f"{DOMAIN}.pot"
+    with target.open("wb") as fh:
+        write_po(fh, template, width=100, omit_header=False)
+    return target
+
+
+if __name__ == "__main__":
+    print(write_template())
