@@ -45,6 +45,7 @@ import torch
 from torch import nn
 
 from ._hooks import check_input, first_tensor, model_device, model_lock, preserved_state
+from ._scale import min_max
 from .cam import grad_cam
 from .errors import CodedError
 from .layers import find_layers, resolve_layers
@@ -147,8 +148,7 @@ def default_layers(model: ModelBundle | nn.Module) -> list[str]:
 
 def _scale(cam: torch.Tensor) -> torch.Tensor:
     """Min-max to [0, 1] like pytorch-grad-cam's ``scale_cam_image`` (a constant map becomes zeros)."""
-    cam = cam - cam.min()
-    return cam / (cam.max() + 1e-7)
+    return min_max(cam, eps=1e-7)
 
 
 def _aggregate(per_layer: Sequence[torch.Tensor]) -> torch.Tensor:

@@ -43,6 +43,7 @@ import torch.nn.functional as F
 from torch import nn
 
 from ._hooks import check_input, first_tensor, model_device, model_lock, preserved_state
+from ._scale import min_max
 from .models import ModelBundle
 
 __all__ = [
@@ -183,8 +184,7 @@ def _scaled_map(attribution: torch.Tensor, size: tuple[int, int]) -> torch.Tenso
     m = m.float()
     if not torch.isfinite(m).all():
         raise ValueError("attribution has NaN or infinite values; a score of it would mean nothing.")
-    lo, hi = m.min(), m.max()
-    m = (m - lo) / (hi - lo) if hi > lo else torch.zeros_like(m)
+    m = min_max(m)
     if tuple(m.shape) != size:
         m = F.interpolate(m[None, None], size=size, mode="bilinear", align_corners=False)[0, 0]
     return m

@@ -38,6 +38,7 @@ from ._hooks import (
     model_lock,
     preserved_state,
 )
+from ._scale import min_max
 from .convolution import Window, window_of
 from .images import IMAGENET_MEAN, IMAGENET_STD
 from .layers import resolve_layers
@@ -224,7 +225,7 @@ def slide_positions(height: int, width: int, max_frames: int = MAX_FRAMES, slow:
 
 
 def _levels(values: np.ndarray, lo: float, hi: float, levels: int, first: int) -> np.ndarray:
-    unit = (values - lo) / (hi - lo) if hi > lo else np.zeros_like(values)
+    unit = min_max(values, lo, hi)
     return (first + np.clip(np.rint(unit * (levels - 1)), 0, levels - 1)).astype(np.uint8)
 
 
