@@ -1,10 +1,12 @@
 """Hook internals shared by every vizhooks function that registers hooks.
 
-One home for: the model lock, owned handles removed in ``finally``, the first tensor of a module's
-input or output, keeping a copy, the ``"name#N"`` key of a module that runs several times, and
-state preservation (training flag, ``requires_grad``, ``.grad``), and running the network up to a
-layer, then stopping. Private: the public functions in capture, gradients, summary, cam, live
-and the atlas are built on these.
+One owner of hook work, :func:`hooked`: a ``with`` block that holds the model's lock, preserves
+its state (training flag, ``requires_grad``, ``.grad``), owns every hook handle and removes them
+all in ``finally``, and can stop the forward pass after given layers. Every module that hooks a
+model goes through it. Also here: the lock itself, the first tensor of a module's input or output,
+keeping a copy, the ``"name#N"`` key of a module that runs several times, and the one sentence
+for a layer that did not run. Private: the public functions in capture, gradients, summary, cam,
+live and the atlas are built on these.
 """
 
 from __future__ import annotations
@@ -13,7 +15,7 @@ import contextlib
 import threading
 import time
 import weakref
-from collections.abc import Callable, Iterable, Iterator, Sequence
+from collections.abc import Callable, Container, Iterable, Iterator
 from typing import Any
 
 import torch
@@ -139,68 +141,13 @@ def call_key(name: str, call: int) -> str:
 
 class StopForward(Exception):
     """Raised by a forward hook once the layer it watches has run: nothing after that layer needs
-    computing (feature visualization, the live camera). Catch it around the model call."""
+    computing (feature visualization, the live camera). :meth:`Hooks.run` ends the pass quietly on it."""
 
 
-@contextlib.contextmanager
-def hooks_removed_after(handles: list[Any]) -> Iterator[list[Any]]:
-    """Own hook handles: remove every one when the block ends, whatever happens."""
-    try:
-        yield handles
-    finally:
-        for handle in handles:
-            handle.remove()
-
-
-@contextlib.contextmanager
-def forward_until(
-    model: nn.Module, layers: Sequence[str], reduce: Callable[[str, torch.Tensor], Any] | None = None,
-) -> Iterator[Callable[[Callable[[], object]], dict[str, Any]]]:
-    """Forward hooks on ``layers`` that stop the pass once every one of them has run.
-
-    Yields ``run(forward)``: it calls ``forward()`` (which calls the model, as the caller likes:
-    under ``no_grad``, through ``functional_call``...) and returns ``{layer: value}`` for the layers
-    that ran, where ``value`` is the first tensor of the layer's first output, or
-    ``reduce(layer, tensor)`` when given (reduce at once: in-place ops may rewrite it later). Nothing
-    after the last of the layers is computed. ``run`` may be called many times; every hook is removed
-    when the block ends. Call with the model's lock held.
-
-    Example:
-        >>> with forward_until(model, ["layer2"]) as run:
-        ...     maps = run(lambda: model(x))["layer2"]
-    """
-    names = list(dict.fromkeys(layers))
-    found: dict[str, Any] = {}
-
-    def hook_for(name: str) -> Callable[[nn.Module, Any, Any], None]:
-        def hook(_module: nn.Module, _args: Any, output: Any) -> None:
-            if name in found:
-                return
-            value = first_tensor(output)
-            found[name] = value if reduce is None else reduce(name, value)
-            if len(found) == len(names):
-                raise StopForward
-
-        return hook
-
-    def run(forward: Callable[[], object]) -> dict[str, Any]:
-        found.clear()
-        try:
-            forward()
-        except StopForward:
-            pass
-        return dict(found)
-
-    with hooks_removed_after([]) as handles:
-        for name in names:
-            # get_submodule walks one path; the live view calls this for every frame
-            handles.append(model.get_submodule(name).register_forward_hook(hook_for(name)))
-        yield run
-
-
-def missing_layers(names: Iterable[str], found: dict[str, Any]) -> None:
-    """Raise when a layer never ran in the forward pass (a head the model does not use)."""
-    missing = [n for n in names if n not in found]
+def check_ran(names: Iterable[str], ran: Container[str]) -> None:
+    """Raise the one sentence for the first of ``names`` not in ``ran`` (the layers the hooks saw):
+    a layer that never ran in the forward pass, such as a head the model does not use."""
+    missing = [n for n in names if n not in ran]
     if missing:
         raise ValueError(f"Layer {missing[0]!r} did not run in the model's forward pass; choose a layer that does.")
 
@@ -223,3 +170,162 @@ def preserved_state(model: nn.Module) -> Iterator[None]:
             p.grad = grad
         for m, flag in training.items():
             m.training = flag
+
+
+#: ``lock=HELD``: the caller already holds the lock that guards the model (a helper documented "call
+#: with the model's lock held", a meta-device model under the lock :func:`vizhooks.models.meta_model`
+#: gives, the live stream's frame that took the lock without waiting), so nothing more is acquired.
+HELD: contextlib.AbstractContextManager[Any] = contextlib.nullcontext()
+
+#: A module, or its qualified name in the hooked model.
+ModuleRef = nn.Module | str
+
+
+class Hooks:
+    """Everything a vizhooks function does to a model while it hooks it, undone when the block ends.
+
+    Entering takes, in this order: the model's lock (:func:`model_lock`, or ``lock``), its state
+    (with ``preserve``: eval mode and frozen parameters inside, see :func:`preserved_state`), and
+    the stop hooks of ``stop_after``. Leaving, whatever happened, undoes them in reverse: every
+    handle registered through this object removed, the state put back, the lock released. Made by
+    :func:`hooked`; one ``with`` block per object.
+
+    ``stop_after``: a forward hook on each of these layers keeps the first tensor of its first
+    output (or ``reduce(layer, tensor)``: reduce at once, in-place ops may rewrite it later) and,
+    once every one of them has run, stops the pass: :meth:`run` returns what they kept and nothing
+    after the last of them is computed. They fire after the block's other forward hooks on the
+    same module, whenever those were registered.
+    """
+
+    def __init__(self, model: nn.Module, *, preserve: bool = True, stop_after: Iterable[str] = (),
+                 reduce: Callable[[str, torch.Tensor], Any] | None = None,
+                 lock: contextlib.AbstractContextManager[Any] | None = None) -> None:
+        self.model = model
+        self._preserve = preserve
+        self._lock = model_lock(model) if lock is None else lock
+        self._reduce = reduce
+        self._stop_names = list(dict.fromkeys(stop_after))
+        self._stops: dict[str, tuple[nn.Module, Any]] = {}
+        self._found: dict[str, Any] = {}
+        self._handles: list[Any] = []
+        self._exit: contextlib.ExitStack | None = None
+
+    def __enter__(self) -> Hooks:
+        if self._exit is not None:
+            raise RuntimeError("This Hooks block is already open; make a new one with hooked(model).")
+        with contextlib.ExitStack() as stack:
+            stack.enter_context(self._lock)
+            if self._preserve:
+                stack.enter_context(preserved_state(self.model))
+            stack.callback(self.remove)
+            for name in self._stop_names:
+                # get_submodule walks one path; the live view opens a block for every frame
+                module = self.model.get_submodule(name)
+                self._stops[name] = (module, module.register_forward_hook(self._stop_hook(name)))
+            self._exit = stack.pop_all()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        stack, self._exit = self._exit, None
+        if stack is not None:
+            stack.close()  # never swallows: the block's exception goes on after this returns
+
+    def _open(self) -> None:
+        if self._exit is None:
+            raise RuntimeError("Register hooks inside the `with hooked(model) as hooks:` block, which removes them.")
+
+    def _module(self, module: ModuleRef) -> nn.Module:
+        return self.model.get_submodule(module) if isinstance(module, str) else module
+
+    def add(self, *handles: Any) -> None:
+        """Own handles registered elsewhere (a library's): removed when the block ends."""
+        self._open()
+        self._handles.extend(handles)
+
+    def forward_hook(self, module: ModuleRef, hook: Callable[..., Any]) -> Any:
+        """``module.register_forward_hook(hook)`` (a name is looked up in the model), owned."""
+        self._open()
+        target = self._module(module)
+        handle = target.register_forward_hook(hook)
+        self._handles.append(handle)
+        for name, (stop_module, stop_handle) in list(self._stops.items()):
+            if stop_module is target:  # the stop goes last, or the pass would end before this hook
+                stop_handle.remove()
+                self._stops[name] = (target, target.register_forward_hook(self._stop_hook(name)))
+        return handle
+
+    def forward_pre_hook(self, module: ModuleRef, hook: Callable[..., Any]) -> Any:
+        """``module.register_forward_pre_hook(hook)``, owned."""
+        self._open()
+        handle = self._module(module).register_forward_pre_hook(hook)
+        self._handles.append(handle)
+        return handle
+
+    def full_backward_hook(self, module: ModuleRef, hook: Callable[..., Any]) -> Any:
+        """``module.register_full_backward_hook(hook)``, owned."""
+        self._open()
+        handle = self._module(module).register_full_backward_hook(hook)
+        self._handles.append(handle)
+        return handle
+
+    def tensor_hook(self, tensor: torch.Tensor, hook: Callable[..., Any]) -> Any:
+        """``tensor.register_hook(hook)`` (a gradient hook, usually from a forward hook), owned."""
+        self._open()
+        handle = tensor.register_hook(hook)
+        self._handles.append(handle)
+        return handle
+
+    def _stop_hook(self, name: str) -> Callable[[nn.Module, Any, Any], None]:
+        def hook(_module: nn.Module, _args: Any, output: Any) -> None:
+            if name in self._found:
+                return
+            value = first_tensor(output)
+            self._found[name] = value if self._reduce is None else self._reduce(name, value)
+            if len(self._found) == len(self._stop_names):
+                raise StopForward
+
+        return hook
+
+    def run(self, forward: Callable[[], object]) -> dict[str, Any]:
+        """Call ``forward()`` (which calls the model as the caller likes: under ``no_grad``, through
+        ``functional_call``...), ending quietly where a hook raised :class:`StopForward`; returns
+        ``{layer: value}`` for the layers of ``stop_after`` that ran. May be called many times."""
+        self._open()
+        self._found.clear()
+        try:
+            forward()
+        except StopForward:
+            pass
+        return dict(self._found)
+
+    def remove(self) -> None:
+        """Remove every hook registered so far, now (the block removes them again at its end,
+        which is harmless)."""
+        handles, self._handles = self._handles, []
+        stops, self._stops = self._stops, {}
+        for handle in [*handles, *(h for _, h in stops.values())]:
+            handle.remove()
+
+
+def hooked(model: nn.Module, *, preserve: bool = True, stop_after: Iterable[str] = (),
+           reduce: Callable[[str, torch.Tensor], Any] | None = None,
+           lock: contextlib.AbstractContextManager[Any] | None = None) -> Hooks:
+    """The one way vizhooks hooks a model: a ``with`` block that holds its lock, keeps its state
+    and owns every hook (see :class:`Hooks`).
+
+    Args:
+        model: the model to hook.
+        preserve: eval mode and frozen parameters inside; the training flags, ``requires_grad``
+            and ``.grad`` exactly as before afterwards (:func:`preserved_state`). False leaves the
+            model's mode alone (a capture runs the model as the caller set it).
+        stop_after: layer names whose forward pass :meth:`Hooks.run` ends after.
+        reduce: ``reduce(layer, tensor)`` kept for a ``stop_after`` layer instead of the tensor.
+        lock: the lock to hold; default the model's own (:func:`model_lock`). :data:`HELD` when the
+            caller holds it already.
+
+    Example:
+        >>> with hooked(model, stop_after=["layer2"]) as hooks:
+        ...     hooks.forward_pre_hook("layer2", lambda m, args: print(args[0].shape))
+        ...     maps = hooks.run(lambda: model(x))["layer2"]
+    """
+    return Hooks(model, preserve=preserve, stop_after=stop_after, reduce=reduce, lock=lock)

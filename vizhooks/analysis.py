@@ -224,7 +224,7 @@ def hook_calls_demo(model: torch.nn.Module, x: torch.Tensor, layer: str, passes:
     Runs ``2 * passes`` forward passes on the shared model under its lock; every handle is removed
     in ``finally``, so the demonstration itself leaves nothing behind.
     """
-    from ._hooks import hooks_removed_after, model_device, model_lock
+    from ._hooks import hooked, model_device
 
     modules = dict(model.named_modules())
     if layer not in modules:
@@ -235,18 +235,17 @@ def hook_calls_demo(model: torch.nn.Module, x: torch.Tensor, layer: str, passes:
     def count(module: torch.nn.Module, args: object, output: object) -> None:
         calls[0] += 1
 
-    with model_lock(model), torch.inference_mode():
+    with hooked(model, preserve=False) as hooks, torch.inference_mode():
         for mode in ("forgot", "removed"):
             per_pass = []
-            with hooks_removed_after([]) as handles:
-                for _ in range(passes):
-                    calls[0] = 0
-                    handle = modules[layer].register_forward_hook(count)
-                    handles.append(handle)
-                    model(x.to(model_device(model)))
-                    per_pass.append(calls[0])
-                    if mode == "removed":
-                        handle.remove()
+            for _ in range(passes):
+                calls[0] = 0
+                handle = hooks.forward_hook(modules[layer], count)
+                model(x.to(model_device(model)))
+                per_pass.append(calls[0])
+                if mode == "removed":
+                    handle.remove()
+            hooks.remove()  # the forgotten ones too, before the other mode
             result[mode] = per_pass
     return result
 

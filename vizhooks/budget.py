@@ -14,7 +14,7 @@ from typing import Any
 import torch
 from torch import nn
 
-from ._hooks import call_key, first_tensor, hooks_removed_after
+from ._hooks import call_key, first_tensor, hooked
 from .errors import CodedError
 from .models import meta_model
 
@@ -42,12 +42,14 @@ def capture_shapes(name: str, layers: Iterable[str], input_hw: tuple[int, int],
 
         return hook
 
-    with lock, hooks_removed_after([]) as handles:
+    with hooked(model, preserve=False, lock=lock) as hooks:  # a meta model: its own lock, no state to keep
         for name in layers:
             if name in modules:
                 hook = remember(name)
-                handles.append(modules[name].register_forward_pre_hook(hook) if what == "input"
-                               else modules[name].register_forward_hook(hook))
+                if what == "input":
+                    hooks.forward_pre_hook(modules[name], hook)
+                else:
+                    hooks.forward_hook(modules[name], hook)
         with torch.no_grad():
             model(torch.empty(1, 3, *input_hw, device="meta"))
     return {call_key(name, i + 1): shape for name, shapes in calls.items() for i, shape in enumerate(shapes)}

@@ -16,6 +16,7 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
+from ._scale import min_max
 from .gradients import GradientResult, gradient_pass
 
 
@@ -26,8 +27,7 @@ def cam_from(activation: torch.Tensor, gradient: torch.Tensor, size: tuple[int, 
     g = gradient.detach().float()
     weights = g.mean(dim=(2, 3), keepdim=True)
     cam = F.relu((weights * a).sum(dim=1, keepdim=True))
-    lo, hi = cam.min(), cam.max()
-    cam = (cam - lo) / (hi - lo) if hi > lo else torch.zeros_like(cam)
+    cam = min_max(cam)
     up = F.interpolate(cam, size=size, mode="bilinear", align_corners=False)
     return up[0, 0].clamp_(0, 1)
 

@@ -12,7 +12,7 @@ from collections.abc import Callable, Iterable
 import torch
 from torch import nn
 
-from ._hooks import call_key, check_input, first_tensor, hooks_removed_after, keep, model_device, model_lock
+from ._hooks import call_key, check_input, first_tensor, hooked, keep, model_device, model_lock
 from .layers import resolve_layers
 from .maps import as_map, maps_of
 
@@ -32,7 +32,8 @@ def capture_with_output(
     if what not in ("output", "input"):
         raise ValueError(f"what must be 'output' or 'input', not {what!r}.")
     check_input(x)
-    with model_lock(model):
+    # the model runs in the mode its caller set (no preserve): a capture only watches
+    with hooked(model, preserve=False) as hooks:
         names = resolve_layers(model, layers)
         modules = dict(model.named_modules())
         calls: dict[str, list[torch.Tensor]] = {name: [] for name in names}
@@ -43,16 +44,14 @@ def capture_with_output(
                 return lambda module, args, output: store.append(keep(first_tensor(output)))
             return lambda module, args: store.append(keep(first_tensor(args)))
 
-        with hooks_removed_after([]) as handles:
-            for name in names:
-                module = modules[name]
-                if what == "output":
-                    handles.append(module.register_forward_hook(make_hook(name)))
-                else:
-                    handles.append(module.register_forward_pre_hook(make_hook(name)))
-            with torch.inference_mode():
-                logits = model(x.to(model_device(model)))
-            logits = keep(first_tensor(logits))
+        for name in names:
+            if what == "output":
+                hooks.forward_hook(modules[name], make_hook(name))
+            else:
+                hooks.forward_pre_hook(modules[name], make_hook(name))
+        with torch.inference_mode():
+            logits = model(x.to(model_device(model)))
+        logits = keep(first_tensor(logits))
 
     result: dict[str, torch.Tensor] = {}
     for name in names:

@@ -32,17 +32,7 @@ from typing import Any
 import torch
 from torch import nn
 
-from ._hooks import (
-    StopForward,
-    call_key,
-    check_input,
-    first_tensor,
-    hooks_removed_after,
-    keep,
-    model_device,
-    model_lock,
-    preserved_state,
-)
+from ._hooks import StopForward, call_key, check_input, check_ran, first_tensor, hooked, keep, model_device
 from .layers import resolve_layers
 
 __all__ = ["ConvStep", "FollowStep", "Window", "conv_at", "window_of"]
@@ -286,7 +276,7 @@ def conv_at(model: nn.Module, x: torch.Tensor, layer: str, channel: int, row: in
     """
     check_input(x)
     x = x[:1]
-    with model_lock(model):
+    with hooked(model) as hooks:
         conv = _conv(model, layer)
         channel = _index(channel, "channel", conv.out_channels, f"{conv.out_channels} output channels of {layer!r}")
         seen: dict[str, Any] = {}
@@ -327,20 +317,19 @@ def conv_at(model: nn.Module, x: torch.Tensor, layer: str, channel: int, row: in
             steps.append((key, module, before, after))
             trail.current, trail.kept = out, after
 
-        with preserved_state(model), hooks_removed_after([]) as handles:
-            handles.append(conv.register_forward_pre_hook(conv_input))
-            handles.append(conv.register_forward_hook(conv_output))
-            for name, module in model.named_modules():
-                if name and not any(True for _ in module.children()):
-                    handles.append(module.register_forward_pre_hook(leaf_input(name, module)))
-                    handles.append(module.register_forward_hook(leaf_output))
-            try:
-                with torch.inference_mode():
-                    model(x.to(model_device(model)))
-            except StopForward:
-                pass
-        if "output" not in seen:
-            raise ValueError(f"Layer {layer!r} did not run in the model's forward pass; choose a layer that does.")
+        hooks.forward_pre_hook(conv, conv_input)
+        hooks.forward_hook(conv, conv_output)
+        for name, module in model.named_modules():
+            if name and not any(True for _ in module.children()):
+                hooks.forward_pre_hook(module, leaf_input(name, module))
+                hooks.forward_hook(module, leaf_output)
+
+        def forward() -> None:
+            with torch.inference_mode():
+                model(x.to(model_device(model)))
+
+        hooks.run(forward)  # a leaf's hook raises StopForward where the conv's value ends
+        check_ran([layer], {layer} if "output" in seen else set())
         return _step_from(conv, layer, channel, row, col, seen["input"], seen["output"], steps)
 
 

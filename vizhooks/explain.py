@@ -44,7 +44,8 @@ from typing import Any, cast
 import torch
 from torch import nn
 
-from ._hooks import check_input, first_tensor, model_device, model_lock, preserved_state
+from ._hooks import check_input, first_tensor, hooked, model_device, model_lock
+from ._scale import min_max
 from .cam import grad_cam
 from .errors import CodedError
 from .layers import find_layers, resolve_layers
@@ -147,8 +148,7 @@ def default_layers(model: ModelBundle | nn.Module) -> list[str]:
 
 def _scale(cam: torch.Tensor) -> torch.Tensor:
     """Min-max to [0, 1] like pytorch-grad-cam's ``scale_cam_image`` (a constant map becomes zeros)."""
-    cam = cam - cam.min()
-    return cam / (cam.max() + 1e-7)
+    return min_max(cam, eps=1e-7)
 
 
 def _aggregate(per_layer: Sequence[torch.Tensor]) -> torch.Tensor:
@@ -200,9 +200,10 @@ def _library_cam(model: nn.Module, x: torch.Tensor, target: int, method: str, la
 
     cls = _cam_class(method)
     module = model.get_submodule(layer)
-    with model_lock(model), preserved_state(model):
-        # the constructor registers the hooks and calls model.eval(); preserved_state restores the flag
+    with hooked(model) as hooks:
+        # the constructor registers the hooks and calls model.eval(); the block restores the flag
         cam = cls(model, [module], reshape_transform=_clone)
+        hooks.add(*cam.activations_and_grads.handles)  # owned here too: removed even if release is not reached
         try:
             cam.batch_size = batch_size
             # parameters are frozen, so the input carries requires_grad for the backward pass
@@ -224,13 +225,10 @@ def _probe(model: nn.Module, x: torch.Tensor, layers: Sequence[str]) -> tuple[in
             shapes.setdefault(name, first_tensor(output).shape)
         return hook
 
-    with model_lock(model), preserved_state(model), torch.no_grad():
-        handles = [model.get_submodule(name).register_forward_hook(keep(name)) for name in layers]
-        try:
-            logits = first_tensor(model(x.to(model_device(model))))
-        finally:
-            for handle in handles:
-                handle.remove()
+    with hooked(model) as hooks, torch.no_grad():
+        for name in layers:
+            hooks.forward_hook(name, keep(name))
+        logits = first_tensor(model(x.to(model_device(model))))
     for layer in layers:
         shape = shapes.get(layer)
         if shape is None or len(shape) != 4:
@@ -358,7 +356,7 @@ def _captum(model: nn.Module, x: torch.Tensor, target: Any, method: str, layers:
         maps = [attr.GuidedGradCam(clone, clone.get_submodule(layer)).attribute(
             x, target=target, interpolate_mode="bilinear") for layer in layers]
         return torch.stack(maps).mean(dim=0)
-    with model_lock(model), preserved_state(model):
+    with hooked(model):  # the lock and the state: these four Captum methods register no hooks
         if method == "saliency":
             return attr.Saliency(_Counted(model, method, 1, None)).attribute(x, target=target, abs=True)
         if method == "smoothgrad":
@@ -420,7 +418,7 @@ def attribute(model: ModelBundle | nn.Module, x: torch.Tensor, target: Any = Non
     _check_settings(batch_size, ig_steps, ig_baseline, smooth_samples, occlusion_window)
     names = resolve_layers(net, layers) if layers else default_layers(net)
     if target is None:
-        with model_lock(net), preserved_state(net), torch.no_grad():
+        with hooked(net), torch.no_grad():
             target = first_tensor(net(x.to(model_device(net)))).argmax(dim=1).tolist()
     found = _captum(net, x, _targets(target, len(x)), method, names, mean_std, batch_size, ig_steps, ig_baseline,
                     smooth_samples, occlusion_window, progress)

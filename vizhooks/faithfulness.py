@@ -42,7 +42,8 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
-from ._hooks import check_input, first_tensor, model_device, model_lock, preserved_state
+from ._hooks import check_input, first_tensor, hooked, model_device
+from ._scale import min_max
 from .models import ModelBundle
 
 __all__ = [
@@ -183,8 +184,7 @@ def _scaled_map(attribution: torch.Tensor, size: tuple[int, int]) -> torch.Tenso
     m = m.float()
     if not torch.isfinite(m).all():
         raise ValueError("attribution has NaN or infinite values; a score of it would mean nothing.")
-    lo, hi = m.min(), m.max()
-    m = (m - lo) / (hi - lo) if hi > lo else torch.zeros_like(m)
+    m = min_max(m)
     if tuple(m.shape) != size:
         m = F.interpolate(m[None, None], size=size, mode="bilinear", align_corners=False)[0, 0]
     return m
@@ -228,7 +228,7 @@ def _check(x: torch.Tensor, target: int, steps: int, batch_size: int) -> None:
 def _probabilities(model: nn.Module, make: Callable[[int, int], torch.Tensor], total: int, target: int,
                    batch_size: int, progress: Progress | None) -> torch.Tensor:
     """Softmax probability of ``target`` for images ``make(start, stop)``, in batches; call with the
-    model's lock held, under ``no_grad`` and ``preserved_state``."""
+    model's lock held and its state kept (``hooked``), under ``no_grad``."""
     out = []
     for start in range(0, total, batch_size):
         stop = min(start + batch_size, total)
@@ -259,7 +259,7 @@ def _scores(bundle_or_model: ModelBundle | nn.Module, x: torch.Tensor, target: i
     counts += [k * n // steps for k in inner] * 2
     inverted = [False] * (len(counts) - len(inner)) + [True] * len(inner)
     total = len(counts) + int(drop)
-    with model_lock(model), preserved_state(model), torch.no_grad():
+    with hooked(model), torch.no_grad():
         device = model_device(model)
         photo = x.detach().to(device)
         base = baseline_image(photo, baseline) if curves else photo
@@ -453,7 +453,7 @@ def infidelity_score(
         noise = (torch.randn(inputs.shape) * noise_std).to(device=inputs.device, dtype=inputs.dtype)
         return noise, inputs - noise
 
-    with model_lock(model), preserved_state(model), torch.random.fork_rng(devices=_rng_devices(device)):
+    with hooked(model), torch.random.fork_rng(devices=_rng_devices(device)):
         torch.manual_seed(seed)
         value = infidelity(model, perturb, photo, attr, target=target, n_perturb_samples=n_perturb,
                            max_examples_per_batch=max_examples_per_batch, normalize=normalize)

@@ -20,16 +20,7 @@ from typing import Any
 import torch
 from torch import nn
 
-from ._hooks import (
-    call_key,
-    check_input,
-    first_tensor,
-    hooks_removed_after,
-    keep,
-    model_device,
-    model_lock,
-    preserved_state,
-)
+from ._hooks import HELD, call_key, check_input, first_tensor, hooked, keep, model_device
 from .layers import resolve_layers
 from .maps import maps_of
 
@@ -92,7 +83,7 @@ def gradient_pass(
         :func:`vizhooks.capture` does (``name``, ``name#2``, ...).
     """
     check_input(x)
-    with model_lock(model), preserved_state(model):
+    with hooked(model) as hooks:
         names = resolve_layers(model, layers)
         modules = dict(model.named_modules())
         acts: dict[str, torch.Tensor] = {}
@@ -108,14 +99,13 @@ def gradient_pass(
                 acts[key] = keep(out)
                 # The tensor hook from the article: runs during backward with d(logit)/d(out).
                 # Registered before any later in-place op, it sees the gradient of this value.
-                out.register_hook(lambda grad, key=key: grads.__setitem__(key, keep(grad)))
+                hooks.tensor_hook(out, lambda grad, key=key: grads.__setitem__(key, keep(grad)))
 
             return hook
 
-        with hooks_removed_after([]) as handles:
-            for name in names:
-                handles.append(modules[name].register_forward_hook(make_forward_hook(name)))
-            logits, index = _forward_backward(model, x, target)
+        for name in names:
+            hooks.forward_hook(modules[name], make_forward_hook(name))
+        logits, index = _forward_backward(model, x, target)
         ordered = [k for k in acts]  # forward order, repeated calls after their first
         activations = {k: acts[k] for k in ordered}
         gradients = {k: grads.get(k, torch.zeros_like(acts[k])) for k in ordered}
@@ -196,11 +186,11 @@ def inplace_conflicts(model: nn.Module, x: torch.Tensor, names: list[str]) -> di
 
     Found by one probe pass that watches each tensor's version counter: a module that changes
     its own input in place (``ReLU(inplace=True)``), or whose output something later changes in
-    place (BatchNorm before such a ReLU, or a block output followed by ``+=``).
+    place (BatchNorm before such a ReLU, or a block output followed by ``+=``). Call with the
+    model's lock held (or a meta model's own).
     """
     modules = dict(model.named_modules())
     seen: dict[str, list] = {n: [] for n in names}
-    handles: list[torch.utils.hooks.RemovableHandle] = []
 
     def pre(name: str) -> Callable[..., None]:
         def hook(module: nn.Module, args: Any) -> None:
@@ -219,10 +209,10 @@ def inplace_conflicts(model: nn.Module, x: torch.Tensor, names: list[str]) -> di
 
         return hook
 
-    with hooks_removed_after(handles):
+    with hooked(model, preserve=False, lock=HELD) as hooks:
         for n in names:
-            handles.append(modules[n].register_forward_pre_hook(pre(n)))
-            handles.append(modules[n].register_forward_hook(post(n)))
+            hooks.forward_pre_hook(modules[n], pre(n))
+            hooks.forward_hook(modules[n], post(n))
         with torch.no_grad():
             model(x.to(model_device(model)))
     reasons = {}
@@ -250,7 +240,7 @@ def backward_report(
         ...     print(r.name, r.grad_input, r.grad_output)
     """
     check_input(x)
-    with model_lock(model), preserved_state(model):
+    with hooked(model) as hooks:
         names = resolve_layers(model, list(modules))
         named = dict(model.named_modules())
         forward_index = {n: i for i, (n, _) in enumerate(model.named_modules())}
@@ -264,11 +254,10 @@ def backward_report(
 
             return hook
 
-        with hooks_removed_after([]) as handles:
-            for name in names:
-                if name not in skipped:
-                    handles.append(named[name].register_full_backward_hook(make_hook(name)))
-            _forward_backward(model, x, target)
+        for name in names:
+            if name not in skipped:
+                hooks.full_backward_hook(named[name], make_hook(name))
+        _forward_backward(model, x, target)
 
     records = list(fired)
     for name, reason in skipped.items():

@@ -28,16 +28,7 @@ from typing import Any, TypeGuard, cast
 import torch
 from torch import nn
 
-from ._hooks import (
-    call_key,
-    check_input,
-    first_tensor,
-    hooks_removed_after,
-    keep,
-    model_device,
-    model_lock,
-    preserved_state,
-)
+from ._hooks import call_key, check_input, first_tensor, hooked, keep, model_device
 from .gradients import GradientResult, gradient_pass
 from .layers import resolve_layers
 from .maps import channels_last_modules, maps_of
@@ -243,7 +234,7 @@ def intervene(
     """
     check_input(x)
     checked = _checked_edits(edits)
-    with model_lock(model), preserved_state(model):
+    with hooked(model) as hooks:
         edit_names = resolve_layers(model, list(checked))
         wanted = [capture] if isinstance(capture, str) else list(capture)
         capture_names = resolve_layers(model, wanted) if wanted else []
@@ -251,18 +242,18 @@ def intervene(
         channels_last = channels_last_modules(model)
         xd = x.to(model_device(model))
 
-        def run(edit_hooks: dict[str, object]) -> tuple[torch.Tensor, dict[str, torch.Tensor]]:
+        def run(edit_hooks: dict[str, Callable[..., Any]]) -> tuple[torch.Tensor, dict[str, torch.Tensor]]:
             kept: dict[str, list[torch.Tensor]] = {name: [] for name in capture_names}
-            with hooks_removed_after([]) as handles:
-                # edits first: a hook's returned output is what the hooks after it see
-                for name, hook in edit_hooks.items():
-                    handles.append(modules[name].register_forward_hook(hook))
-                for name in capture_names:
-                    store = kept[name]
-                    handles.append(modules[name].register_forward_hook(
-                        lambda module, args, output, store=store: store.append(keep(first_tensor(output)))))
-                with torch.inference_mode():
-                    logits = keep(first_tensor(model(xd)))
+            # edits first: a hook's returned output is what the hooks after it see
+            for name, hook in edit_hooks.items():
+                hooks.forward_hook(modules[name], hook)
+            for name in capture_names:
+                store = kept[name]
+                hooks.forward_hook(modules[name],
+                                   lambda module, args, output, store=store: store.append(keep(first_tensor(output))))
+            with torch.inference_mode():
+                logits = keep(first_tensor(model(xd)))
+            hooks.remove()  # this pass's hooks only; the block removes them too if the pass raised
             acts = {call_key(name, i + 1): t for name in capture_names for i, t in enumerate(kept[name])}
             return logits, acts
 
@@ -341,7 +332,7 @@ def clamp_gradients(
     check_input(x)
     if not _is_number(limit) or limit < 0:
         raise ValueError(f"limit must be a number >= 0 (gradients are clipped to [-limit, limit]), not {limit!r}.")
-    with model_lock(model):
+    with hooked(model, preserve=False) as hooks:  # gradient_pass keeps the state itself
         names = resolve_layers(model, layers)
         at = resolve_layers(model, [clamp_at])[0]
         plain = gradient_pass(model, x, names, target=target, as_maps=as_maps)
@@ -351,9 +342,8 @@ def clamp_gradients(
             if out.requires_grad:
                 # registered before gradient_pass's own tensor hook on the same output, so a
                 # recorded clamp_at gradient is the clipped one
-                out.register_hook(lambda grad: grad.clamp(-limit, limit))
+                hooks.tensor_hook(out, lambda grad: grad.clamp(-limit, limit))
 
-        with hooks_removed_after([]) as handles:
-            handles.append(dict(model.named_modules())[at].register_forward_hook(clamp_hook))
-            clamped = gradient_pass(model, x, names, target=plain.target, as_maps=as_maps)
+        hooks.forward_hook(at, clamp_hook)
+        clamped = gradient_pass(model, x, names, target=plain.target, as_maps=as_maps)
     return plain, clamped

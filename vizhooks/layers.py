@@ -18,7 +18,7 @@ from typing import Any, cast
 import torch
 from torch import nn
 
-from ._hooks import first_tensor, hooks_removed_after, model_device
+from ._hooks import first_tensor, hooked, model_device
 from .maps import maps_of
 
 #: Class names of the repeated units of each family; the outermost one wins when they nest
@@ -232,9 +232,9 @@ def describe_layers(model: nn.Module, input_hw: tuple[int, int] = (224, 224)) ->
 
         return hook
 
-    with hooks_removed_after([]) as handles:
+    with hooked(model, preserve=False) as hooks:
         for name in infos:
-            handles.append(modules[name].register_forward_hook(remember(name)))
+            hooks.forward_hook(modules[name], remember(name))
         with torch.no_grad():
             model(torch.zeros(1, 3, *input_hw, device=model_device(model)))
     maps = maps_of(model, shapes, input_hw)

@@ -30,15 +30,7 @@ import numpy as np
 import torch
 from torch import nn
 
-from ._hooks import (
-    first_tensor,
-    forward_until,
-    hooks_removed_after,
-    keep,
-    missing_layers,
-    model_lock,
-    preserved_state,
-)
+from ._hooks import HELD, check_ran, first_tensor, hooked, keep, model_lock
 from .images import MAX_SIZE, MIN_SIZE
 from .layers import resolve_layers
 from .maps import maps_of
@@ -390,6 +382,7 @@ class LiveProcessor:
         start = time.perf_counter()
         frame = _check_frame(frame_rgb)
         settings = self._settings  # one read: this frame sees one consistent set
+        # the lock alone, taken without waiting (hooked would wait); the passes below hook under it
         lock = model_lock(self.bundle.model)
         if not lock.acquire(blocking=False):
             with self._guard:
@@ -438,9 +431,9 @@ class LiveProcessor:
         model = self.bundle.model
         self._module(layer)  # checks the name
         dtype = self._input_dtype()
-        with preserved_state(model), torch.inference_mode(), forward_until(model, [layer]) as run:
-            seen = run(lambda: model(x.to(self.bundle.device, dtype, non_blocking=True)))
-        missing_layers([layer], seen)
+        with hooked(model, lock=HELD, stop_after=[layer]) as hooks, torch.inference_mode():
+            seen = hooks.run(lambda: model(x.to(self.bundle.device, dtype, non_blocking=True)))
+        check_ran([layer], seen)
         return maps_of(model, {layer: seen[layer]}, (int(x.shape[-2]), int(x.shape[-1])))[layer]
 
     def _input_dtype(self) -> torch.dtype:
@@ -459,10 +452,10 @@ class LiveProcessor:
             found.setdefault(layer, keep(first_tensor(output)))  # a copy: later in-place ops rewrite it
 
         dtype = self._input_dtype()
-        with preserved_state(model), torch.inference_mode(), hooks_removed_after([]) as handles:
-            handles.append(module.register_forward_hook(hook))
+        with hooked(model, lock=HELD) as hooks, torch.inference_mode():
+            hooks.forward_hook(module, hook)
             logits = first_tensor(model(x.to(self.bundle.device, dtype, non_blocking=True)))
-        missing_layers([layer], found)
+        check_ran([layer], found)
         probs = logits[0].float().softmax(0)
         best = int(probs.argmax())
         maps = maps_of(model, found, (int(x.shape[-2]), int(x.shape[-1])))[layer]

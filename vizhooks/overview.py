@@ -22,16 +22,7 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
-from ._hooks import (
-    check_input,
-    first_tensor,
-    hooks_removed_after,
-    keep,
-    missing_layers,
-    model_device,
-    model_lock,
-    preserved_state,
-)
+from ._hooks import check_input, check_ran, first_tensor, hooked, keep, model_device
 from .layers import block_layers, conv_layers, is_token_model, resolve_layers
 from .maps import as_map, channels_last_modules
 
@@ -111,7 +102,7 @@ def overview(model: nn.Module, x: torch.Tensor, layers: Sequence[str] | None = N
         raise ValueError(f"An overview is of one picture: x must have a batch of 1, not {x.shape[0]}.")
     input_hw = (int(x.shape[-2]), int(x.shape[-1]))
     size = thumbnail_size(input_hw, tile)
-    with model_lock(model):
+    with hooked(model) as hooks:
         names = resolve_layers(model, list(layers) if layers is not None else overview_layers(model))
         modules = dict(model.named_modules())
         known = channels_last_modules(model)
@@ -131,12 +122,11 @@ def overview(model: nn.Module, x: torch.Tensor, layers: Sequence[str] | None = N
                                          keep(tiles).numpy())
             return hook
 
-        with hooks_removed_after([]) as handles:
-            for name in names:
-                handles.append(modules[name].register_forward_hook(hook_for(name)))
-            with preserved_state(model), torch.inference_mode():
-                logits = keep(first_tensor(model(x.to(model_device(model)))))
-    missing_layers(names, rows)
+        for name in names:
+            hooks.forward_hook(modules[name], hook_for(name))
+        with torch.inference_mode():
+            logits = keep(first_tensor(model(x.to(model_device(model)))))
+    check_ran(names, rows)
     return Overview([rows[n] for n in names], logits, input_hw)
 
 

@@ -27,6 +27,8 @@ from matplotlib.colors import Colormap, Normalize
 from matplotlib.figure import Figure
 from matplotlib.transforms import Affine2D, Bbox
 
+from ._scale import min_max
+
 if TYPE_CHECKING:  # PIL is imported where pixels are made
     from matplotlib.backend_bases import RendererBase
     from PIL import ImageFont
@@ -650,9 +652,7 @@ CMAPS = ("viridis", "magma", "inferno", "plasma", "cividis", "gray", "coolwarm",
 
 
 def _unit(channel: np.ndarray) -> np.ndarray:
-    arr = np.nan_to_num(np.asarray(channel, dtype=np.float32))
-    lo, hi = float(arr.min()), float(arr.max())
-    return (arr - lo) / (hi - lo) if hi > lo else np.zeros_like(arr)
+    return min_max(np.nan_to_num(np.asarray(channel, dtype=np.float32)))
 
 
 def channel_image(channel: torch.Tensor | np.ndarray, size: tuple[int, int], cmap: str = "viridis") -> PILImage:

@@ -33,6 +33,7 @@ import torch.nn.functional as F
 from torch import nn
 
 from ._hooks import check_input
+from ._scale import min_max
 from .explain import METHODS, ExplainError, explain, private_copy
 from .models import ModelBundle
 
@@ -104,12 +105,6 @@ def _gaussian_window(size: int = 11, sigma: float = 1.5) -> torch.Tensor:
     return (g[:, None] * g[None, :])[None, None]
 
 
-def _unit(m: torch.Tensor) -> torch.Tensor:
-    m = m.double()
-    lo, hi = m.min(), m.max()
-    return (m - lo) / (hi - lo) if hi > lo else torch.zeros_like(m)
-
-
 def ssim(a: torch.Tensor, b: torch.Tensor) -> float:
     """Mean structural similarity of two (H, W) maps, each min-max scaled to [0, 1] first
     (Gaussian window 11, sigma 1.5, K1 = 0.01, K2 = 0.03, data range 1; the window is cut to the
@@ -118,7 +113,7 @@ def ssim(a: torch.Tensor, b: torch.Tensor) -> float:
         raise ValueError(f"ssim takes two (H, W) maps of one shape, not {tuple(a.shape)} and {tuple(b.shape)}.")
     size = min(11, int(a.shape[0]), int(a.shape[1]))
     w = _gaussian_window(size)
-    x, y = _unit(a)[None, None], _unit(b)[None, None]
+    x, y = min_max(a.double())[None, None], min_max(b.double())[None, None]
     mx, my = F.conv2d(x, w), F.conv2d(y, w)
     sxx = F.conv2d(x * x, w) - mx * mx
     syy = F.conv2d(y * y, w) - my * my

@@ -28,16 +28,8 @@ import torch
 from PIL import Image, ImageDraw
 from torch import nn
 
-from ._hooks import (
-    StopForward,
-    check_input,
-    first_tensor,
-    hooks_removed_after,
-    keep,
-    model_device,
-    model_lock,
-    preserved_state,
-)
+from ._hooks import HELD, check_input, check_ran, first_tensor, hooked, keep, model_device
+from ._scale import min_max
 from .convolution import Window, window_of
 from .images import IMAGENET_MEAN, IMAGENET_STD
 from .layers import resolve_layers
@@ -155,15 +147,15 @@ class PoolStep:
         return u, v
 
 
-def _layer(model: nn.Module, layer: str) -> tuple[nn.Module, str]:
+def _layer(model: nn.Module, layer: str) -> tuple[str, nn.Module, str]:
     name = resolve_layers(model, [layer])[0]
     module = model.get_submodule(name)
     if isinstance(module, nn.MaxPool2d):
-        return module, "max"
+        return name, module, "max"
     if isinstance(module, nn.AvgPool2d):
-        return module, "avg"
+        return name, module, "avg"
     if isinstance(module, nn.Conv2d):
-        return module, "conv"
+        return name, module, "conv"
     raise ValueError(f"Layer {layer!r} is a {type(module).__name__}; the window is drawn for a Conv2d on the photo, "
                      "a MaxPool2d or an AvgPool2d, so choose one of those.")
 
@@ -178,28 +170,22 @@ def _input_and_output(model: nn.Module, x: torch.Tensor, layer: str) -> tuple[nn
                                                                             torch.Tensor]:
     """One pass up to ``layer`` (first call): its input and output for the first picture, on the CPU."""
     check_input(x)
-    with model_lock(model):
-        module, kind = _layer(model, layer)
-        seen: dict[str, torch.Tensor] = {}
+    name, module, kind = _layer(model, layer)
+    seen: dict[str, torch.Tensor] = {}
 
-        def before(_m: nn.Module, args: Any) -> None:
-            seen.setdefault("input", keep(first_tensor(args)))
+    def before(_m: nn.Module, args: Any) -> None:
+        seen.setdefault("input", keep(first_tensor(args)))
 
-        def after(_m: nn.Module, _args: Any, output: Any) -> None:
-            seen.setdefault("output", keep(first_tensor(output)))
-            raise StopForward  # nothing after the layer is needed
+    def forward() -> None:
+        with torch.inference_mode():
+            model(x[:1].to(model_device(model)))
 
-        with preserved_state(model), hooks_removed_after([]) as handles:
-            handles.append(module.register_forward_pre_hook(before))
-            handles.append(module.register_forward_hook(after))
-            try:
-                with torch.inference_mode():
-                    model(x[:1].to(model_device(model)))
-            except StopForward:
-                pass
-    if "output" not in seen:
-        raise ValueError(f"Layer {layer!r} did not run in the model's forward pass; choose a layer that does.")
-    inp, out = seen["input"], seen["output"]
+    # nothing after the layer is needed: the pass stops once it has run, keeping a copy of its output
+    with hooked(model, stop_after=[name], reduce=lambda _name, t: keep(t)) as hooks:
+        hooks.forward_pre_hook(module, before)
+        found = hooks.run(forward)
+    check_ran([name], found)
+    inp, out = seen["input"], found[name]
     if inp.ndim != 4 or out.ndim != 4:
         raise ValueError(f"Layer {layer!r} does not take and give (N, C, H, W) maps; choose a layer that does.")
     return module, kind, inp[0].float(), out[0].float()
@@ -224,7 +210,7 @@ def slide_positions(height: int, width: int, max_frames: int = MAX_FRAMES, slow:
 
 
 def _levels(values: np.ndarray, lo: float, hi: float, levels: int, first: int) -> np.ndarray:
-    unit = (values - lo) / (hi - lo) if hi > lo else np.zeros_like(values)
+    unit = min_max(values, lo, hi)
     return (first + np.clip(np.rint(unit * (levels - 1)), 0, levels - 1)).astype(np.uint8)
 
 
@@ -456,9 +442,9 @@ def pool_layers(model: nn.Module, input_hw: tuple[int, int] = (224, 224)) -> lis
             shapes.setdefault(name, (first_tensor(args).shape, first_tensor(output).shape))
         return hook
 
-    with hooks_removed_after([]) as handles:
+    with hooked(model, preserve=False, lock=HELD) as hooks:
         for name, module in pools:
-            handles.append(module.register_forward_hook(hook_for(name)))
+            hooks.forward_hook(module, hook_for(name))
         with torch.no_grad():
             model(torch.zeros(1, 3, *input_hw, device=model_device(model)))
     return [PoolInfo(name, type(module).__name__, int(shapes[name][1][1]), (int(shapes[name][0][-2]),

@@ -10,7 +10,7 @@ from typing import Any
 import torch
 from torch import nn
 
-from ._hooks import check_input, first_tensor, hooks_removed_after, model_device, model_lock, preserved_state
+from ._hooks import check_input, first_tensor, hooked, model_device
 
 
 @dataclass(frozen=True)
@@ -50,7 +50,7 @@ def layer_summary(model: nn.Module, x: torch.Tensor) -> list[SummaryRow]:
     """
     check_input(x)
     sync = torch.cuda.synchronize if model_device(model).type == "cuda" else (lambda: None)
-    with model_lock(model), preserved_state(model):  # eval mode: BatchNorm statistics stay untouched
+    with hooked(model) as hooks:  # eval mode: BatchNorm statistics stay untouched
         named = [(n, m) for n, m in model.named_modules() if n]
         seen: dict[str, dict] = {}
         order: list[str] = []
@@ -77,12 +77,11 @@ def layer_summary(model: nn.Module, x: torch.Tensor) -> list[SummaryRow]:
 
             return hook
 
-        with hooks_removed_after([]) as handles:
-            for name, module in named:
-                handles.append(module.register_forward_pre_hook(pre(name)))
-                handles.append(module.register_forward_hook(post(name)))
-            with torch.inference_mode():
-                model(x.to(model_device(model)))
+        for name, module in named:
+            hooks.forward_pre_hook(module, pre(name))
+            hooks.forward_hook(module, post(name))
+        with torch.inference_mode():
+            model(x.to(model_device(model)))
 
     modules = dict(named)
     rows = []

@@ -28,7 +28,7 @@ import torch.nn.functional as F
 from PIL import Image
 from torch import nn
 
-from .._hooks import forward_until, missing_layers, model_device, model_lock, preserved_state
+from .._hooks import check_ran, hooked, model_device
 from ..images import IMAGENET_MEAN, IMAGENET_STD
 from ..layers import resolve_layers
 from ..maps import as_map, channels_last_modules
@@ -145,16 +145,16 @@ def visualize_channels(
     """
     chans = _check_channels(channels)
     _check_options(size, steps, lr, seed, transforms, progress, mean, std)
-    with model_lock(model):
-        if not isinstance(layer, str):
-            raise ValueError(f"layer must be one module name such as 'layer3.0.conv1', not {layer!r}.")
-        name = resolve_layers(model, [layer])[0]
-        if name != layer:  # "all" / "blocks" expand to many layers
-            raise ValueError(f"layer must be one module name such as 'layer3.0.conv1', not {layer!r}.")
-        channels_last = name in channels_last_modules(model)
-        with torch.inference_mode(False), torch.enable_grad(), preserved_state(model):
-            pictures = _optimise(model, name, channels_last, chans, size=size, steps=steps, lr=lr,
-                                 seed=seed, transforms=transforms, progress=progress, mean=mean, std=std)
+    if not isinstance(layer, str):
+        raise ValueError(f"layer must be one module name such as 'layer3.0.conv1', not {layer!r}.")
+    name = resolve_layers(model, [layer])[0]
+    if name != layer:  # "all" / "blocks" expand to many layers
+        raise ValueError(f"layer must be one module name such as 'layer3.0.conv1', not {layer!r}.")
+    channels_last = name in channels_last_modules(model)
+    # every pass ends at the layer: nothing after it is computed
+    with torch.inference_mode(False), torch.enable_grad(), hooked(model, stop_after=[name]) as hooks:
+        pictures = _optimise(model, hooks.run, name, channels_last, chans, size=size, steps=steps, lr=lr,
+                             seed=seed, transforms=transforms, progress=progress, mean=mean, std=std)
     return [_to_pil(p) for p in pictures]
 
 
@@ -255,7 +255,8 @@ def _standard(x: torch.Tensor, gen: torch.Generator, size: int) -> torch.Tensor:
 # the optimisation
 
 
-def _optimise(model: nn.Module, name: str, channels_last: bool, channels: list[int], *,
+def _optimise(model: nn.Module, run: Callable[[Callable[[], object]], dict[str, torch.Tensor]], name: str,
+              channels_last: bool, channels: list[int], *,
               size: int, steps: int, lr: float, seed: int, transforms: str,
               progress: Callable[[int, int], object] | None, mean: Sequence[float],
               std: Sequence[float]) -> torch.Tensor:
@@ -276,34 +277,33 @@ def _optimise(model: nn.Module, name: str, channels_last: bool, channels: list[i
     # -17 % per step for 16 pictures at 128 px on our CPUs); one picture runs faster as it is.
     layout = torch.channels_last if batch > 1 else torch.contiguous_format
 
-    def layer_maps(run: Callable[[Callable[[], object]], dict[str, torch.Tensor]], x: torch.Tensor) -> torch.Tensor:
+    def layer_maps(x: torch.Tensor) -> torch.Tensor:
         """(B, C, H, W) maps of the layer for pictures ``x`` in [0, 1]; the pass ends at the layer."""
         seen = run(lambda: model(((x - mean_t) / std_t).to(dtype).contiguous(memory_format=layout)))
-        missing_layers([name], seen)
+        check_ran([name], seen)
         out = seen[name]
         return as_map(out, (size, size), channels_last=True if channels_last and out.ndim == 4 else None)
 
-    with forward_until(model, [name]) as run:
-        with torch.no_grad():  # the channel count, before any work
-            count = layer_maps(run, torch.full((1, 3, size, size), 0.5, device=device)).shape[1]
-        bad = [c for c in channels if not 0 <= c < count]
-        if bad:
-            raise ValueError(f"Channel {bad[0]} is out of range for layer {name!r}, which has {count} channels "
-                             f"(0 to {count - 1}).")
-        index = torch.tensor(channels, device=device)
-        rows = torch.arange(batch, device=device)
-        optimizer = torch.optim.Adam([spectrum], lr=lr)
-        for step in range(1, steps + 1):
-            optimizer.zero_grad(set_to_none=True)
-            x = _pictures(spectrum, scale, color, size)
-            if transforms == "standard":
-                x = _standard(x, gen, size)
-            maps = layer_maps(run, x)
-            # Each picture's own channel: the sum keeps the pictures' gradients independent.
-            objective = maps.float().mean(dim=(2, 3))[rows, index].sum()
-            (-objective).backward()
-            optimizer.step()
-            if progress is not None:
-                progress(step, steps)
+    with torch.no_grad():  # the channel count, before any work
+        count = layer_maps(torch.full((1, 3, size, size), 0.5, device=device)).shape[1]
+    bad = [c for c in channels if not 0 <= c < count]
+    if bad:
+        raise ValueError(f"Channel {bad[0]} is out of range for layer {name!r}, which has {count} channels "
+                         f"(0 to {count - 1}).")
+    index = torch.tensor(channels, device=device)
+    rows = torch.arange(batch, device=device)
+    optimizer = torch.optim.Adam([spectrum], lr=lr)
+    for step in range(1, steps + 1):
+        optimizer.zero_grad(set_to_none=True)
+        x = _pictures(spectrum, scale, color, size)
+        if transforms == "standard":
+            x = _standard(x, gen, size)
+        maps = layer_maps(x)
+        # Each picture's own channel: the sum keeps the pictures' gradients independent.
+        objective = maps.float().mean(dim=(2, 3))[rows, index].sum()
+        (-objective).backward()
+        optimizer.step()
+        if progress is not None:
+            progress(step, steps)
     with torch.no_grad():
         return _pictures(spectrum, scale, color, size).cpu()

@@ -39,7 +39,7 @@ import torch
 from torch import nn
 from torch.overrides import TorchFunctionMode
 
-from .._hooks import forward_until, model_lock
+from .._hooks import hooked
 from ..layers import resolve_layers
 
 __all__ = ["ReceptiveField", "receptive_field", "receptive_fields"]
@@ -278,8 +278,9 @@ def _trace(model: nn.Module, names: list[str], x: torch.Tensor, meta: bool) -> d
             else:
                 model(x)
 
-    with forward_until(model, names, field_of) as run:
-        found = run(forward)
+    # the model's mode is left alone (no arithmetic on meta; a real pass on zeros under no_grad)
+    with hooked(model, preserve=False, stop_after=names, reduce=field_of) as hooks:
+        found = hooks.run(forward)
     return {name: found.get(name) for name in names}
 
 
@@ -307,14 +308,13 @@ def receptive_fields(
         >>> receptive_fields(load_model("resnet18", weights="none").model, ["conv1"])["conv1"]
         ReceptiveField(size=(7, 7), jump=(2, 2), start=(0.0, 0.0))
     """
-    with model_lock(model):
-        names = resolve_layers(model, layers)
-        try:
-            return _trace(model, names, torch.zeros(1, 3, *input_hw, device="meta"), meta=True)
-        except Exception:  # data-dependent Python in forward: follow a real pass instead
-            param = next(itertools.chain(model.parameters(), model.buffers()), None)
-            device = param.device if param is not None else torch.device("cpu")
-            return _trace(model, names, torch.zeros(1, 3, *input_hw, device=device), meta=False)
+    names = resolve_layers(model, layers)
+    try:
+        return _trace(model, names, torch.zeros(1, 3, *input_hw, device="meta"), meta=True)
+    except Exception:  # data-dependent Python in forward: follow a real pass instead
+        param = next(itertools.chain(model.parameters(), model.buffers()), None)
+        device = param.device if param is not None else torch.device("cpu")
+        return _trace(model, names, torch.zeros(1, 3, *input_hw, device=device), meta=False)
 
 
 def receptive_field(model: nn.Module, layer: str, input_hw: tuple[int, int] = (224, 224)) -> ReceptiveField | None:

@@ -13,7 +13,7 @@ import numpy as np
 import torch
 from torch import nn
 
-from .._hooks import forward_until, missing_layers, model_device, model_lock, preserved_state
+from .._hooks import check_ran, hooked, model_device
 from ..images import InputSpec, load_image
 from ..layers import resolve_layers
 from ..maps import maps_of
@@ -98,10 +98,9 @@ def _batch_maxima(model: nn.Module, names: Sequence[str], x: torch.Tensor) -> di
         values, where = m.flatten(2).max(dim=2)  # reduce now: in-place ops may rewrite the map later
         return values.float().cpu().numpy(), where.cpu().numpy(), (int(m.shape[-2]), int(m.shape[-1]))
 
-    with model_lock(model), preserved_state(model), forward_until(model, names, maxima) as run:
-        with torch.inference_mode():
-            found = run(lambda: model(x.to(model_device(model))))
-    missing_layers(names, found)
+    with hooked(model, stop_after=names, reduce=maxima) as hooks, torch.inference_mode():
+        found = hooks.run(lambda: model(x.to(model_device(model))))
+    check_ran(names, found)
     return found
 
 
