@@ -49,6 +49,7 @@ def _upload(at: AppTest, name: str, data: bytes, mime: str = "image/png") -> App
     return at.run()
 
 
+@pytest.mark.slow
 def test_default_view_shows_input_and_grids(forward_passes):
     at = open_page()
     ok(at)
@@ -63,6 +64,7 @@ def test_default_view_shows_input_and_grids(forward_passes):
     assert at.query_params["model"] == "resnet18" and at.query_params["sample"] == "chelsea.jpg"
 
 
+@pytest.mark.slow
 def test_display_changes_do_not_run_the_model(forward_passes):
     at = open_page()
     assert len(forward_passes) == 1
@@ -91,6 +93,7 @@ def test_display_changes_do_not_run_the_model(forward_passes):
     ok(at)
 
 
+@pytest.mark.slow
 def test_switch_model_layers_and_capture_kind(forward_passes):
     at = open_page()
     at.selectbox(key="model").set_value("resnet50").run()
@@ -150,7 +153,7 @@ def test_good_uploads(name, data, expected):
 
 
 @pytest.mark.parametrize("name,data,needle", [
-    ("empty.png", b"", "empty"),
+    pytest.param("empty.png", b"", "empty", marks=pytest.mark.slow),
     ("notes.png", b"these are my lecture notes\n" * 10, "text file"),
     ("cut.jpg", (ROOT / "sample_images" / "chelsea.jpg").read_bytes()[:6000], "truncated"),
 ])
@@ -191,6 +194,7 @@ def test_shared_link_restores_the_view_and_reports_bad_values(forward_passes):
     assert saw(at) == "What the model saw: 336 × 224 pixels"  # coffee.jpg, 600 x 400
 
 
+@pytest.mark.slow
 def test_downloads_are_offered():
     at = open_page()
     keys = {b.key for b in at.get("download_button")}
@@ -269,7 +273,8 @@ def test_app_is_the_entry_and_its_table_covers_every_view():
 # --- the hook views ---------------------------------------------------------------------------
 
 
-@pytest.mark.parametrize("view", ["inspector", "gradients", "gradcam", "backward", "table", "code"])
+@pytest.mark.parametrize("view", ["inspector", pytest.param("gradients", marks=pytest.mark.slow), "gradcam",
+                                  pytest.param("backward", marks=pytest.mark.slow), "table", "code"])
 def test_every_view_renders(view):
     at = open_page(view=view)
     ok(at)
@@ -292,6 +297,7 @@ def _image_urls(at: AppTest) -> list[str]:
     return [i.proto.imgs[0].url for i in at.image][1:]
 
 
+@pytest.mark.slow
 def test_another_class_changes_gradcam_and_reruns_only_backward(forward_passes):
     at = open_page(view="gradcam")
     ok(at)
@@ -313,6 +319,7 @@ def test_another_class_changes_gradcam_and_reruns_only_backward(forward_passes):
     assert len(forward_passes) == passes + 1
 
 
+@pytest.mark.slow
 def test_code_snippet_runs_as_written_and_matches_the_page(tmp_path):
     at = open_page()
     shapes = {}
@@ -342,6 +349,7 @@ def test_code_snippet_runs_as_written_and_matches_the_page(tmp_path):
 # --- faults and limits (a class on one server) ----------------------------------------------------
 
 
+@pytest.mark.slow
 def test_failure_inside_the_forward_pass_is_one_message(monkeypatch, fresh_results):
     import vizhooks.page.analysis as va
     from vizhooks.capture import capture_with_output
@@ -374,6 +382,7 @@ def test_failure_inside_the_forward_pass_is_one_message(monkeypatch, fresh_resul
     assert layer_headings(other) == TOUR
 
 
+@pytest.mark.slow
 def test_simulated_cuda_out_of_memory(monkeypatch, fresh_results):
     import vizhooks.page.analysis as va
 
@@ -389,6 +398,7 @@ def test_simulated_cuda_out_of_memory(monkeypatch, fresh_results):
     ok(at)
 
 
+@pytest.mark.slow
 def test_failure_in_backward_leaves_the_model_clean(monkeypatch, fresh_results):
     import vizhooks.gradients as vg
     from vizhooks.page import results
@@ -419,6 +429,7 @@ def test_failure_in_backward_leaves_the_model_clean(monkeypatch, fresh_results):
     ok(at)
 
 
+@pytest.mark.slow
 def test_capture_over_the_memory_budget_is_refused_with_a_sentence(forward_passes):
     from vizhooks.layers import architecture_convs
 

@@ -145,6 +145,7 @@ def _built(at, media, lang: str, model: str, size: int, layer: str, channel: int
         assert sum(1 for _ in clip.decode(video=0)) == len(made)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("lang", ["en", "zh"])
 def test_the_first_conv_slides_over_the_photo_when_asked(media, lang):
     at = open_page(view="convolution", lang=lang, size="128", cv_layer="conv1", cv_channel="5", cv_row="2",
@@ -155,6 +156,7 @@ def test_the_first_conv_slides_over_the_photo_when_asked(media, lang):
         assert english_in(at, allowed_names(at)) == []
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("lang", ["en", "zh"])
 def test_maxpool_is_taken_apart_and_slides_when_asked(media, lang):
     texts = TEXTS[lang]

@@ -37,6 +37,7 @@ def _video_app(data: bytes, name: str = "clip.mp4", lang: str = "en", passes: li
     return at.run()
 
 
+@pytest.mark.slow
 def test_clip_is_captured_once_in_batches_and_the_slider_runs_nothing(clip, forward_passes):
     at = _video_app(clip, passes=forward_passes)
     ok(at)
@@ -65,6 +66,7 @@ def test_clip_is_captured_once_in_batches_and_the_slider_runs_nothing(clip, forw
     assert forward_passes == [FRAMES]
 
 
+@pytest.mark.slow
 def test_play_steps_through_frames_without_the_model(clip, forward_passes):
     at = _video_app(clip, passes=forward_passes)
     ok(at)
@@ -82,6 +84,7 @@ def test_play_steps_through_frames_without_the_model(clip, forward_passes):
     assert forward_passes == [FRAMES]
 
 
+@pytest.mark.slow
 def test_exports_movie_and_npz(clip, forward_passes):
     at = _video_app(clip, passes=forward_passes)
     ok(at)

@@ -90,7 +90,7 @@ def test_the_route_answers_get():
 @pytest.mark.slow
 def test_streamlit_run_app_serves_the_page_and_metrics(tmp_path):
     """`streamlit run app.py` as a person types it: the page, its health, and /metrics beside them."""
-    from tests.e2e.server import get_local, start, stop, wait_healthy
+    from benchmarks.server import get_local, start, stop, wait_healthy
 
     env = {**os.environ, "TORCH_HOME": str(tmp_path / "torch")}
     with open(tmp_path / "server.log", "w") as log:

@@ -459,7 +459,7 @@ def test_svg_in_chromium_shows_the_png_grid(tmp_path, norm):
     import sys
     from pathlib import Path
 
-    from tests.e2e.server import CHROMIUM_ARGS
+    from benchmarks.server import CHROMIUM_ARGS
 
     if not Path("/usr/bin/chromium").exists():
         pytest.fail("chromium is missing: `make test` installs it with apt-get")

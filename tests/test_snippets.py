@@ -304,6 +304,7 @@ def _gradient_lines(lines: list[str]) -> tuple[int, dict[str, tuple]]:
 # --- the tests -----------------------------------------------------------------------------------
 
 
+@pytest.mark.slow
 def test_the_page_shows_the_code_that_ran(seen):
     assert seen.page["layers"] == seen.case.layers
     for view in VIEWS:
@@ -328,6 +329,7 @@ def test_maps_snippet_prints_the_pages_shapes_and_kept_its_numbers(seen):
     assert seen.bundle.categories[kept["top1"]] == seen.page["top5"][0]
 
 
+@pytest.mark.slow
 def test_gradients_snippet_prints_the_pages_class_shapes_and_range(seen):
     target, grads = _gradient_lines(_lines(seen, "gradients"))
     assert target == seen.page["gradients_target"]
@@ -399,6 +401,7 @@ def test_table_snippet_prints_the_pages_rows(seen):
     assert total == seen.page["total_params"]
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("seen", [CASES[0]], ids=[CASES[0].id], indirect=True)
 def test_lesson_hook_snippets_print_what_the_lesson_shows(seen):
     """The lesson's hello, pre-hook and remove steps (forward hooks; one case is enough)."""
@@ -427,6 +430,7 @@ def test_lesson_hook_snippets_print_what_the_lesson_shows(seen):
                                              f"removed each time {calls['removed']}"]
 
 
+@pytest.mark.slow
 def test_lesson_gradient_snippets_print_what_the_lesson_shows(seen):
     """The lesson's tensor-hook and clamp steps, for the top-1 class and for a chosen one."""
     layers = list(seen.case.layers)

@@ -27,6 +27,7 @@ from urllib.parse import parse_qs, urlsplit
 import pytest
 from playwright.sync_api import Page, expect
 
+from benchmarks.server import free_port, start, stop, wait_healthy
 from vizhooks.page.lesson import STEPS
 from vizhooks.page.texts import EN
 from vizhooks.page.texts_class import EN as CLASS_EN
@@ -35,7 +36,8 @@ from vizhooks.page.texts_polls import EN as POLLS_EN
 from vizhooks.page.texts_zh import ZH
 
 from .conftest import ARTIFACTS, ROOT
-from .server import free_port, start, stop, wait_healthy
+
+pytestmark = pytest.mark.browser
 
 FOLLOW_S = 30.0  # the longest a student page may take to show the teacher's change (2 shared cores)
 LOAD_MS = 120_000  # a cold server's first page: torch, the model, the first analysis

@@ -10,6 +10,8 @@ from playwright.sync_api import expect
 from vizhooks.page.texts import EN
 from vizhooks.page.texts_zh import ZH
 
+pytestmark = pytest.mark.browser
+
 #: The maps and the scores take seconds on two shared cores; expect()'s own default is 5 s.
 WAIT_MS = 120_000
 

@@ -10,6 +10,8 @@ from playwright.sync_api import expect
 from vizhooks.page.texts import EN
 from vizhooks.page.texts_zh import ZH
 
+pytestmark = pytest.mark.browser
+
 
 def _idle(page) -> None:
     expect(page.get_by_test_id("stApp")).to_have_attribute("data-test-script-state", "notRunning")
