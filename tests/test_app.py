@@ -21,11 +21,13 @@ from tests.helpers import (
     APP,
     PAGE_FILES,
     ROOT,
+    clear_results,
     count_hooks,
     layer_headings,
     ok,
     open_page,
     saw,
+    whole_passes,
 )
 from vizhooks.page.urlstate import VIEWS
 
@@ -49,9 +51,19 @@ def _upload(at: AppTest, name: str, data: bytes, mime: str = "image/png") -> App
     return at.run()
 
 
+@pytest.fixture(scope="module")
+def first_visit() -> tuple[AppTest, list[int]]:
+    """The default page opened once over cold results, and the whole-network passes that made: the
+    tests that only read what a first visitor sees share it (each AppTest run costs seconds)."""
+    clear_results()
+    with whole_passes() as passes:
+        at = open_page()
+    return at, passes
+
+
 @pytest.mark.slow
-def test_default_view_shows_input_and_grids(forward_passes):
-    at = open_page()
+def test_default_view_shows_input_and_grids(first_visit):
+    at, forward_passes = first_visit
     ok(at)
     assert layer_headings(at) == TOUR
     assert saw(at) == "What the model saw: 337 × 224 pixels"  # chelsea.jpg, 451 x 300
@@ -195,8 +207,8 @@ def test_shared_link_restores_the_view_and_reports_bad_values(forward_passes):
 
 
 @pytest.mark.slow
-def test_downloads_are_offered():
-    at = open_page()
+def test_downloads_are_offered(first_visit):
+    at, _ = first_visit
     keys = {b.key for b in at.get("download_button")}
     assert {"download_npz", *(f"download_{n}" for n in TOUR)} <= keys
 
