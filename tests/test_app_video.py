@@ -98,6 +98,7 @@ def test_exports_movie_and_npz(clip, forward_passes):
     assert at.get("video") or any(i.proto.imgs[0].url for i in at.image)  # a player (or the GIF fallback)
 
 
+@pytest.mark.slow
 def test_bad_clip_is_one_sentence_and_the_page_recovers(clip):
     at = _video_app(b"this is a text file, not a video\n" * 20, name="notes.mp4")
     assert not at.exception

@@ -164,6 +164,7 @@ def _assert_by_hand_is_the_hooks(out: str) -> None:
     assert float(by_hand) == pytest.approx(float(hooked), rel=1e-4, abs=1e-5)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize(("model", "layer", "place"), [
     ("mobilenet_v3_small", "features.1.block.0.0", (5, 3, 2)),  # depthwise: one input channel per output
     ("resnet18", "conv1", (7, 0, 0)),  # 7x7, stride 2, padding 3: the corner window is mostly padding

@@ -266,6 +266,7 @@ def test_a_network_with_its_own_blocks_keeps_them():
     assert names == [f"layer{i}.{j}" for i in range(1, 5) for j in range(2)]
 
 
+@pytest.mark.slow
 def test_the_redis_store_is_an_optional_engine():
     """Classes in this process need no Redis: vizhooks.classroom loads redis only for a redis:// store."""
     code = ("import sys; from vizhooks.classroom import open_store; open_store(None); "

@@ -46,8 +46,9 @@ def _tiny() -> nn.Sequential:
 
 
 def _cases(rows: list[tuple]) -> list:
-    """``rows`` as parameters named model-layer; ViT's (a 224-pixel input) are slow."""
-    return [pytest.param(*row, id=f"{row[0]}-{row[1]}", marks=pytest.mark.slow if row[0] == "vit_b_16" else ())
+    """``rows`` as parameters named model-layer; ViT's (a 224-pixel input) and VGG's (its build) are slow."""
+    slow = ("vit_b_16", "vgg16")
+    return [pytest.param(*row, id=f"{row[0]}-{row[1]}", marks=pytest.mark.slow if row[0] in slow else ())
             for row in rows]
 
 
@@ -162,6 +163,7 @@ def test_following_steps_are_the_captured_outputs(name, layer, names):
     assert count_hooks(model) == 0
 
 
+@pytest.mark.slow
 def test_hooks_state_and_statistics_are_restored_after_success_and_failure():
     model = copy.deepcopy(_model("resnet18")).train()
     model.conv1.weight.requires_grad_(True)

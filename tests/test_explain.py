@@ -143,6 +143,7 @@ def _gradcampp_weights(act: torch.Tensor, grad: torch.Tensor, lost_division: boo
     return (alpha * grad.clamp(min=0)).sum(dim=(2, 3))
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("arch", ["resnet18", RESNET50])
 def test_gradcampp_follows_the_paper_and_torchcam_loses_its_division(request, arch):
     bundle = request.getfixturevalue(arch)
@@ -180,6 +181,7 @@ def _score_cam(model: nn.Module, x: torch.Tensor, act: torch.Tensor, classes, up
     return maps
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize(
     ("arch", "layers"),
     [("resnet18", ["layer1.0.conv1", "layer1.0.bn2", "layer1.1"]),
@@ -203,6 +205,7 @@ def test_scorecam_is_the_formula_and_torchcam_differs_only_in_mask_order(request
                                                 x.shape[-2:]))) > 0.99, (layer, cls)
 
 
+@pytest.mark.slow
 def test_eigencam_is_the_first_principal_component(resnet18):
     x = _picture()
     for layer in LAYERS["resnet18"]:
@@ -230,6 +233,7 @@ def _class_score_grad(model: nn.Module, x: torch.Tensor, cls: int) -> torch.Tens
     return grad[0]
 
 
+@pytest.mark.slow
 def test_saliency_is_the_gradient_of_the_class_score(resnet18):
     x = _picture()
     for cls in _two_classes(resnet18.model, x):
@@ -240,6 +244,7 @@ def test_saliency_is_the_gradient_of_the_class_score(resnet18):
         torch.testing.assert_close(shown, grad.abs().amax(dim=0), rtol=1e-4, atol=1e-7)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("baseline", ["black", "blur"])
 def test_integrated_gradients_add_up_to_the_score_difference(resnet18, baseline):
     x = _picture(32, 32)
@@ -328,6 +333,7 @@ def _guided_backprop(model: nn.Module, x: torch.Tensor, cls: int) -> torch.Tenso
     return _class_score_grad(clone, x, cls)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("arch", ["resnet18", RESNET50])
 def test_guided_backprop_and_guided_gradcam_equal_hook_free_formulas(request, arch):
     bundle = request.getfixturevalue(arch)
@@ -375,6 +381,7 @@ def own_resnet18():
     return load_model("resnet18", weights="none", device="cpu")
 
 
+@pytest.mark.slow
 def test_every_method_leaves_no_hook_and_the_model_as_it_was(own_resnet18):
     model = own_resnet18.model
     model.train()

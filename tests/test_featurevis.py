@@ -90,6 +90,7 @@ def test_each_picture_of_a_batch_drives_its_own_channel_hardest(model, batch_of_
         assert scores[j, j].item() > max(others), (j, scores)
 
 
+@pytest.mark.slow
 def test_pictures_are_smooth_thanks_to_the_1_over_f_spectrum(batch_of_four):
     # Plain pixel ascent on random weights grows high-frequency noise (ratio near 1-2); the
     # spectrum scaled by 1/frequency keeps the energy in the low band.

@@ -125,6 +125,7 @@ def test_the_notebook_runs_offline_with_the_fallback_sentence_and_the_photo(ran)
     assert not errors
 
 
+@pytest.mark.slow
 def test_every_step_has_its_text_code_question_and_answer(bundle):
     book = nbformat.reads(lesson_file(_choices("zh"), bundle, "ipynb").decode("utf-8"), as_version=4)
     text = "\n".join(c.source for c in book.cells if c.cell_type == "markdown")

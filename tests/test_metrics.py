@@ -26,6 +26,7 @@ def value(name: str, **labels: str) -> float:
     return samples().get((name, tuple(sorted(labels.items()))), 0.0)
 
 
+@pytest.mark.slow
 def test_computations_and_hits_by_kind(fresh_results):
     computed, hits = value("vizhooks_computations_total", kind="analysis"), \
         value("vizhooks_cache_hits_total", kind="analysis")
@@ -39,6 +40,7 @@ def test_computations_and_hits_by_kind(fresh_results):
     assert value("vizhooks_script_runs_total") >= value("vizhooks_script_run_seconds_count")
 
 
+@pytest.mark.slow
 def test_streamlit_cached_kinds_count_hits_too(fresh_results):
     before = value("vizhooks_computations_total", kind="summary"), value("vizhooks_cache_hits_total", kind="summary")
     ok(open_page(view="table"))

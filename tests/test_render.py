@@ -279,6 +279,7 @@ def test_plain_savefig_default_would_be_the_slow_writer():
     assert _zlib_flevel(buf.getvalue()) == 2
 
 
+@pytest.mark.slow
 def test_savefig_explicit_arguments_win(tmp_path):
     import matplotlib
 

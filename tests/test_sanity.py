@@ -68,6 +68,7 @@ def test_ssim_is_the_definition_window_by_window():
     assert ssim(a, b) > ssim(a, torch.rand(24, 20, generator=g))
 
 
+@pytest.mark.slow
 def test_stages_go_from_the_head_down_and_open_big_containers(resnet18):
     assert randomisation_stages(resnet18.model) == ["fc", "layer4", "layer3", "layer2", "layer1", "bn1", "conv1"]
     vgg = vz.load_model("vgg16", weights="none", device="cpu").model

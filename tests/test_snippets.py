@@ -314,6 +314,7 @@ def test_the_page_shows_the_code_that_ran(seen):
         assert "vizhooks" not in code, key
 
 
+@pytest.mark.slow
 def test_maps_snippet_prints_the_pages_shapes_and_kept_its_numbers(seen):
     lines = _lines(seen, "maps")
     kept = json.loads(next(line[3:] for line in lines if line.startswith("@@ ")))
@@ -531,6 +532,7 @@ def test_a_long_call_or_list_is_broken_into_valid_lines():
     assert "model = models.googlenet(\n" in googlenet and "transform_input=True," in googlenet
 
 
+@pytest.mark.slow
 def test_the_transformer_set_up_runs_and_maps_tokens_as_the_page(tmp_path):
     """The token branch, shown only for a transformer, turns its tokens into the page's maps."""
     layers = READABLE["vit_b_16"][:2]

@@ -219,6 +219,7 @@ def test_vit_tokens_as_maps(vit):
     assert count_hooks(vit.model) == 0
 
 
+@pytest.mark.slow
 def test_swin_channels_last_as_maps(swin):
     layers = ["features.0.0", "features.0", "features.1.0", "features.2", "features.5.3", "norm"]
     x = _x224()
@@ -476,6 +477,7 @@ def test_operator_models_file(checkpoint, tmp_path, monkeypatch):
 # timm
 
 
+@pytest.mark.slow
 def test_timm_model_captures_and_input_spec():
     import timm  # a dev pin: a missing install fails here, never skips
     bundle = vm.load_model("timm:resnet18", weights="none", device="cpu")
