@@ -213,7 +213,9 @@ class Seen:
     cache: dict = field(default_factory=dict)
 
 
-@pytest.fixture(scope="module", params=CASES, ids=[c.id for c in CASES])
+# Every test on the page read below is slow: the read (a page through every view, the snippets run in
+# a child Python) takes minutes on 2 cores, and whichever test comes first pays it.
+@pytest.fixture(scope="module", params=[pytest.param(c, id=c.id, marks=pytest.mark.slow) for c in CASES])
 def seen(request, tmp_path_factory) -> Seen:
     case = request.param
     folder = tmp_path_factory.mktemp(case.id)
