@@ -27,14 +27,17 @@ run: $(VENV)/.runtime
 ## make test: lint, then the whole suite (unit, CLI, page, browser, packaging)
 # The network guard (tests/netguard) loads before the interpreter's first import, in pytest and
 # in every Python process it starts; tests/conftest.py installs it too when pytest runs alone.
+# pytest-xdist: one worker per core; a module stays in one worker (its module fixtures are made
+# once: the wheel, Ray, a server), each worker has its own redis-server and free ports.
+XDIST := -n auto --dist loadscope
 test: lint chromium redis
-	PYTHONPATH=$(CURDIR)/tests/netguard$${PYTHONPATH:+:$$PYTHONPATH} $(PY) -m pytest
+	PYTHONPATH=$(CURDIR)/tests/netguard$${PYTHONPATH:+:$$PYTHONPATH} $(PY) -m pytest $(XDIST)
 
-## make test-fast: the quick loop (at most 3 min on 2 cores): all but the browser, slow, packaging and bench
-# tests (markers in pyproject.toml, applied in tests/conftest.py); no lint. `make test` stays the full check.
+## make test-fast: the quick loop (at most 2 min on 2 cores): all but the browser, slow, packaging and bench
+# tests (markers registered in pyproject.toml, written on the tests); no lint. `make test` stays the full check.
 FAST := not (browser or slow or packaging or bench)
 test-fast: $(VENV)/.dev redis
-	PYTHONPATH=$(CURDIR)/tests/netguard$${PYTHONPATH:+:$$PYTHONPATH} $(PY) -m pytest -q -m "$(FAST)"
+	PYTHONPATH=$(CURDIR)/tests/netguard$${PYTHONPATH:+:$$PYTHONPATH} $(PY) -m pytest -q -m "$(FAST)" $(XDIST)
 
 ## make loadtest: the server under headless visitors (30 at once, 30 uploads, 200 in 10 s, 30 students following a teacher), each on a
 ## fresh server; a PASS/MISS table, tests/artifacts/loadtest.json (benchmarks/load.py)

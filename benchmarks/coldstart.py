@@ -17,8 +17,8 @@ import tempfile
 import time
 from pathlib import Path
 
-from tests.e2e import server
-from tests.e2e.server import CHROMIUM_ARGS
+from benchmarks import server
+from benchmarks.server import CHROMIUM_ARGS
 
 from .common import Config, Result, Row, fmt_s, fmt_samples, median
 

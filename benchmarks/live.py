@@ -190,8 +190,8 @@ def _read_stats(page) -> tuple[float, float, int, int, int]:
 def _end_to_end(seconds: float, warmup: float) -> dict[str, float]:
     from playwright.sync_api import sync_playwright
 
-    from tests.e2e import server
-    from tests.e2e.server import CHROMIUM_ARGS
+    from benchmarks import server
+    from benchmarks.server import CHROMIUM_ARGS
 
     torch_home = tempfile.mkdtemp(prefix="vizhooks-bench-th-")
     env = {**os.environ, "VIZHOOKS_OFFLINE": "1", "TORCH_HOME": torch_home}

@@ -4,7 +4,7 @@ measurement (issue 18).
 
     python -m benchmarks.load [--n-a 30 --n-b 30 --n-c 200 --c-window 10 --n-d 30] [--only one,a,b,c,d]
 
-Every scenario starts a fresh ``streamlit run app.py`` (tests/e2e/server.start: offline, an empty
+Every scenario starts a fresh ``streamlit run app.py`` (benchmarks/server.start: offline, an empty
 TORCH_HOME, so the seeded random weights and empty caches) on a free port:
 
 - one: one visitor alone: the default page, then Upload, then three photos one after another;
@@ -53,7 +53,7 @@ from typing import Any
 import httpx2
 from PIL import Image, ImageDraw
 
-from tests.e2e import server
+from benchmarks import server
 from vizhooks.lesson.steps import STEPS
 from vizhooks.page.texts import EN
 

@@ -43,7 +43,7 @@ def run_cli(capsys, *argv: object) -> tuple[int, str, str]:
     return code, out, err
 
 
-# --- the dataset-exemplar folder (test_exemplars.py, test_exemplars_ray.py) --------------------
+# --- the dataset-exemplar folder (test_exemplars.py, test_ray_engine.py) ----------------------
 
 EXEMPLAR_LAYERS = ["layer1.0.conv1", "layer2.0.conv2"]
 EXEMPLAR_SIZE, EXEMPLAR_TOP = 64, 3

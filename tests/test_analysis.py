@@ -158,6 +158,7 @@ def test_analyse_matches_feature_extractor(resnet18, picture):
     torch.testing.assert_close(a.logits, logits, rtol=1e-4, atol=1e-5)
 
 
+@pytest.mark.slow
 def test_analyse_resnet50_bottleneck_layers(resnet50, picture):
     layers = ["layer1.0.conv3", "layer1.0.downsample.0", "layer4.2.conv3"]
     a = analyse(resnet50, picture, size=128, layers=layers)
@@ -169,6 +170,7 @@ def test_analyse_resnet50_bottleneck_layers(resnet50, picture):
         torch.testing.assert_close(a.logits, resnet50.model(a.x), rtol=1e-4, atol=1e-5)
 
 
+@pytest.mark.slow
 def test_analyse_what_input(resnet18, picture):
     layers = ["conv1", "layer1.0.conv1", "layer1.0.conv2", "layer2.0.conv1", "layer2.0.downsample.0"]
     a = analyse(resnet18, picture, size=128, layers=layers, what="input")
@@ -185,6 +187,7 @@ def test_analyse_what_input(resnet18, picture):
     assert a.activations["layer2.0.conv1"].shape[1] == 64  # input channels, not the conv's 128 outputs
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize(("width", "height", "size"), [(200, 150, 128), (150, 200, 160), (600, 100, 128),
                                                         (100, 600, 128), (224, 224, 224), (97, 301, 128)])
 def test_picture_follows_resize_rule(resnet18, width, height, size):
@@ -205,6 +208,7 @@ def test_expected_size_rule_itself():
     assert expected_size(640, 480, 224) == (299, 224)
 
 
+@pytest.mark.slow
 def test_analyse_default_size_and_x(resnet18):
     image = photo(320, 240, seed=11)
     a = analyse(resnet18, image, layers=["layer1.0.conv1"])
@@ -213,6 +217,7 @@ def test_analyse_default_size_and_x(resnet18):
     assert a.activations["layer1.0.conv1"].shape == (1, 64, 56, 75)
 
 
+@pytest.mark.slow
 def test_layers_come_back_in_network_order(resnet18, picture):
     real_order = list(real_conv_names("resnet18"))
     asked = ["layer4.0.downsample.0", "conv1", "layer2.1.conv2", "layer1.0.conv1", "layer2.0.conv1"]
@@ -349,6 +354,7 @@ def oracle_picks(model: torch.nn.Module) -> dict[str, list[str]]:
     return {"tour": tour, **groups, "downsampling": strided, "convs": names}
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("fixture", ["resnet18", "resnet50"])
 def test_quick_picks_match_an_independent_grouping(request, fixture):
     bundle = request.getfixturevalue(fixture)
@@ -382,6 +388,7 @@ def test_quick_pick_unknown(pick):
         quick_pick(architecture_layers("resnet18"), pick)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("arch", ARCHS)
 def test_architecture_convs_match_torchvision(arch):
     real = getattr(torchvision.models, arch)(weights=None)

@@ -22,12 +22,14 @@ from tests.helpers import (
     PAGE_FILES,
     ROOT,
     choose_view,
+    clear_results,
     count_hooks,
     layer_headings,
     ok,
     open_page,
     saw,
     shown_view,
+    whole_passes,
 )
 from vizhooks.page.urlstate import VIEWS
 
@@ -51,8 +53,19 @@ def _upload(at: AppTest, name: str, data: bytes, mime: str = "image/png") -> App
     return at.run()
 
 
-def test_default_view_shows_input_and_grids(forward_passes):
-    at = open_page()
+@pytest.fixture(scope="module")
+def first_visit() -> tuple[AppTest, list[int]]:
+    """The default page opened once over cold results, and the whole-network passes that made: the
+    tests that only read what a first visitor sees share it (each AppTest run costs seconds)."""
+    clear_results()
+    with whole_passes() as passes:
+        at = open_page()
+    return at, passes
+
+
+@pytest.mark.slow
+def test_default_view_shows_input_and_grids(first_visit):
+    at, forward_passes = first_visit
     ok(at)
     assert layer_headings(at) == TOUR
     assert saw(at) == "What the model saw: 337 × 224 pixels"  # chelsea.jpg, 451 x 300
@@ -65,6 +78,7 @@ def test_default_view_shows_input_and_grids(forward_passes):
     assert at.query_params["model"] == "resnet18" and at.query_params["sample"] == "chelsea.jpg"
 
 
+@pytest.mark.slow
 def test_display_changes_do_not_run_the_model(forward_passes):
     at = open_page()
     assert len(forward_passes) == 1
@@ -93,6 +107,7 @@ def test_display_changes_do_not_run_the_model(forward_passes):
     ok(at)
 
 
+@pytest.mark.slow
 def test_switch_model_layers_and_capture_kind(forward_passes):
     at = open_page()
     at.selectbox(key="model").set_value("resnet50").run()
@@ -152,7 +167,7 @@ def test_good_uploads(name, data, expected):
 
 
 @pytest.mark.parametrize("name,data,needle", [
-    ("empty.png", b"", "empty"),
+    pytest.param("empty.png", b"", "empty", marks=pytest.mark.slow),
     ("notes.png", b"these are my lecture notes\n" * 10, "text file"),
     ("cut.jpg", (ROOT / "sample_images" / "chelsea.jpg").read_bytes()[:6000], "truncated"),
 ])
@@ -193,8 +208,9 @@ def test_shared_link_restores_the_view_and_reports_bad_values(forward_passes):
     assert saw(at) == "What the model saw: 336 × 224 pixels"  # coffee.jpg, 600 x 400
 
 
-def test_downloads_are_offered():
-    at = open_page()
+@pytest.mark.slow
+def test_downloads_are_offered(first_visit):
+    at, _ = first_visit
     keys = {b.key for b in at.get("download_button")}
     assert {"download_npz", *(f"download_{n}" for n in TOUR)} <= keys
 
@@ -275,7 +291,8 @@ def test_app_is_the_entry_and_the_registry_covers_every_view():
 # --- the hook views ---------------------------------------------------------------------------
 
 
-@pytest.mark.parametrize("view", ["inspector", "gradients", "gradcam", "backward", "table", "code"])
+@pytest.mark.parametrize("view", ["inspector", pytest.param("gradients", marks=pytest.mark.slow), "gradcam",
+                                  pytest.param("backward", marks=pytest.mark.slow), "table", "code"])
 def test_every_view_renders(view):
     at = open_page(view=view)
     ok(at)
@@ -298,6 +315,7 @@ def _image_urls(at: AppTest) -> list[str]:
     return [i.proto.imgs[0].url for i in at.image][1:]
 
 
+@pytest.mark.slow
 def test_another_class_changes_gradcam_and_reruns_only_backward(forward_passes):
     at = open_page(view="gradcam")
     ok(at)
@@ -319,6 +337,7 @@ def test_another_class_changes_gradcam_and_reruns_only_backward(forward_passes):
     assert len(forward_passes) == passes + 1
 
 
+@pytest.mark.slow
 def test_code_snippet_runs_as_written_and_matches_the_page(tmp_path):
     at = open_page()
     shapes = {}
@@ -348,6 +367,7 @@ def test_code_snippet_runs_as_written_and_matches_the_page(tmp_path):
 # --- faults and limits (a class on one server) ----------------------------------------------------
 
 
+@pytest.mark.slow
 def test_failure_inside_the_forward_pass_is_one_message(monkeypatch, fresh_results):
     import vizhooks.analysis as va
     from vizhooks.capture import capture_with_output
@@ -380,6 +400,7 @@ def test_failure_inside_the_forward_pass_is_one_message(monkeypatch, fresh_resul
     assert layer_headings(other) == TOUR
 
 
+@pytest.mark.slow
 def test_simulated_cuda_out_of_memory(monkeypatch, fresh_results):
     import vizhooks.analysis as va
 
@@ -395,6 +416,7 @@ def test_simulated_cuda_out_of_memory(monkeypatch, fresh_results):
     ok(at)
 
 
+@pytest.mark.slow
 def test_failure_in_backward_leaves_the_model_clean(monkeypatch, fresh_results):
     import vizhooks.gradients as vg
     from vizhooks.page import results
@@ -425,6 +447,7 @@ def test_failure_in_backward_leaves_the_model_clean(monkeypatch, fresh_results):
     ok(at)
 
 
+@pytest.mark.slow
 def test_capture_over_the_memory_budget_is_refused_with_a_sentence(forward_passes):
     from vizhooks.layers import architecture_convs
 

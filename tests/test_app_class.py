@@ -52,6 +52,7 @@ def top5(at) -> list[str]:
     return [bar.proto.text for bar in at.get("progress")]
 
 
+@pytest.mark.slow
 def test_a_student_follows_the_teachers_view_step_model_layers_and_settings():
     teacher = open_page()
     code = start_class(teacher)
@@ -73,6 +74,7 @@ def test_a_student_follows_the_teachers_view_step_model_layers_and_settings():
     assert pupil.query_params["class"] == [code] or pupil.query_params["class"] == code
 
 
+@pytest.mark.slow
 def test_a_student_sees_the_teachers_uploaded_photo_computed_once(forward_passes):
     teacher = open_page()
     code = start_class(teacher)
@@ -89,6 +91,7 @@ def test_a_student_sees_the_teachers_uploaded_photo_computed_once(forward_passes
     assert len(forward_passes) == before  # the same request: the cache serves the student
 
 
+@pytest.mark.slow
 def test_detach_keeps_the_students_page_and_rejoin_takes_the_teachers():
     teacher = open_page()
     code = start_class(teacher)
@@ -105,6 +108,7 @@ def test_detach_keeps_the_students_page_and_rejoin_takes_the_teachers():
     assert pupil.selectbox(key="cmap").value == "gray"
 
 
+@pytest.mark.slow
 def test_a_student_cannot_change_the_class():
     teacher = open_page()
     code = start_class(teacher)
@@ -134,6 +138,7 @@ def test_a_following_student_who_changes_nothing_stays_following():
         assert pupil.session_state["_class_following"] is True and pupil.selectbox(key="cmap").value == cmap
 
 
+@pytest.mark.slow
 def test_a_teacher_link_leads_from_a_second_device_and_its_secret_never_reaches_the_address_bar():
     teacher = open_page()
     code = start_class(teacher)
@@ -200,6 +205,7 @@ def test_at_most_max_classes(monkeypatch):
     assert any("VIZHOOKS_MAX_CLASSES" in e.value for e in second.error)
 
 
+@pytest.mark.slow
 def test_a_poll_collects_answers_and_the_reveal_reaches_every_student():
     teacher = open_page(view="lesson", step="2")
     code = start_class(teacher)
@@ -234,6 +240,7 @@ def test_a_poll_collects_answers_and_the_reveal_reaches_every_student():
     assert csv_text.startswith("question,choice,answers") and ",3" in csv_text
 
 
+@pytest.mark.slow
 def test_the_gallery_takes_photos_sorts_them_and_the_teacher_shows_it():
     teacher = open_page()
     code = start_class(teacher)
@@ -280,6 +287,7 @@ def test_the_class_in_chinese():
     assert any("开始上课" == e.label for e in teacher.sidebar.expander)
 
 
+@pytest.mark.slow
 def test_sessions_stay_anonymous_in_the_store():
     teacher = open_page(view="lesson", step="2")
     code = start_class(teacher)

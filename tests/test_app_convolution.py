@@ -48,6 +48,7 @@ def _shown(at, lang: str, step) -> None:
     assert equation in [m.value for m in at.markdown]
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("lang", ["en", "zh"])
 def test_link_then_another_channel_and_place_show_the_librarys_numbers(lang):
     at = open_page(view="convolution", lang=lang, size="128", cv_layer="layer2.0.conv1", cv_channel="5", cv_row="3",
@@ -87,6 +88,7 @@ def test_depthwise_conv_of_mobilenet_names_its_one_input_channel():
     assert EN["cv_depthwise"].format(groups=16, channel=7, first=7) in [m.value for m in at.markdown]
 
 
+@pytest.mark.slow
 def test_vit_patch_embedding_has_nothing_elementwise_after_it():
     at = open_page(view="convolution", model="vit_b_16", cv_layer="conv_proj", cv_channel="700", cv_row="13",
                    cv_col="2")
@@ -107,6 +109,7 @@ def test_a_link_to_a_layer_that_is_not_a_conv_is_refused():
     assert at.number_input(key="cv_channel").value == 63 and at.slider(key="cv_row").value == 63
 
 
+@pytest.mark.slow
 def test_vgg16_first_conv_and_its_relu_on_the_chinese_page():
     at = open_page(view="convolution", model="vgg16", size="128", lang="zh", cv_layer="features.0", cv_channel="5",
                    cv_row="3", cv_col="4")
@@ -144,6 +147,7 @@ def _built(at, media, lang: str, model: str, size: int, layer: str, channel: int
         assert sum(1 for _ in clip.decode(video=0)) == len(made)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("lang", ["en", "zh"])
 def test_the_first_conv_slides_over_the_photo_when_asked(media, lang):
     at = open_page(view="convolution", lang=lang, size="128", cv_layer="conv1", cv_channel="5", cv_row="2",
@@ -154,6 +158,7 @@ def test_the_first_conv_slides_over_the_photo_when_asked(media, lang):
         assert english_in(at, allowed_names(at)) == []
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("lang", ["en", "zh"])
 def test_maxpool_is_taken_apart_and_slides_when_asked(media, lang):
     texts = TEXTS[lang]

@@ -49,6 +49,7 @@ def _pixels(data: bytes) -> np.ndarray:
         return np.asarray(image.convert("RGB"))
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("lang", ["en", "zh"])
 def test_maps_are_the_librarys_and_come_only_on_the_button(lang, media, fresh_results):
     at = open_page(view="explain", lang=lang, size=str(SIZE), ex_methods="gradcam,saliency,ig")
@@ -79,6 +80,7 @@ def test_maps_are_the_librarys_and_come_only_on_the_button(lang, media, fresh_re
     _clean()
 
 
+@pytest.mark.slow
 def test_another_class_and_layer_redraw_the_maps(media, fresh_results):
     at = open_page(view="explain", size=str(SIZE), ex_methods="gradcam,gradcampp")
     at.button(key="ex_compute").click().run()
@@ -93,6 +95,7 @@ def test_another_class_and_layer_redraw_the_maps(media, fresh_results):
     _clean()
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("lang", ["en", "zh"])
 def test_scores_are_the_librarys_on_the_button(lang, media, fresh_results):
     at = open_page(view="explain", lang=lang, size=str(SIZE), ex_methods="gradcam,saliency")
@@ -144,6 +147,7 @@ def test_scores_are_the_librarys_on_the_button(lang, media, fresh_results):
     _clean()
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("lang", ["en", "zh"])
 def test_sanity_check_is_the_librarys_on_the_button(lang, media, fresh_results):
     at = open_page(view="explain", lang=lang, size=str(SIZE), ex_methods="gradcam,guidedbackprop")

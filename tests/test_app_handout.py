@@ -48,7 +48,7 @@ def _outside_the_run(make):
     return out["data"]
 
 
-@pytest.mark.parametrize("lang", ["en", "zh"])
+@pytest.mark.parametrize("lang", [pytest.param("en", marks=pytest.mark.slow), "zh"])  # one language in test-fast
 def test_the_lesson_offers_the_notebook_and_the_handout_in_its_language(deferred, lang):
     texts = TEXTS[lang]
     at = open_page(view="lesson", step="3", size="64", lang=lang)

@@ -29,6 +29,7 @@ def test_layer_and_channel(view, prefix, channel):
     assert again.number_input(key=f"{prefix}_channel").value == channel
 
 
+@pytest.mark.slow
 def test_intervene_edit():
     at = open_page(view="intervene", layers=LAYERS)
     at.selectbox(key="iv_layer").set_value("layer2.0.conv1").run()
@@ -46,6 +47,7 @@ def test_intervene_edit():
     assert again.selectbox(key="iv_mode").value == "top" and again.number_input(key="iv_k").value == 3
 
 
+@pytest.mark.slow
 def test_compare_photo_and_lesson_step_language_and_present_mode():
     at = open_page(view="compare")
     other = [o for o in at.selectbox(key="compare").options if o != at.selectbox(key="compare").value][0]
@@ -59,6 +61,7 @@ def test_compare_photo_and_lesson_step_language_and_present_mode():
     assert again.toggle(key="present").value is True
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("source", ["upload", "camera", "video"])
 def test_a_source_the_link_cannot_carry_opens_asking_for_the_picture(source):
     at = open_page()

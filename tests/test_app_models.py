@@ -15,6 +15,7 @@ def _named_modules(model: str) -> dict[str, torch.nn.Module]:
         return dict(torchvision.models.get_model(model).named_modules())
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("model", ["vgg16", "mobilenet_v3_small", "efficientnet_b0", "densenet121",
                                    "convnext_tiny", "vit_b_16"])
 def test_every_view_renders_for(model, forward_passes):
@@ -52,6 +53,7 @@ def test_every_view_renders_for(model, forward_passes):
     ok(at)
 
 
+@pytest.mark.slow
 def test_link_to_vgg16_layers(forward_passes):
     at = open_page(model="vgg16", layers="features.0,features.28", size="128")
     ok(at)
@@ -70,6 +72,7 @@ def _ten_class_checkpoint(tmp_path):
     return model, path, labels
 
 
+@pytest.mark.slow
 def test_operator_models_on_the_page(tmp_path, monkeypatch, forward_passes, fresh_caches):
     model, path, labels = _ten_class_checkpoint(tmp_path)
     config = tmp_path / "models.toml"
@@ -100,6 +103,7 @@ def test_visitors_cannot_name_a_file(tmp_path, monkeypatch):
     assert any("model=" in i.value for i in at.info)  # reported as ignored from the link
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("damage", ["truncated", "other_architecture", "pickle_payload"])
 def test_a_broken_operator_checkpoint_is_one_sentence(tmp_path, monkeypatch, damage, fresh_caches):
     _, path, labels = _ten_class_checkpoint(tmp_path)
@@ -141,6 +145,7 @@ class _Payload:
         return (open, (self.path, "w"))
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("model,layers", [
     ("vit_b_16", ["conv_proj", "encoder.layers.encoder_layer_5"]),
     ("swin_t", ["features.0.0", "features.3.1"]),

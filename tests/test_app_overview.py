@@ -53,6 +53,7 @@ def test_a_channel_count_change_redraws_with_that_many(lang="en"):
     assert len(at.selectbox(key="ov_channel").options) == 4
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize(("model", "layers"), [("vgg16", 13), ("mobilenet_v3_small", 52), ("vit_b_16", 12)])
 def test_the_overview_of_other_families(model, layers):
     """VGG's 13 convs, MobileNet's 52 (depthwise ones included), ViT's 12 encoder blocks."""

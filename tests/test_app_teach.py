@@ -55,6 +55,7 @@ def _counts(at: AppTest) -> list[str]:
     return [c.value for c in at.caption if re.fullmatch(r"\d+ (photo\(s\)|张照片)", c.value)]
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("lang", ["en", "zh"])
 def test_teach_then_every_view_uses_the_taught_model(lang, request):
     texts = _texts(lang)
@@ -118,6 +119,7 @@ def test_an_uploaded_checkpoint_comes_back_and_another_backbone_is_refused(taugh
         read_upload(plain_bundle("resnet18"), b"not a checkpoint", names, ".txt")
 
 
+@pytest.mark.slow
 def test_the_shared_backbone_is_bit_identical_after_two_sessions_teach(taught_en):
     backbone = plain_bundle("resnet18").model
     before = {k: v.clone() for k, v in backbone.state_dict().items()}
@@ -203,6 +205,7 @@ def test_the_live_camera_classifies_with_the_taught_model(taught_en, monkeypatch
     assert not plain.session_state["_live_stream"].processor.settings.classify  # ImageNet: maps only
 
 
+@pytest.mark.slow
 def test_every_view_runs_on_the_taught_model(taught_en):
     """Maps, the inspector, the atlas, gradients, Grad-CAM, backward hooks, the table, Intervene,
     Compare, the code and the lesson: each one on the taught model, with no error."""

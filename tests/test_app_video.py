@@ -37,6 +37,7 @@ def _video_app(data: bytes, name: str = "clip.mp4", lang: str = "en", passes: li
     return at.run()
 
 
+@pytest.mark.slow
 def test_clip_is_captured_once_in_batches_and_the_slider_runs_nothing(clip, forward_passes):
     at = _video_app(clip, passes=forward_passes)
     ok(at)
@@ -65,6 +66,7 @@ def test_clip_is_captured_once_in_batches_and_the_slider_runs_nothing(clip, forw
     assert forward_passes == [FRAMES]
 
 
+@pytest.mark.slow
 def test_play_steps_through_frames_without_the_model(clip, forward_passes):
     at = _video_app(clip, passes=forward_passes)
     ok(at)
@@ -82,6 +84,7 @@ def test_play_steps_through_frames_without_the_model(clip, forward_passes):
     assert forward_passes == [FRAMES]
 
 
+@pytest.mark.slow
 def test_exports_movie_and_npz(clip, forward_passes):
     at = _video_app(clip, passes=forward_passes)
     ok(at)
@@ -95,6 +98,7 @@ def test_exports_movie_and_npz(clip, forward_passes):
     assert at.get("video") or any(i.proto.imgs[0].url for i in at.image)  # a player (or the GIF fallback)
 
 
+@pytest.mark.slow
 def test_bad_clip_is_one_sentence_and_the_page_recovers(clip):
     at = _video_app(b"this is a text file, not a video\n" * 20, name="notes.mp4")
     assert not at.exception

@@ -26,6 +26,7 @@ def _page(**query: str) -> AppTest:  # the page with this file's size and layers
     return open_page(**{"size": "128", "layers": LAYERS, **query})
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("lang", ["en", "zh"])
 def test_intervene_view(lang, forward_passes):
     texts = EN if lang == "en" else ZH
@@ -45,6 +46,7 @@ def test_intervene_view(lang, forward_passes):
     assert any(texts["iv_no_later"] == i.value for i in at.info)
 
 
+@pytest.mark.slow
 def test_intervene_metric_is_the_library_answer():
     at = _page(view="intervene")
     bundle = vz.load_model("resnet18", weights="none", device="cpu")
@@ -59,6 +61,7 @@ def test_intervene_metric_is_the_library_answer():
     assert float(at.metric[0].delta) == pytest.approx(delta, abs=1e-3)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("lang", ["en", "zh"])
 def test_compare_view(lang, forward_passes):
     texts = EN if lang == "en" else ZH
@@ -77,12 +80,14 @@ def test_compare_view(lang, forward_passes):
     assert len(forward_passes) == 3
 
 
+@pytest.mark.slow
 def test_compare_similarity_is_cosine():
     at = _page(view="compare", compare="chelsea.jpg")  # the same photo twice
     sims = [c.value for c in at.caption if c.value.startswith("cosine similarity")]
     assert sims and all(s.startswith("cosine similarity 1.000") for s in sims)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("lang", ["en", "zh"])
 def test_lesson_next_back_and_link(lang):
     texts = EN if lang == "en" else ZH
@@ -105,6 +110,7 @@ def test_lesson_next_back_and_link(lang):
     assert at.button(key="lesson_next").disabled
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("body", ["hello", "prepost", "conv", "grad_none", "clamp", "sanity", "remove"])
 def test_lesson_snippets_run_and_print_what_the_page_shows(body):
     layers = ["layer1.0.conv1", "layer2.0.conv1"]
@@ -157,6 +163,7 @@ def _assert_by_hand_is_the_hooks(out: str) -> None:
     assert float(by_hand) == pytest.approx(float(hooked), rel=1e-4, abs=1e-5)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize(("model", "layer", "place"), [
     ("mobilenet_v3_small", "features.1.block.0.0", (5, 3, 2)),  # depthwise: one input channel per output
     ("resnet18", "conv1", (7, 0, 0)),  # 7x7, stride 2, padding 3: the corner window is mostly padding
@@ -186,6 +193,7 @@ def test_hook_calls_demo_leaves_no_hook():
     assert hook_count(bundle.model) == 0
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("lang", ["en", "zh"])
 def test_channel_atlas_view_with_the_shipped_atlas(lang, forward_passes, monkeypatch, tmp_path):
     monkeypatch.setenv("VIZHOOKS_ATLAS_DIR", str(tmp_path / "none-here"))  # the operator has none: shipped one
@@ -209,6 +217,7 @@ def test_channel_atlas_view_with_the_shipped_atlas(lang, forward_passes, monkeyp
     assert caption in [i.proto.imgs[0].caption for i in at.image] and len(forward_passes) == passes
 
 
+@pytest.mark.slow
 def test_channel_atlas_view_says_how_to_make_one(monkeypatch, tmp_path):
     monkeypatch.setenv("VIZHOOKS_ATLAS_DIR", str(tmp_path))
     at = _page(view="atlas", model="vgg11", layers="features.0")

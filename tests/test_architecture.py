@@ -197,6 +197,7 @@ def test_an_unknown_name_is_an_attribute_error():
         vizhooks.no_such_name  # noqa: B018
 
 
+@pytest.mark.slow
 def test_import_vizhooks_imports_no_optional_or_page_module():
     heavy = ["cv2", "streamlit", "ray", "timm", "pandas", "av", "redis", "prometheus_client", "vizhooks.page",
              "vizhooks.video", "vizhooks.live", "vizhooks.atlas", "vizhooks.classroom"]
@@ -205,6 +206,7 @@ def test_import_vizhooks_imports_no_optional_or_page_module():
     assert out.strip() == "[]"
 
 
+@pytest.mark.slow
 def test_reading_a_clip_module_does_not_load_opencv_until_a_clip_is_read():
     code = "import sys, vizhooks.video; print('cv2' in sys.modules)"
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
@@ -255,6 +257,7 @@ def test_a_network_with_its_own_blocks_keeps_them():
     assert names == [f"layer{i}.{j}" for i in range(1, 5) for j in range(2)]
 
 
+@pytest.mark.slow
 def test_the_redis_store_is_an_optional_engine():
     """Classes in this process need no Redis: vizhooks.classroom loads redis only for a redis:// store."""
     code = ("import sys; from vizhooks.classroom import open_store; open_store(None); "

@@ -45,8 +45,8 @@ def _grad_cam_formula(act: torch.Tensor, grad: torch.Tensor, size: tuple[int, in
     [
         ("resnet18", "layer2.1.conv2", None),
         ("resnet18", "layer3.0.bn2", 7),
-        ("resnet18", "layer4.1.conv2", None),
-        ("resnet50", "layer4.2.conv3", None),
+        pytest.param("resnet18", "layer4.1.conv2", None, marks=pytest.mark.slow),
+        pytest.param("resnet50", "layer4.2.conv3", None, marks=pytest.mark.slow),
     ],
 )
 def test_grad_cam_matches_formula(request, fixture, layer, target, image_tensor):
@@ -164,6 +164,7 @@ def test_different_targets_give_different_maps(resnet18, image_tensor):
     assert (a - b).abs().max() > 1e-2
 
 
+@pytest.mark.slow
 def test_frame_cams_gives_each_frame_its_own_class_and_map(resnet18, image_tensor):
     """The video view's Grad-CAM: one map per frame, each from that frame's own top class (or one
     chosen class), equal to the formula on that frame alone."""

@@ -29,6 +29,7 @@ def _oracle(model: nn.Module, x: torch.Tensor, nodes: list[str]) -> dict[str, to
         return extractor(x)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("fixture", ["resnet18", "resnet50"])
 def test_every_conv_matches_feature_extractor(request, fixture, image_tensor):
     model = request.getfixturevalue(fixture).model
@@ -74,6 +75,7 @@ def test_reused_module_keeps_every_call(resnet18, image_tensor):
     torch.testing.assert_close(got["layer1.0.relu#2"], want["layer1.0.relu_1"])
 
 
+@pytest.mark.slow
 def test_input_capture_uses_pre_hook(resnet18, image_tensor):
     model = resnet18.model
     got = capture(model, image_tensor, ["layer1.0.conv2", "fc"], what="input")
@@ -136,6 +138,7 @@ def test_bad_what(resnet18, image_tensor):
         capture(resnet18.model, image_tensor, ["conv1"], what="gradient")
 
 
+@pytest.mark.slow
 def test_threads_each_get_their_own_activations(resnet18):
     model = resnet18.model
     layers = ["conv1", "layer2.0.conv1", "layer4.1.conv2"]

@@ -24,6 +24,7 @@ ROOT = Path(__file__).resolve().parents[1]
 PHOTO = ROOT / "sample_images" / "chelsea.jpg"
 
 
+@pytest.mark.slow
 def test_all_layers_png_and_npz_match_the_library(tmp_path, capsys, resnet18):
     out_dir, npz = tmp_path / "grids", tmp_path / "acts.npz"
     code, out, err = _run(capsys, PHOTO, "--weights", "none", "--layers", "all",
@@ -46,6 +47,7 @@ def test_all_layers_png_and_npz_match_the_library(tmp_path, capsys, resnet18):
     assert "Random weights" in err
 
 
+@pytest.mark.slow
 def test_input_capture_and_size(tmp_path, capsys, resnet18):
     npz = tmp_path / "in.npz"
     code, _, err = _run(capsys, PHOTO, "--weights", "none", "--layers", "layer1.0.conv2",
@@ -58,6 +60,7 @@ def test_input_capture_and_size(tmp_path, capsys, resnet18):
         np.testing.assert_allclose(data["layer1.0.conv2"], want[0].numpy(), rtol=1e-5, atol=1e-5)
 
 
+@pytest.mark.slow
 def test_default_layers(tmp_path, capsys):
     code, out, _ = _run(capsys, PHOTO, "--weights", "none", "--out", tmp_path)
     assert code == 0
@@ -118,6 +121,7 @@ def test_list_layers(capsys):
         assert "512×2×2" in out  # layer4 at input 64: 64 / 32
 
 
+@pytest.mark.slow
 def test_real_entry_point(tmp_path):
     env = {**os.environ, "TORCH_HOME": str(tmp_path), "VIZHOOKS_OFFLINE": "1"}
     ok = subprocess.run([sys.executable, "-m", "vizhooks", str(PHOTO), "--layers", "conv1",
@@ -134,6 +138,7 @@ def test_real_entry_point(tmp_path):
     assert bad.stderr.strip() == "vizhooks: error: The file is empty (0 bytes)."
 
 
+@pytest.mark.slow
 def test_any_torchvision_model_all_convs(tmp_path, capsys):
     code, out, _ = _run(capsys, PHOTO, "--model", "vgg16", "--weights", "none", "--layers", "all",
                         "--size", "64", "--channels", "4", "--out", tmp_path)
@@ -145,6 +150,7 @@ def test_any_torchvision_model_all_convs(tmp_path, capsys):
     assert sorted(p.name for p in tmp_path.iterdir()) == sorted(f"{n}.png" for n in convs)
 
 
+@pytest.mark.slow
 def test_own_checkpoint_and_labels(tmp_path, capsys):
     import torchvision
 
@@ -163,6 +169,7 @@ def test_own_checkpoint_and_labels(tmp_path, capsys):
     assert code == 2 and len(err.strip().splitlines()) == 1 and "does not fit resnet18" in err
 
 
+@pytest.mark.slow
 def test_visualize_writes_the_library_images(tmp_path, capsys):
     import numpy as np
     from PIL import Image
@@ -242,6 +249,7 @@ def test_each_command_has_its_own_help(capsys, command, has, lacks):
     assert _help(capsys, command, "-h") == out
 
 
+@pytest.mark.slow
 def test_maps_is_the_default_command(tmp_path, capsys):
     # A file (or a maps option) first is the maps form: the same grids as `maps ...`, byte for byte.
     common = ["--weights", "none", "--layers", "conv1", "--size", "64", "--channels", "4"]

@@ -45,6 +45,13 @@ def _tiny() -> nn.Sequential:
         )).eval()
 
 
+def _cases(rows: list[tuple]) -> list:
+    """``rows`` as parameters named model-layer; ViT's (a 224-pixel input) and VGG's (its build) are slow."""
+    slow = ("vit_b_16", "vgg16")
+    return [pytest.param(*row, id=f"{row[0]}-{row[1]}", marks=pytest.mark.slow if row[0] in slow else ())
+            for row in rows]
+
+
 # (model, layer, input size, [(channel, row, col)...]): corners reach into the zero padding
 CASES = [
     ("resnet18", "conv1", (96, 128), [(5, 20, 30), (0, 0, 0), (63, 47, 63)]),  # 7x7, stride 2, padding 3
@@ -60,7 +67,7 @@ CASES = [
 ]
 
 
-@pytest.mark.parametrize(("name", "layer", "hw", "places"), CASES, ids=[f"{c[0]}-{c[1]}" for c in CASES])
+@pytest.mark.parametrize(("name", "layer", "hw", "places"), _cases(CASES))
 def test_value_is_the_convs_own_and_the_window_is_unfolds(name, layer, hw, places):
     model = _tiny() if name == "tiny" else _model(name)
     x = _x(hw)
@@ -124,7 +131,7 @@ FOLLOW = [
 ]
 
 
-@pytest.mark.parametrize(("name", "layer", "names"), FOLLOW, ids=[f"{f[0]}-{f[1]}" for f in FOLLOW])
+@pytest.mark.parametrize(("name", "layer", "names"), _cases(FOLLOW))
 def test_following_steps_are_the_captured_outputs(name, layer, names):
     model = _random_batchnorm(_model(name))
     x = _x((224, 224) if name == "vit_b_16" else (96, 128))
@@ -156,6 +163,7 @@ def test_following_steps_are_the_captured_outputs(name, layer, names):
     assert count_hooks(model) == 0
 
 
+@pytest.mark.slow
 def test_hooks_state_and_statistics_are_restored_after_success_and_failure():
     model = copy.deepcopy(_model("resnet18")).train()
     model.conv1.weight.requires_grad_(True)

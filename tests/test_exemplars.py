@@ -107,6 +107,7 @@ def _same_index(a, b) -> None:
 # the index against brute force
 
 
+@pytest.mark.slow
 def test_index_equals_brute_force(atlas, oracle, folder):
     good = sorted(oracle)
     assert len(good) == 42
@@ -212,6 +213,7 @@ def _assert_complete(made, oracle, atlas) -> None:
             _check_channel(got, oracle, sorted(oracle), layer, channel)
 
 
+@pytest.mark.slow
 def test_interrupted_run_resumes_to_the_same_index(folder, resnet18, oracle, atlas, tmp_path):
     out, killed = tmp_path / "atlas", tmp_path / "killed"
     seen: dict[int, int] = {}
@@ -312,6 +314,7 @@ def test_receptive_field_by_hand_and_by_perturbation():
         assert torch.equal(sees[y, x_], want), (y, x_)
 
 
+@pytest.mark.slow
 def test_receptive_field_through_permute_and_channel_mixing():
     torch.manual_seed(0)
     net = nn.Sequential(nn.Conv2d(3, 4, 2, stride=2), _ChannelsLastBlock(4)).eval()
@@ -335,6 +338,7 @@ def test_receptive_field_through_permute_and_channel_mixing():
     assert _sees(width, 12)[0, 0, 0, 11]
 
 
+@pytest.mark.slow
 def test_convnext_receptive_fields():
     from torchvision.models import convnext_tiny
 
@@ -463,6 +467,7 @@ def test_cli_bad_input_exits_2_with_one_line(folder, tmp_path, capsys, argv, nee
     assert not (tmp_path / "o").exists()
 
 
+@pytest.mark.slow
 def test_cli_help_and_light_import(capsys):
     with pytest.raises(SystemExit) as info:
         main(["exemplars", "--help"])

@@ -31,6 +31,8 @@ from vizhooks.explain import (
 )
 from vizhooks.models import load_model
 
+#: The deeper model of the comparisons: its runs are the slow ones, left out of `make test-fast`.
+RESNET50 = pytest.param("resnet50", marks=pytest.mark.slow)
 #: Three layers of each model: a conv, a BatchNorm whose output ``out += identity`` rewrites in
 #: place, and a whole block.
 LAYERS = {
@@ -120,7 +122,7 @@ def test_gradcam_is_vizhooks_grad_cam_and_layers_are_averaged(resnet18):
 
 
 @pytest.mark.parametrize("method", ["gradcam", "xgradcam", "layercam"])
-@pytest.mark.parametrize("arch", ["resnet18", "resnet50"])
+@pytest.mark.parametrize("arch", ["resnet18", RESNET50])
 def test_cam_equals_torchcam(request, arch, method):
     bundle = request.getfixturevalue(arch)
     kind = {"gradcam": "GradCAM", "xgradcam": "XGradCAM", "layercam": "LayerCAM"}[method]
@@ -141,7 +143,8 @@ def _gradcampp_weights(act: torch.Tensor, grad: torch.Tensor, lost_division: boo
     return (alpha * grad.clamp(min=0)).sum(dim=(2, 3))
 
 
-@pytest.mark.parametrize("arch", ["resnet18", "resnet50"])
+@pytest.mark.slow
+@pytest.mark.parametrize("arch", ["resnet18", RESNET50])
 def test_gradcampp_follows_the_paper_and_torchcam_loses_its_division(request, arch):
     bundle = request.getfixturevalue(arch)
     x = _picture()
@@ -178,10 +181,11 @@ def _score_cam(model: nn.Module, x: torch.Tensor, act: torch.Tensor, classes, up
     return maps
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize(
     ("arch", "layers"),
     [("resnet18", ["layer1.0.conv1", "layer1.0.bn2", "layer1.1"]),
-     ("resnet50", ["layer1.0.conv1", "layer1.2.bn2", "layer2.0.conv1"])],
+     pytest.param("resnet50", ["layer1.0.conv1", "layer1.2.bn2", "layer2.0.conv1"], marks=pytest.mark.slow)],
 )
 def test_scorecam_is_the_formula_and_torchcam_differs_only_in_mask_order(request, arch, layers):
     bundle = request.getfixturevalue(arch)
@@ -201,6 +205,7 @@ def test_scorecam_is_the_formula_and_torchcam_differs_only_in_mask_order(request
                                                 x.shape[-2:]))) > 0.99, (layer, cls)
 
 
+@pytest.mark.slow
 def test_eigencam_is_the_first_principal_component(resnet18):
     x = _picture()
     for layer in LAYERS["resnet18"]:
@@ -228,6 +233,7 @@ def _class_score_grad(model: nn.Module, x: torch.Tensor, cls: int) -> torch.Tens
     return grad[0]
 
 
+@pytest.mark.slow
 def test_saliency_is_the_gradient_of_the_class_score(resnet18):
     x = _picture()
     for cls in _two_classes(resnet18.model, x):
@@ -238,6 +244,7 @@ def test_saliency_is_the_gradient_of_the_class_score(resnet18):
         torch.testing.assert_close(shown, grad.abs().amax(dim=0), rtol=1e-4, atol=1e-7)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("baseline", ["black", "blur"])
 def test_integrated_gradients_add_up_to_the_score_difference(resnet18, baseline):
     x = _picture(32, 32)
@@ -326,7 +333,8 @@ def _guided_backprop(model: nn.Module, x: torch.Tensor, cls: int) -> torch.Tenso
     return _class_score_grad(clone, x, cls)
 
 
-@pytest.mark.parametrize("arch", ["resnet18", "resnet50"])
+@pytest.mark.slow
+@pytest.mark.parametrize("arch", ["resnet18", RESNET50])
 def test_guided_backprop_and_guided_gradcam_equal_hook_free_formulas(request, arch):
     bundle = request.getfixturevalue(arch)
     x = _picture()
@@ -373,6 +381,7 @@ def own_resnet18():
     return load_model("resnet18", weights="none", device="cpu")
 
 
+@pytest.mark.slow
 def test_every_method_leaves_no_hook_and_the_model_as_it_was(own_resnet18):
     model = own_resnet18.model
     model.train()

@@ -39,6 +39,7 @@ def _rows(path) -> list[dict[str, str]]:
         return list(csv.DictReader(f))
 
 
+@pytest.mark.slow
 def test_rows_are_the_librarys_scores_and_the_summary_their_mean(photos, tmp_path, capsys):
     out = tmp_path / "scores.csv"
     assert _run("explain", photos, "--methods", "gradcam,saliency", "--size", SIZE, "--steps", STEPS,
@@ -63,6 +64,7 @@ def test_rows_are_the_librarys_scores_and_the_summary_their_mean(photos, tmp_pat
     assert stdout.strip().splitlines()[-1] == str(out)
 
 
+@pytest.mark.slow
 def test_a_second_run_continues_where_the_first_stopped(photos, tmp_path, monkeypatch, capsys):
     out = tmp_path / "scores.csv"
     args = ("explain", photos, "--methods", "gradcam", "--no-references", "--metrics", "deletion", "--size", SIZE,

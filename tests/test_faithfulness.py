@@ -87,6 +87,7 @@ def _loop_curves(model: nn.Module, x: torch.Tensor, target: int, attribution: to
 # deletion and insertion against a plain loop
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("baseline", ["blur", "zeros"])
 def test_curves_equal_a_plain_loop_and_the_areas_numpys_trapezoid(resnet18, baseline):
     model, x, steps = _Sharper(resnet18.model), _photo(), 10
@@ -383,6 +384,7 @@ def test_bad_input_is_one_sentence(resnet18, change, message):
 # Captum's infidelity and max-sensitivity, called directly
 
 
+@pytest.mark.slow
 def test_infidelity_equals_captums_with_the_same_seed(resnet18):
     from captum.attr import Saliency
     from captum.metrics import infidelity

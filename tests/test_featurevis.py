@@ -71,6 +71,7 @@ def batch_of_four(model):
 # the optimisation works
 
 
+@pytest.mark.slow
 def test_objective_rises_far_above_the_starting_picture(model):
     start = visualize_channel(model, LAYER, 5, size=64, steps=0)
     best = visualize_channel(model, LAYER, 5, size=64, steps=40)
@@ -80,6 +81,7 @@ def test_objective_rises_far_above_the_starting_picture(model):
     assert after > 3 * before and after - before > 0.3, (before, after)
 
 
+@pytest.mark.slow
 def test_each_picture_of_a_batch_drives_its_own_channel_hardest(model, batch_of_four):
     assert len(batch_of_four) == len(CHANNELS) and all(img.size == (64, 64) for img in batch_of_four)
     scores = _channel_means(model, LAYER, batch_of_four)[:, CHANNELS]  # row: picture, column: channel
@@ -88,6 +90,7 @@ def test_each_picture_of_a_batch_drives_its_own_channel_hardest(model, batch_of_
         assert scores[j, j].item() > max(others), (j, scores)
 
 
+@pytest.mark.slow
 def test_pictures_are_smooth_thanks_to_the_1_over_f_spectrum(batch_of_four):
     # Plain pixel ascent on random weights grows high-frequency noise (ratio near 1-2); the
     # spectrum scaled by 1/frequency keeps the energy in the low band.
@@ -95,6 +98,7 @@ def test_pictures_are_smooth_thanks_to_the_1_over_f_spectrum(batch_of_four):
     assert float(np.median(ratios)) > 5, ratios
 
 
+@pytest.mark.slow
 def test_channel_layouts_of_tokens_and_channels_last_maps():
     class Tokens(nn.Module):  # ViT-like: (N, T, D) with D = 5 channels on the last dim
         def __init__(self):
@@ -124,6 +128,7 @@ def test_channel_layouts_of_tokens_and_channels_last_maps():
 # determinism, hooks, state
 
 
+@pytest.mark.slow
 def test_same_seed_same_picture_other_seed_other_picture_global_rng_untouched(model):
     rng = torch.get_rng_state()
     a, b = (np.asarray(visualize_channel(model, LAYER, 5, size=32, steps=5, seed=3)) for _ in range(2))
@@ -256,12 +261,14 @@ def lucent_net():
     return build("resnet18")  # lucent leaves a hook on every module: never the shared model
 
 
+@pytest.mark.slow
 def test_without_transforms_the_picture_is_lucents(model, lucent_net):
     theirs = np.asarray(_lucent(lucent_net, 5, 20, transforms=[]), dtype=np.int16)
     ours = np.asarray(visualize_channel(model, LAYER, 5, size=64, steps=20, transforms="none"), dtype=np.int16)
     assert np.abs(ours - theirs).max() <= 2
 
 
+@pytest.mark.slow
 def test_with_standard_transforms_the_objective_matches_lucents(model, lucent_net):
     theirs = _lucent(lucent_net, 17, 40, transforms=None)  # None: lucent's standard transforms
     ours = visualize_channel(model, LAYER, 17, size=64, steps=40)

@@ -51,6 +51,7 @@ def _oracle(model: nn.Module, x: torch.Tensor, layers: list[str], target: int | 
 # values
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("target", [None, 7])
 @pytest.mark.parametrize(("fixture", "layers"), [("resnet18", R18_LAYERS), ("resnet50", R50_LAYERS)],
                          ids=["resnet18", "resnet50"])
@@ -66,6 +67,7 @@ def test_capture_gradients_matches_autograd_grad(request, fixture, layers, targe
     assert count_hooks(model) == 0
 
 
+@pytest.mark.slow
 def test_bn1_gradient_is_taken_before_the_inplace_relu(resnet18, image_tensor):
     # d logit / d bn1-output differs from d logit / d relu-output exactly where bn1's output is
     # negative (ReLU's gradient there is 0): check the hook saw the pre-ReLU value's gradient.
@@ -78,6 +80,7 @@ def test_bn1_gradient_is_taken_before_the_inplace_relu(resnet18, image_tensor):
     torch.testing.assert_close(got, want["bn1"], rtol=1e-4, atol=1e-4)
 
 
+@pytest.mark.slow
 def test_gradient_pass_target_and_logits(resnet18, image_tensor):
     model = resnet18.model
     _, acts, oracle_logits, top1 = _oracle(model, image_tensor, ["layer4.1.conv2"], None)
@@ -180,8 +183,10 @@ def test_state_is_restored(resnet18, fn, raises):
     assert all(p.requires_grad and p.grad is None for p in model.parameters()) and not model.training
 
 
-@pytest.mark.parametrize("raises", [False, True], ids=["ok", "forward-raises"])
-@pytest.mark.parametrize("fn", list(CALLS))
+@pytest.mark.parametrize(("fn", "raises"), [
+    pytest.param(fn, raises, id=f"{fn}-{'forward-raises' if raises else 'ok'}",
+                 marks=pytest.mark.slow if fn in ("grad_cam", "backward_report") and not raises else ())
+    for raises in (False, True) for fn in CALLS])
 def test_batchnorm_statistics_untouched(resnet18, fn, raises):
     # layer2 is put in training mode beforehand: a pass that does not switch to eval mode would
     # update its BatchNorm running statistics.
@@ -230,6 +235,7 @@ def _io_shapes(model: nn.Module, x: torch.Tensor, names: list[str]) -> dict[str,
     return shapes
 
 
+@pytest.mark.slow
 def test_backward_report_resnet18_children(resnet18, image_tensor):
     model = resnet18.model
     names = _children(model)
@@ -299,6 +305,7 @@ def test_backward_report_keeps_none_entries():
     assert count_hooks(model) == 0
 
 
+@pytest.mark.slow
 def test_naive_full_backward_hook_on_bn1_really_fails(resnet18, image_tensor):
     # The reason backward_report marks bn1 unsupported: the in-place ReLU after it rewrites the
     # view the full backward hook returns, which autograd refuses.
@@ -324,6 +331,7 @@ def test_naive_full_backward_hook_on_bn1_really_fails(resnet18, image_tensor):
 # threads
 
 
+@pytest.mark.slow
 def test_threads_get_the_same_results_as_sequential_calls(resnet18):
     model = resnet18.model
     layers = ["layer1.0.conv2", "layer3.1.bn2", "layer4.1.conv2"]

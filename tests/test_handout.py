@@ -116,6 +116,7 @@ def _close(printed: list[float], expected: list[float]) -> bool:
     return all(abs(a - b) <= RTOL * scale for a, b in zip(printed, expected, strict=True))
 
 
+@pytest.mark.slow
 def test_the_notebook_runs_offline_with_the_fallback_sentence_and_the_photo(ran):
     book, steps, folder = ran
     assert "Random weights: pretrained weights for resnet18 could not be loaded" in steps["setup"]
@@ -127,6 +128,7 @@ def test_the_notebook_runs_offline_with_the_fallback_sentence_and_the_photo(ran)
     assert not errors
 
 
+@pytest.mark.slow
 def test_every_step_has_its_text_code_question_and_answer(bundle):
     book = nbformat.reads(lesson_file(_choices("zh"), bundle, "ipynb").decode("utf-8"), as_version=4)
     text = "\n".join(c.source for c in book.cells if c.cell_type == "markdown")
@@ -141,6 +143,7 @@ def test_every_step_has_its_text_code_question_and_answer(bundle):
     assert book.cells[4].source == lesson.codes["what"].setup.strip("\n")
 
 
+@pytest.mark.slow
 def test_the_notebook_prints_the_pages_forward_numbers(ran, bundle, page):
     _, steps, _ = ran
     analysis, _ = page
@@ -175,6 +178,7 @@ def test_the_notebook_prints_the_pages_forward_numbers(ran, bundle, page):
     assert steps["remove"] == [f"forgot to remove {calls['forgot']}", f"removed each time {calls['removed']}"]
 
 
+@pytest.mark.slow
 def test_the_notebook_prints_the_pages_gradient_numbers(ran, bundle, page):
     book, steps, _ = ran
     analysis, target = page
@@ -242,6 +246,7 @@ def test_the_lesson_views_code_is_the_handouts(bundle):
 # --- the HTML handout, without a browser (tests/e2e/test_handout.py opens it in Chromium) ----------
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("lang", ["en", "zh"])
 def test_the_handout_is_one_file_with_every_step_and_no_request(bundle, lang):
     page = lesson_file(_choices(lang), bundle, "html").decode("utf-8")
@@ -267,6 +272,7 @@ def _main(*argv: object) -> int:
     return main([str(a) for a in argv])
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("fmt", ["ipynb", "html"])
 def test_the_command_writes_the_lesson(tmp_path, capsys, fmt):
     out = tmp_path / f"lesson.{fmt}"
@@ -293,6 +299,7 @@ print("page loaded", sorted(m for m in sys.modules if m.startswith("vizhooks.pag
 '''
 
 
+@pytest.mark.slow  # a fresh interpreter writes the whole lesson
 @pytest.mark.parametrize("fmt", ["ipynb", "html"])
 def test_the_lesson_command_never_imports_streamlit_or_the_page(tmp_path, fmt):
     """``python -m vizhooks lesson`` is the library's (vizhooks/lesson): it writes the lesson in a fresh
@@ -340,6 +347,7 @@ def test_prepare_reads_the_page_layers_for_the_model():
     assert Path(PHOTO).exists()
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("model", ["vgg16", "mobilenet_v3_small", "vit_b_16"])
 def test_the_lesson_of_other_families_in_chinese(model, tmp_path):
     """The notebook and the handout of VGG-16, MobileNet (depthwise convs) and ViT (blocks as maps; its

@@ -33,6 +33,7 @@ def test_locale_decides_without_a_link():
 VIEWS = ("maps", "inspector", "atlas", "gradients", "gradcam", "backward", "table", "intervene", "compare", "code")
 
 
+@pytest.mark.slow
 def test_chinese_page_has_no_english_sentences():
     at = open_page(lang="zh", size="128", layers="conv1,layer2.0.conv1,layer4.0.conv1")
     allowed = allowed_names(at)

@@ -365,6 +365,7 @@ def test_clamped_gradients_match_two_stage_autograd(odd_state_model):
     _assert_unchanged(model, snapshot)
 
 
+@pytest.mark.slow
 def test_clamp_before_an_inplace_relu_in_resnet18(resnet18):
     # layer2.0.bn1 feeds ReLU(inplace=True); layer1.1.conv2 reaches the logits through it and
     # through layer2.0's downsample branch, which the clip does not touch:

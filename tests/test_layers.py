@@ -92,6 +92,7 @@ def test_other_kinds(resnet18, resnet50):
         find_layers(model, "convolution")
 
 
+@pytest.mark.slow
 def test_defaults_and_resolution(resnet18, resnet50):
     # the first conv and the first conv at each new resolution (224 px input)
     want = ["conv1", "layer1.0.conv1", "layer2.0.conv1", "layer3.0.conv1", "layer4.0.conv1"]

@@ -69,6 +69,7 @@ def step6():
     return at
 
 
+@pytest.mark.slow
 def test_step6_default_limit_clips_a_share_the_page_prints(step6):
     assert step6.select_slider(key="iv_clip_pct").value == CLAMP_DEFAULT
     clamp_at = step6.selectbox(key="iv_clamp_at").value
@@ -95,6 +96,7 @@ def _drawn(grad: torch.Tensor, reach: float) -> np.ndarray:
     return np.asarray(Image.open(io.BytesIO(vz.figure_to_png(fig))).convert("RGB")).astype(int)
 
 
+@pytest.mark.slow
 def test_step6_default_limit_visibly_changes_the_earlier_maps(step6):
     bundle = vz.load_model("resnet18")
     analysis = analyse(bundle, vz.load_image(ROOT / IMAGE), int(SIZE), TOUR, "output")

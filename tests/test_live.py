@@ -273,6 +273,7 @@ def test_frames_are_dropped_not_queued_while_another_session_holds_the_model(bun
         other.join(30)
 
 
+@pytest.mark.slow
 def test_settings_changed_between_frames_apply_to_the_next(bundle):
     frame = _frame(8)
     live = LiveProcessor(bundle, LiveSettings(layer=LAYER, size=SIZE))

@@ -12,8 +12,8 @@ import pytest
 from prometheus_client import CollectorRegistry, Counter, generate_latest
 
 from benchmarks import load
+from benchmarks import server as streamlit_server
 from benchmarks.loadclient import Run, Session, Widget, _match_option, percentile, widget_key
-from tests.e2e import server as e2e
 
 LAYERS = ["conv1", "layer2.0.conv1"]
 
@@ -32,12 +32,12 @@ def run_apart(coroutine):
 def page_server(tmp_path_factory):
     env = load.server_env(str(tmp_path_factory.mktemp("th")))
     log = (tmp_path_factory.mktemp("log") / "streamlit.log").open("w")
-    proc, url = e2e.start(env, log)
+    proc, url = streamlit_server.start(env, log)
     try:
-        e2e.wait_healthy(url, proc)
+        streamlit_server.wait_healthy(url, proc)
         yield url
     finally:
-        e2e.stop(proc)
+        streamlit_server.stop(proc)
         log.close()
 
 

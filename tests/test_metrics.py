@@ -26,6 +26,7 @@ def value(name: str, **labels: str) -> float:
     return samples().get((name, tuple(sorted(labels.items()))), 0.0)
 
 
+@pytest.mark.slow
 def test_computations_and_hits_by_kind(fresh_results):
     computed, hits = value("vizhooks_computations_total", kind="analysis"), \
         value("vizhooks_cache_hits_total", kind="analysis")
@@ -39,6 +40,7 @@ def test_computations_and_hits_by_kind(fresh_results):
     assert value("vizhooks_script_runs_total") >= value("vizhooks_script_run_seconds_count")
 
 
+@pytest.mark.slow
 def test_streamlit_cached_kinds_count_hits_too(fresh_results):
     before = value("vizhooks_computations_total", kind="summary"), value("vizhooks_cache_hits_total", kind="summary")
     ok(open_page(view="table"))
@@ -140,7 +142,7 @@ def test_the_route_answers_get():
 @pytest.mark.slow
 def test_streamlit_run_app_serves_the_page_and_metrics(tmp_path):
     """`streamlit run app.py` as a person types it: the page, its health, and /metrics beside them."""
-    from tests.e2e.server import get_local, start, stop, wait_healthy
+    from benchmarks.server import get_local, start, stop, wait_healthy
 
     env = {**os.environ, "TORCH_HOME": str(tmp_path / "torch")}
     with open(tmp_path / "server.log", "w") as log:

@@ -98,6 +98,7 @@ def test_random_weights_are_seeded_and_leave_global_rng_alone():
     assert len(a.mean) == 3 and len(a.std) == 3
 
 
+@pytest.mark.slow
 def test_state_dict_file_round_trips(tmp_path):
     state = _state("resnet18", seed=7)
     path = tmp_path / "mine.pth"
@@ -110,6 +111,7 @@ def test_state_dict_file_round_trips(tmp_path):
     assert _same_weights(load_model("resnet18", weights=path, device="cpu").model, state)
 
 
+@pytest.mark.slow
 def test_wrong_architecture_is_one_short_sentence(tmp_path):
     path = tmp_path / "r50.pth"
     torch.save(_state("resnet50", seed=0), path)
@@ -175,6 +177,7 @@ def test_auto_uses_the_torch_cache(tmp_path, monkeypatch):
     assert str(cached) in bundle.weights_status
 
 
+@pytest.mark.slow
 def test_cached_checkpoint_without_batchnorm_counters_loads(tmp_path, monkeypatch):
     # Checkpoints saved before PyTorch 0.4 have no "num_batches_tracked" buffers; PyTorch's own
     # strict loader accepts them (the oracle), so the cache must not call them damaged.
@@ -204,6 +207,7 @@ def test_damaged_cache_is_reported(tmp_path, monkeypatch):
     assert not bundle.pretrained and "damaged" in bundle.weights_status
 
 
+@pytest.mark.slow
 def test_env_file_first_and_mismatch_falls_through(tmp_path, monkeypatch):
     state = _state("resnet18", seed=5)
     path = tmp_path / "env.pth"
@@ -218,6 +222,7 @@ def test_env_file_first_and_mismatch_falls_through(tmp_path, monkeypatch):
     assert gone.weights_source == "random" and "does not exist" in gone.weights_status
 
 
+@pytest.mark.slow
 def test_silent_server_is_bounded(online, monkeypatch, tmp_path):
     # Accepts the connection and never answers: what a network that drops packets looks like
     # to the reading side.
@@ -241,6 +246,7 @@ def test_silent_server_is_bounded(online, monkeypatch, tmp_path):
     assert "a moment ago" in again.weights_status
 
 
+@pytest.mark.slow
 def test_hung_name_lookup_is_bounded(online, monkeypatch):
     # urlopen blocked before any socket timeout applies (e.g. a DNS look-up that hangs).
     release = threading.Event()
@@ -254,6 +260,7 @@ def test_hung_name_lookup_is_bounded(online, monkeypatch):
         release.set()
 
 
+@pytest.mark.slow
 def test_download_checks_hash_and_fills_cache(online, monkeypatch):
     buf = Path(os.environ["TORCH_HOME"]) / "served.pth"
     buf.parent.mkdir(parents=True, exist_ok=True)

@@ -21,7 +21,7 @@ from pathlib import Path
 import pytest
 import vizhooks_netguard
 
-from tests.e2e.server import CHROMIUM_ARGS, ROOT, start, stop, wait_healthy
+from benchmarks.server import CHROMIUM_ARGS, ROOT, start, stop, wait_healthy
 
 REFUSED = "vizhooks network guard refused"
 FAR = ("203.0.113.5", 80)  # TEST-NET-3
@@ -152,6 +152,7 @@ def test_a_sitecustomize_already_there_still_runs(tmp_path):
     _refused_everywhere(run.stdout.replace("hidden: True", ""))
 
 
+@pytest.mark.slow
 def test_streamlit_server_is_guarded(tmp_path):
     # The script health check runs the script inside the server process, as a session would.
     script = tmp_path / "probe_page.py"
@@ -181,6 +182,7 @@ class _Marker(http.server.BaseHTTPRequestHandler):
         pass
 
 
+@pytest.mark.browser
 def test_chromium_resolves_no_names(tmp_path):
     # Without the rules Chromium answers `*.localhost` itself with 127.0.0.1, with no DNS at all, so the
     # page below loads; with CHROMIUM_ARGS the name must not resolve while 127.0.0.1 still does.

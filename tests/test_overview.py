@@ -53,6 +53,7 @@ def test_stages_begin_where_the_resolution_changes(resnet18, x):
     assert all(rows[b - 1].hw != rows[b].hw for _, b in parts[:-1])
 
 
+@pytest.mark.slow
 def test_attention_models_show_their_blocks_as_maps():
     bundle = vz.load_model("vit_b_16", weights="none", device="cpu")
     x = bundle.preprocess(vz.load_image("sample_images/chelsea.jpg"))

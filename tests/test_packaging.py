@@ -33,7 +33,7 @@ from pathlib import Path
 import pytest
 from packaging.requirements import Requirement
 
-from tests.e2e.server import start, stop, wait_healthy
+from benchmarks.server import start, stop, wait_healthy
 
 ROOT = Path(__file__).resolve().parents[1]
 PYPROJECT = tomllib.loads((ROOT / "pyproject.toml").read_text("utf-8"))
@@ -223,6 +223,7 @@ def installed(tmp_path_factory) -> Installed:
     return Installed(tmp_path_factory.mktemp("packaging"))
 
 
+@pytest.mark.packaging
 def test_wheel_carries_pyprojects_name_version_and_dependencies(installed):
     assert installed.wheel.name.startswith(f"vizhooks-{VERSION}-py3-none-any")
     out = _run([str(installed.python), "-c", (
@@ -276,6 +277,7 @@ print("\n".join(sorted(set(problems))))
 """
 
 
+@pytest.mark.packaging
 def test_installed_wheels_requirements_are_all_met(installed):
     problems = _run([str(installed.python), "-c", _CHECK_REQUIRES], cwd=installed.tmp).strip()
     assert not problems, "Requires-Dist of the wheel not met by this environment:\n" + problems
@@ -303,6 +305,7 @@ except SystemExit as exc:
 """
 
 
+@pytest.mark.packaging
 def test_installed_package_imports_lazily_and_knows_its_version(installed):
     optional = sorted({*LAZY_EXTRAS, "streamlit", "streamlit_webrtc"})
     out = _run([str(installed.python), "-c", f"OPTIONAL = {optional!r}\n" + _IMPORT], cwd=installed.tmp)
@@ -313,12 +316,14 @@ def test_installed_package_imports_lazily_and_knows_its_version(installed):
     assert command == f"vizhooks {VERSION}"
 
 
+@pytest.mark.packaging
 def test_installed_cli_lists_layers(installed):
     out = _run([str(installed.python), "-m", "vizhooks", "--list-layers", "--model", "resnet18"],
                cwd=installed.tmp, timeout=180)
     assert "layer4.1.conv2" in out and "20 Conv2d layers and 8 blocks in resnet18." in out
 
 
+@pytest.mark.packaging
 def test_wheel_holds_every_file_of_the_package(installed):
     """Every file under vizhooks/ (the page's views and sources included, and any data beside the code)
     is in the wheel, and the wheel holds nothing else of ours."""
@@ -337,7 +342,7 @@ def test_wheel_holds_every_file_of_the_package(installed):
 _OPEN_THE_PAGE = """
 import json, sys
 from playwright.sync_api import sync_playwright
-from tests.e2e.server import CHROMIUM_ARGS
+from benchmarks.server import CHROMIUM_ARGS
 
 url, shot = sys.argv[1], sys.argv[2]
 ERRORS = '[data-testid="stAlertContentError"], [data-testid="stException"]'
@@ -380,6 +385,8 @@ def _installed_page(tmp: Path) -> Path:
     return page
 
 
+@pytest.mark.packaging
+@pytest.mark.browser
 def test_installed_page_shows_the_first_grid_in_chromium(installed, tmp_path):
     """``streamlit run app.py`` from an installed copy, with the new environment's python, opened in
     Chromium until the first feature-map grid has loaded, and no error on the page. (Asking

@@ -35,6 +35,7 @@ SAMPLES = sorted(p for p in (ROOT / "sample_images").iterdir() if p.suffix in ("
 # --- memory budget ------------------------------------------------------------------------------
 
 
+@pytest.mark.slow
 def test_estimate_equals_a_real_capture(resnet18, resnet50):
     for bundle in (resnet18, resnet50):
         names = [c.name for c in conv_layers(bundle.model)]
@@ -220,6 +221,7 @@ def _rss_mb() -> float:
         return int(re.search(r"VmRSS:\s+(\d+)", fh.read()).group(1)) / 1024
 
 
+@pytest.mark.slow
 def test_300_requests_keep_memory_hooks_figures_and_temp_files_bounded(tmp_path, monkeypatch):
     monkeypatch.setenv("TMPDIR", str(tmp_path))
     import tempfile
@@ -259,6 +261,7 @@ def test_300_requests_keep_memory_hooks_figures_and_temp_files_bounded(tmp_path,
 # --- faults -------------------------------------------------------------------------------------
 
 
+@pytest.mark.slow
 def test_failure_mid_backward_restores_everything(resnet18):
     model = resnet18.model
     before = [(p.requires_grad, p.grad) for p in model.parameters()]
@@ -378,6 +381,7 @@ def test_weights_are_only_loaded_safely_and_only_from_operator_paths():
     assert "write_bytes" not in page and not re.search(r"open\([^)]*['\"]w", page)  # uploads stay in memory
 
 
+@pytest.mark.slow
 def test_env_weights_problems_are_one_sentence(tmp_path, monkeypatch, capsys):
     from vizhooks.cli import main
 

@@ -279,6 +279,7 @@ def test_plain_savefig_default_would_be_the_slow_writer():
     assert _zlib_flevel(buf.getvalue()) == 2
 
 
+@pytest.mark.slow
 def test_savefig_explicit_arguments_win(tmp_path):
     import matplotlib
 
@@ -459,7 +460,7 @@ def test_svg_in_chromium_shows_the_png_grid(tmp_path, norm):
     import sys
     from pathlib import Path
 
-    from tests.e2e.server import CHROMIUM_ARGS
+    from benchmarks.server import CHROMIUM_ARGS
 
     if not Path("/usr/bin/chromium").exists():
         pytest.fail("chromium is missing: `make test` installs it with apt-get")

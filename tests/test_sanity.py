@@ -68,6 +68,7 @@ def test_ssim_is_the_definition_window_by_window():
     assert ssim(a, b) > ssim(a, torch.rand(24, 20, generator=g))
 
 
+@pytest.mark.slow
 def test_stages_go_from_the_head_down_and_open_big_containers(resnet18):
     assert randomisation_stages(resnet18.model) == ["fc", "layer4", "layer3", "layer2", "layer1", "bn1", "conv1"]
     vgg = vz.load_model("vgg16", weights="none", device="cpu").model
@@ -77,6 +78,7 @@ def test_stages_go_from_the_head_down_and_open_big_containers(resnet18):
     assert convs <= set(stages)  # one conv per step: VGG's features are opened
 
 
+@pytest.mark.slow
 def test_every_step_is_the_same_re_initialisation_done_by_hand(resnet18, photo_x):
     """One step (fc): the map after it equals explain() on a copy whose fc the test re-initialises."""
     result = sanity_check(resnet18, photo_x, methods=["gradcam", "saliency"], stages=["fc"], seed=5)
@@ -90,6 +92,7 @@ def test_every_step_is_the_same_re_initialisation_done_by_hand(resnet18, photo_x
     assert result.target == int(resnet18.model(photo_x)[0].argmax())
 
 
+@pytest.mark.slow
 def test_grad_cam_stops_correlating_once_the_model_is_random_and_the_shared_model_is_untouched(resnet18, photo_x):
     before = _state(resnet18.model)
     result = sanity_check(resnet18, photo_x, methods=["gradcam"], layers=["layer4.1"])
@@ -104,6 +107,7 @@ def test_grad_cam_stops_correlating_once_the_model_is_random_and_the_shared_mode
     assert hook_count(resnet18.model) == 0 and not resnet18.model.training
 
 
+@pytest.mark.slow
 def test_a_fully_random_resnet50_gives_finite_logits_and_maps(resnet50):
     x = torch.randn(1, 3, 64, 64, generator=torch.Generator().manual_seed(0))
     result = sanity_check(resnet50, x, methods=["gradcam", "saliency"])

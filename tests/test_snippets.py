@@ -213,7 +213,9 @@ class Seen:
     cache: dict = field(default_factory=dict)
 
 
-@pytest.fixture(scope="module", params=CASES, ids=[c.id for c in CASES])
+# Every test on the page read below is slow: the read (a page through every view, the snippets run in
+# a child Python) takes minutes on 2 cores, and whichever test comes first pays it.
+@pytest.fixture(scope="module", params=[pytest.param(c, id=c.id, marks=pytest.mark.slow) for c in CASES])
 def seen(request, tmp_path_factory) -> Seen:
     case = request.param
     folder = tmp_path_factory.mktemp(case.id)
@@ -304,6 +306,7 @@ def _gradient_lines(lines: list[str]) -> tuple[int, dict[str, tuple]]:
 # --- the tests -----------------------------------------------------------------------------------
 
 
+@pytest.mark.slow
 def test_the_page_shows_the_code_that_ran(seen):
     assert seen.page["layers"] == seen.case.layers
     for view in VIEWS:
@@ -313,6 +316,7 @@ def test_the_page_shows_the_code_that_ran(seen):
         assert "vizhooks" not in code, key
 
 
+@pytest.mark.slow
 def test_maps_snippet_prints_the_pages_shapes_and_kept_its_numbers(seen):
     lines = _lines(seen, "maps")
     kept = json.loads(next(line[3:] for line in lines if line.startswith("@@ ")))
@@ -328,6 +332,7 @@ def test_maps_snippet_prints_the_pages_shapes_and_kept_its_numbers(seen):
     assert seen.bundle.categories[kept["top1"]] == seen.page["top5"][0]
 
 
+@pytest.mark.slow
 def test_gradients_snippet_prints_the_pages_class_shapes_and_range(seen):
     target, grads = _gradient_lines(_lines(seen, "gradients"))
     assert target == seen.page["gradients_target"]
@@ -399,6 +404,7 @@ def test_table_snippet_prints_the_pages_rows(seen):
     assert total == seen.page["total_params"]
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("seen", [CASES[0]], ids=[CASES[0].id], indirect=True)
 def test_lesson_hook_snippets_print_what_the_lesson_shows(seen):
     """The lesson's hello, pre-hook and remove steps (forward hooks; one case is enough)."""
@@ -427,6 +433,7 @@ def test_lesson_hook_snippets_print_what_the_lesson_shows(seen):
                                              f"removed each time {calls['removed']}"]
 
 
+@pytest.mark.slow
 def test_lesson_gradient_snippets_print_what_the_lesson_shows(seen):
     """The lesson's tensor-hook and clamp steps, for the top-1 class and for a chosen one."""
     layers = list(seen.case.layers)
@@ -527,6 +534,7 @@ def test_a_long_call_or_list_is_broken_into_valid_lines():
     assert "model = models.googlenet(\n" in googlenet and "transform_input=True," in googlenet
 
 
+@pytest.mark.slow
 def test_the_transformer_set_up_runs_and_maps_tokens_as_the_page(tmp_path):
     """The token branch, shown only for a transformer, turns its tokens into the page's maps."""
     layers = READABLE["vit_b_16"][:2]

@@ -52,6 +52,7 @@ def summaries(resnet18, resnet50):
     return out
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("fixture", ["resnet18", "resnet50"])
 def test_matches_torchinfo(request, fixture, summaries):
     model = request.getfixturevalue(fixture).model
@@ -87,6 +88,7 @@ def test_matches_torchinfo(request, fixture, summaries):
     assert count_hooks(model) == 0
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize(("fixture", "reused_calls"), [("resnet18", 2), ("resnet50", 3)])
 def test_rows_order_and_calls(request, fixture, reused_calls, summaries):
     model = request.getfixturevalue(fixture).model

@@ -40,6 +40,7 @@ def taught(resnet18, photos):
     return teach(resnet18, photos, size=SIZE)
 
 
+@pytest.mark.slow
 def test_learns_shapes_a_random_backbone_can_tell_apart(taught):
     assert taught.method == "5-fold" and taught.heldout == 45  # every photo of 3 x 15, once
     assert taught.accuracy >= 0.9
@@ -56,6 +57,7 @@ def test_shuffled_labels_are_learned_no_better_than_chance(resnet18, photos):
     assert accuracy <= 0.6  # chance is 1/3
 
 
+@pytest.mark.slow
 def test_the_head_agrees_with_scikit_learn_on_the_same_features(resnet18, photos):
     from sklearn.linear_model import LogisticRegression
 
@@ -247,6 +249,7 @@ def test_a_model_that_ends_in_a_convolution_is_refused_by_name():
     assert "classifier.1" in str(caught.value) and "Conv2d" in str(caught.value)
 
 
+@pytest.mark.slow
 def test_vit_features_are_the_class_token():
     bundle = vz.load_model("vit_b_16", weights="none", device="cpu")
     image = shape_photos(1)["disc"][0]
@@ -275,6 +278,7 @@ def test_a_taught_name_resolves_to_its_backbone_but_is_not_loaded_by_name(taught
         vz.load_model(name)
 
 
+@pytest.mark.slow
 def test_cli_teaches_a_folder_of_class_folders(tmp_path, capsys):
     for name, group in shape_photos(12).items():
         (tmp_path / "photos" / name).mkdir(parents=True)

@@ -251,6 +251,7 @@ def test_bad_model_means_layers_checked_against_default():
     assert sorted(bad) == [("layers", "layer1.0.conv3"), ("model", "vgg17")]
 
 
+@pytest.mark.slow
 def test_any_torchvision_model_and_its_layers():
     vgg_convs = [n for n, m in torchvision.models.vgg16().to("meta").named_modules() if isinstance(m, torch.nn.Conv2d)]
     good, bad = parse({"model": "vgg16", "layers": f"{vgg_convs[0]},{vgg_convs[-1]},layer1.0.conv1"})

@@ -295,6 +295,7 @@ def frames(clips) -> list[Image.Image]:
     return vz.video.read_frames(clips["long"], max_frames=7)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("batch", [1, 3, 8])
 def test_capture_frames_equals_one_capture_per_frame(resnet18, frames, batch):
     passes = []
@@ -330,6 +331,7 @@ def test_plain_module_uses_imagenet_preprocessing_and_progress(frames):
     assert calls == [(3, 7), (6, 7), (7, 7)]
 
 
+@pytest.mark.slow
 def test_mixed_sizes_keep_frame_order_or_say_one_size(resnet18, frames):
     mixed = [f if i % 2 else f.resize((48, 64)) for i, f in enumerate(frames)]  # landscape, portrait, ...
     acts = vz.video.capture_frames(resnet18, mixed, ["avgpool"], size=64, batch=8)  # pooled: one size
@@ -498,6 +500,7 @@ def _frame_count(path: Path) -> int:
     return count
 
 
+@pytest.mark.slow
 def test_cli_writes_one_video_per_layer_and_the_npz(clips, tmp_path, capsys, resnet18):
     out, npz = tmp_path / "out", tmp_path / "clip.npz"
     layers = ["layer1.0.conv1", "layer3.0.conv1"]
@@ -516,6 +519,7 @@ def test_cli_writes_one_video_per_layer_and_the_npz(clips, tmp_path, capsys, res
             np.testing.assert_allclose(data[n], want[n].numpy(), rtol=1e-5, atol=1e-5)
 
 
+@pytest.mark.slow
 def test_cli_gif_is_a_clip_only_with_several_frames(tmp_path, capsys):
     animated = _write(tmp_path / "moving.gif", 4, "gif")
     still = tmp_path / "still.gif"

@@ -128,6 +128,7 @@ def test_the_layer_table_has_chinese_headers():
     assert all(any("\u4e00" <= ch <= "\u9fff" for ch in label) for label in labels.values()), labels
 
 
+@pytest.mark.slow
 def test_top5_and_the_class_menu_use_chinese_imagenet_names_on_the_chinese_page():
     from vizhooks.labels import chinese_categories
     from vizhooks.models import imagenet_categories
@@ -156,6 +157,7 @@ def test_the_backward_table_notes_are_page_texts():
     assert zh["col_module"] in rows.columns
 
 
+@pytest.mark.slow
 def test_a_chinese_class_in_present_mode_has_no_english(monkeypatch):
     """The class's own texts (teacher panel, following, polls) and present mode, on Chinese pages."""
     from vizhooks.page import classes

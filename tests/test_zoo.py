@@ -65,6 +65,8 @@ BLOCKS: dict[str, tuple[tuple[type[nn.Module], ...], int]] = {
     "maxvit_t": ((_cls("maxvit", "MaxVitLayer"),), 2 + 2 + 5 + 2),
 }
 ARCHS = list(BLOCKS)
+#: The architectures whose model takes seconds to build on 2 cores: every test on them is slow.
+ZOO_SLOW = {"vgg11", "convnext_tiny", "swin_t"}
 PLAIN = {"vgg11", "alexnet"}  # no repeated unit of their own: blocks are the stages between pools
 
 
@@ -105,9 +107,9 @@ def _fx_outputs(model: nn.Module, x: torch.Tensor, names: list[str]) -> dict[str
         return extractor(x)
 
 
-@pytest.fixture(scope="module", params=ARCHS)
+@pytest.fixture(scope="module", params=[pytest.param(a, marks=pytest.mark.slow) if a in ZOO_SLOW else a for a in ARCHS])
 def zoo(request):
-    """(arch, bundle, input) for one architecture; one model alive at a time."""
+    """(arch, bundle, input) for one architecture; one model alive at a time (the large ones: slow)."""
     arch = request.param
     bundle = vm.load_model(arch, weights="none", device="cpu")
     x = bundle.preprocess(_picture(), SMALL)
@@ -124,6 +126,7 @@ def test_input_follows_the_size_rule(zoo):
         assert bundle.input.fixed_size is None and tuple(x.shape) == (1, 3, short, round(short * 80 / 64))
 
 
+@pytest.mark.slow
 def test_every_conv_matches_torch_fx(zoo):
     arch, bundle, x = zoo
     model = bundle.model
@@ -198,6 +201,7 @@ def _x224(seed: int = 3) -> torch.Tensor:
     return torch.randn(1, 3, 224, 224, generator=torch.Generator().manual_seed(seed))
 
 
+@pytest.mark.slow
 def test_vit_tokens_as_maps(vit):
     layers = ["conv_proj", "encoder.layers.encoder_layer_0", "encoder.layers.encoder_layer_11", "encoder.ln",
               "heads.head"]
@@ -215,6 +219,7 @@ def test_vit_tokens_as_maps(vit):
     assert count_hooks(vit.model) == 0
 
 
+@pytest.mark.slow
 def test_swin_channels_last_as_maps(swin):
     layers = ["features.0.0", "features.0", "features.1.0", "features.2", "features.5.3", "norm"]
     x = _x224()
@@ -472,6 +477,7 @@ def test_operator_models_file(checkpoint, tmp_path, monkeypatch):
 # timm
 
 
+@pytest.mark.slow
 def test_timm_model_captures_and_input_spec():
     import timm  # a dev pin: a missing install fails here, never skips
     bundle = vm.load_model("timm:resnet18", weights="none", device="cpu")
@@ -500,6 +506,7 @@ def test_timm_model_captures_and_input_spec():
 # memory budget for giant models
 
 
+@pytest.mark.slow
 def test_giant_captures_are_refused_without_weights():
     # vit_h_14 takes 518 x 518: 37 x 37 patches + the class token, 1280 wide, 32 blocks
     blocks = [f"encoder.layers.encoder_layer_{i}" for i in range(32)]
@@ -518,6 +525,7 @@ def test_giant_captures_are_refused_without_weights():
         check_capture("regnet_y_128gf", convs, (512, 512))
 
 
+@pytest.mark.slow
 def test_budget_checks_allocate_no_weights():
     # In a fresh process: the peak memory of both checks stays far below the 2.5 GB of weights
     # each of these models has (632 M and 645 M parameters).

@@ -75,8 +75,11 @@ def channels_last_modules(model: nn.Module) -> set[str]:
     names = set()
     for name, module in model.named_modules():
         kind = type(module).__name__
-        if kind.startswith("SwinTransformerBlock") or kind in ("PatchMerging", "PatchMergingV2", "Permute"):
+        if kind.startswith("SwinTransformerBlock") or kind in ("PatchMerging", "PatchMergingV2"):
             names.add(name)
+        elif kind == "Permute":  # to NHWC only: Swin's last Permute turns its maps back to NCHW
+            if list(getattr(module, "dims", ())) == [0, 2, 3, 1]:
+                names.add(name)
         elif (type(model).__name__ == "SwinTransformer" and name.startswith("features.")
               and not isinstance(module, nn.Conv2d)):  # the patch embedding's conv is still NCHW
             names.add(name)

@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from .server import CHROMIUM_ARGS, ROOT, start, stop, wait_healthy
+from benchmarks.server import CHROMIUM_ARGS, ROOT, start, stop, wait_healthy
 
 ARTIFACTS = ROOT / "tests" / "artifacts"
 CHROMIUM = shutil.which("chromium") or "/usr/bin/chromium"

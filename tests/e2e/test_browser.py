@@ -10,9 +10,12 @@ import functools
 import json
 import re
 
+import pytest
 from playwright.sync_api import expect
 
 from .conftest import ROOT
+
+pytestmark = pytest.mark.browser
 
 PHOTO = ROOT / "sample_images" / "coffee.jpg"
 # A cold server loads torch and the model on the first visit: allow for a slow CI machine.

@@ -27,13 +27,15 @@ from urllib.parse import parse_qs, urlsplit
 import pytest
 from playwright.sync_api import Page, expect
 
+from benchmarks.server import free_port, start, stop, wait_healthy
 from vizhooks.i18n import section
 from vizhooks.lesson.steps import STEPS
 from vizhooks.page.texts import EN, ZH
 from vizhooks.page.texts_polls import CORRECT
 
 from .conftest import ARTIFACTS, ROOT
-from .server import free_port, start, stop, wait_healthy
+
+pytestmark = pytest.mark.browser
 
 CLASS_EN = section("class", "en")
 POLLS_EN = section("polls", "en")

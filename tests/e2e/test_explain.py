@@ -9,6 +9,8 @@ from playwright.sync_api import expect
 
 from vizhooks.page.texts import EN, ZH
 
+pytestmark = pytest.mark.browser
+
 #: The maps and the scores take seconds on two shared cores; expect()'s own default is 5 s.
 WAIT_MS = 120_000
 

@@ -15,6 +15,8 @@ from vizhooks.lesson.handout import LessonChoices, lesson_file
 from vizhooks.lesson.steps import STEPS
 from vizhooks.page.texts import ZH
 
+pytestmark = pytest.mark.browser
+
 PHOTO = ROOT / "sample_images" / "chelsea.jpg"
 CJK = re.compile(r"[\u4e00-\u9fff]")
 #: Fonts with the Chinese characters: what fonts-wqy-zenhei (installed by `make test`) and the

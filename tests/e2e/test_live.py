@@ -10,6 +10,8 @@ from playwright.sync_api import expect
 
 from .conftest import new_page
 
+pytestmark = pytest.mark.browser
+
 #: Chromium's test camera (a moving pattern and a clock) and no permission prompt.
 #: Every getUserMedia stream of every frame (the component runs in an iframe), so the test can
 #: see whether the camera was released.

@@ -26,10 +26,12 @@ import numpy as np
 import pytest
 from PIL import Image, ImageDraw
 
+from benchmarks.server import get_local
 from vizhooks.page.texts import EN, t
 
 from .conftest import ARTIFACTS, CHROMIUM, CHROMIUM_ARGS
-from .server import get_local
+
+pytestmark = pytest.mark.browser
 
 MAX_N = 64  # a bound on the sessions one run may open
 N = int(os.environ.get("VIZHOOKS_LOAD_N", "3"))

@@ -9,6 +9,8 @@ from playwright.sync_api import expect
 
 from vizhooks.page.texts import EN, ZH
 
+pytestmark = pytest.mark.browser
+
 
 def _idle(page) -> None:
     expect(page.get_by_test_id("stApp")).to_have_attribute("data-test-script-state", "notRunning")

@@ -21,6 +21,8 @@ from vizhooks.lesson.steps import STEPS
 from vizhooks.page.present import BODY_PX, CODE_PX
 from vizhooks.page.texts import LANGUAGES
 
+pytestmark = pytest.mark.browser
+
 expect.set_options(timeout=120_000)
 
 VIEWPORTS = {"1280x800": {"width": 1280, "height": 800}, "1024x768": {"width": 1024, "height": 768}}

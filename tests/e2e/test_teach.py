@@ -15,10 +15,12 @@ import re
 import pytest
 from playwright.sync_api import Page, expect
 
+from benchmarks.server import start, stop, wait_healthy
 from vizhooks.page.texts import EN, ZH
 
 from .conftest import new_page
-from .server import start, stop, wait_healthy
+
+pytestmark = pytest.mark.browser
 
 #: Chromium's test camera (a moving pattern and a clock) and no permission prompt.
 #: Counts the page's finished script runs (the app root's script state going from running to

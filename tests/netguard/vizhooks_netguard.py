@@ -18,7 +18,7 @@ Unix sockets and other families pass. Binding is never refused. A subprocess sta
 that lost this folder from ``PYTHONPATH`` gets it back, so the guard follows every child Python.
 
 Native code is outside Python's socket module: Chromium is held by ``--host-resolver-rules``
-(``tests/e2e/server.py``), Ray's C++ core by ``ray.init(_node_ip_address="127.0.0.1")``.
+(``benchmarks/server.py``), Ray's C++ core by ``ray.init(_node_ip_address="127.0.0.1")``.
 """
 
 from __future__ import annotations

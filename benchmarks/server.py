@@ -1,5 +1,7 @@
 """Starting and stopping a real `streamlit run app.py` on localhost, and Debian Chromium's
-settings. Shared by the browser tests and the cold-start benchmark."""
+settings. One home for the browser tests (tests/e2e), the tests that start a server or Chromium
+(packaging, metrics, the network guard, the load client) and the benchmarks (cold start, live, load);
+the tests import it from here, so no benchmark imports the tests."""
 
 from __future__ import annotations
 
@@ -11,7 +13,7 @@ import time
 import urllib.parse
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parents[2]
+ROOT = Path(__file__).resolve().parents[1]
 #: Every host name but localhost resolves to nothing, so the browser can reach only this machine (IP
 #: literals are not looked up; the page and its WebRTC candidates use 127.0.0.1 and this machine's
 #: own addresses). The Python side of the same guard is tests/netguard.

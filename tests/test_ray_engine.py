@@ -39,6 +39,7 @@ def _skipped(atlas) -> list[tuple[str, str]]:
     return [(s["path"], s["reason"]) for s in json.loads((atlas.path / "manifest.json").read_text())["skipped"]]
 
 
+@pytest.mark.slow
 def test_ray_engine_gives_the_local_index(folder, resnet18, local_ray, tmp_path):
     local = build_atlas(folder, resnet18, LAYERS, tmp_path / "local", top=TOP, size=SIZE, batch=4, progress=False)
     shards = []
@@ -58,6 +59,7 @@ def test_ray_engine_gives_the_local_index(folder, resnet18, local_ray, tmp_path)
         c.relative_to(local.path) for c in local.path.rglob("*.jpg")}
 
 
+@pytest.mark.slow
 def test_ray_engine_resumes_and_skips_done_files(folder, resnet18, local_ray, tmp_path):
     """Stopped after the first shard, the same call on ray folds in only the rest and ends as the local run."""
     out = tmp_path / "ray"
