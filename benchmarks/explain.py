@@ -2,12 +2,12 @@
 
 Random weights (``weights="none"``), the sample photo, the CPU, resnet18 at 224 px.
 
-1. Deletion + insertion: ``vizhooks.faithfulness.deletion_insertion(bundle, x, target, cam,
+1. Deletion + insertion: ``vizhooks.interpret.faithfulness.deletion_insertion(bundle, x, target, cam,
    steps=20, baseline="blur")`` (40 masked images in batches of 16, the blur and the ranking
    included) for a Grad-CAM map of ``layer4`` made beforehand (the method's cost is not the
    score's). Beside it, a bare forward of the same 40 images, made beforehand, in the same batches
    under ``torch.inference_mode``: what the model alone costs. Medians. Target: <= 5 s.
-2. Score-CAM: ``vizhooks.explain.explain(bundle, x, target, methods=["scorecam"],
+2. Score-CAM: ``vizhooks.interpret.methods.explain(bundle, x, target, methods=["scorecam"],
    layers=["layer4"], batch_size=B)`` against its batch count (512 channels / B) times one bare
    forward of B images, timed alternately, medians. Target: <= 1.0 x (the masks, their
    upsampling and the photo's own forward must cost next to nothing). ``--quick``: 64 px,
@@ -37,8 +37,8 @@ def run(cfg: Config) -> Result:
     import torch
 
     import vizhooks as vz
-    from vizhooks.explain import explain
-    from vizhooks.faithfulness import baseline_image, deletion_insertion
+    from vizhooks.interpret.faithfulness import baseline_image, deletion_insertion
+    from vizhooks.interpret.methods import explain
     from vizhooks.ops import hook_count
 
     size = 64 if cfg.quick else SIZE

@@ -18,8 +18,8 @@ def measure(device: str, pairs: int) -> tuple[dict[str, float], dict[str, list[f
     import torch
 
     import vizhooks as vz
-    from vizhooks.images import preprocess
-    from vizhooks.layers import conv_layers
+    from vizhooks.models.images import preprocess
+    from vizhooks.models.layers import conv_layers
 
     bundle = vz.load_model("resnet18", weights="none", device=device)
     model = bundle.model

@@ -100,7 +100,7 @@ def run(cfg: Config) -> Result:
 
     matplotlib.use("Agg")
     import vizhooks as vz
-    from vizhooks.images import preprocess
+    from vizhooks.models.images import preprocess
 
     bundle = vz.load_model("resnet18", weights="none", device="cpu")
     x = preprocess(vz.load_image(SAMPLE), 224)

@@ -13,8 +13,8 @@ def run(cfg: Config) -> Result:
     import torch
 
     import vizhooks as vz
-    from vizhooks.images import preprocess
-    from vizhooks.layers import conv_layers
+    from vizhooks.models.images import preprocess
+    from vizhooks.models.layers import conv_layers
     from vizhooks.ops import hook_count
 
     bundle = vz.load_model("resnet18", weights="none", device="cpu")

@@ -73,7 +73,7 @@ def main(argv: list[str] | None = None) -> int:
     import torch
 
     import vizhooks as vz
-    from vizhooks.images import preprocess
+    from vizhooks.models.images import preprocess
 
     from .common import SAMPLE
 

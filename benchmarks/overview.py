@@ -1,6 +1,6 @@
 """The Overview view against the Feature maps view, for resnet18 at 224 px.
 
-The overview: ``vizhooks.overview.overview`` (one pass, a hook on each of the 20 convs reducing its
+The overview: ``vizhooks.network.overview.overview`` (one pass, a hook on each of the 20 convs reducing its
 output to 8 thumbnails) and ``render.overview_png`` (the whole picture with the top-5 strip). The
 Feature maps view of the five default layers (conv1 and the first conv of each stage): the page's
 ``analyse`` (one pass capturing those layers, with the logits) and, per layer, ``grid_layout`` +
@@ -26,9 +26,9 @@ SIZE, K, TILE = 224, 8, 72
 def run(cfg: Config) -> Result:
     import vizhooks as vz
     from vizhooks.analysis import analyse
-    from vizhooks.layers import default_layers
-    from vizhooks.overview import overview
-    from vizhooks.render import grid_layout, overview_png, palette_png
+    from vizhooks.models.layers import default_layers
+    from vizhooks.network.overview import overview
+    from vizhooks.render.figures import grid_layout, overview_png, palette_png
 
     bundle = vz.load_model("resnet18", weights="none", device="cpu")
     photo = vz.load_image(SAMPLE)

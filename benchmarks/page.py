@@ -70,7 +70,7 @@ def _measure(cfg: Config, st, AppTest, passes: dict) -> Result:
     first = timed(at.run)
     _ok(at)
     import vizhooks as vz
-    from vizhooks.layers import conv_layers
+    from vizhooks.models.layers import conv_layers
 
     convs = [layer.name for layer in conv_layers(vz.load_model("resnet18", weights="none", device="cpu").model)]
     lists = unseen_layer_lists(convs)

@@ -37,7 +37,7 @@ import time
 from .common import SAMPLE, Config, Result, Row, alternate, bench_main, fmt_s, fmt_samples, median, timed
 
 SIZE = 224
-BATCH = 16  # vizhooks.teach.BATCH; the bare forward uses the same
+BATCH = 16  # vizhooks.teaching.BATCH; the bare forward uses the same
 #: The model families taught, and what their last Linear receives.
 FAMILIES = [("resnet18", "pooled features"), ("mobilenet_v3_small", "the classifier's hidden layer"),
             ("vgg16", "the classifier's hidden layer"), ("vit_b_16", "the class token")]
@@ -73,7 +73,7 @@ def _tensors(bundle, photos: list, size: int) -> list:
 
     import torch
 
-    from vizhooks.images import fit_to_model, to_tensor
+    from vizhooks.models.images import fit_to_model, to_tensor
 
     spec = dataclasses.replace(bundle.input, fixed_size=bundle.input.fixed_size or size)
     x = [to_tensor(fit_to_model(im, spec.fixed_size, spec), spec.mean, spec.std) for im in photos]
@@ -85,9 +85,9 @@ def run(cfg: Config) -> Result:
 
     import vizhooks as vz
     from vizhooks.analysis import analyse
-    from vizhooks.layers import default_layers
+    from vizhooks.models.layers import default_layers
     from vizhooks.ops import hook_count
-    from vizhooks.teach import features, teach
+    from vizhooks.teaching import features, teach
 
     classes, per_class = (2, 10) if cfg.quick else (6, 20)  # 10 a class: the hold-out split
     pairs = 1 if cfg.quick else max(1, min(cfg.repeat, 3))  # a pass over 120 photos is ~10 s on 2 cores

@@ -229,7 +229,7 @@ def english_in(at: AppTest, allowed: set[str]) -> list[str]:
 
 def allowed_names(at: AppTest) -> set[str]:
     """Names that stay English in every language: classes, the chosen layers, a few proper names."""
-    from vizhooks.models import categories
+    from vizhooks.models.registry import categories
 
     return set(categories()) | set(at.multiselect(key="layers").value) | {"Grad-CAM", "ImageNet", "PyTorch"}
 

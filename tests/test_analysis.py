@@ -20,8 +20,8 @@ from torch import nn
 from torchvision.models.feature_extraction import create_feature_extractor
 
 from vizhooks.analysis import Analysis, LayerStats, analyse, image_digest, layer_stats, network_order, top_classes
-from vizhooks.images import preprocess
-from vizhooks.layers import LayerInfo, architecture_convs, architecture_layers, quick_pick, quick_picks
+from vizhooks.models.images import preprocess
+from vizhooks.models.layers import LayerInfo, architecture_convs, architecture_layers, quick_pick, quick_picks
 
 ARCHS = ("resnet18", "resnet34", "resnet50", "resnet101", "resnet152")
 CATEGORIES = list(torchvision.models.ResNet18_Weights.IMAGENET1K_V1.meta["categories"])
@@ -435,7 +435,7 @@ def test_architecture_convs_builds_on_meta_device(monkeypatch):
         return build
 
     monkeypatch.setattr(torchvision.models, "get_model_builder", spying_get)
-    from vizhooks.architectures import meta_build
+    from vizhooks.models.architectures import meta_build
 
     meta_build.cache_clear()  # bypass the caches: really build
     convs = [c for c in architecture_layers.__wrapped__("resnet152") if c.kind == "conv"]

@@ -370,7 +370,7 @@ def test_code_snippet_runs_as_written_and_matches_the_page(tmp_path):
 @pytest.mark.slow
 def test_failure_inside_the_forward_pass_is_one_message(monkeypatch, fresh_results):
     import vizhooks.analysis as va
-    from vizhooks.capture import capture_with_output
+    from vizhooks.hooks.capture import capture_with_output
 
     seen = []
 
@@ -418,7 +418,7 @@ def test_simulated_cuda_out_of_memory(monkeypatch, fresh_results):
 
 @pytest.mark.slow
 def test_failure_in_backward_leaves_the_model_clean(monkeypatch, fresh_results):
-    import vizhooks.gradients as vg
+    import vizhooks.hooks.gradients as vg
     from vizhooks.page import results
 
     models = []
@@ -449,7 +449,7 @@ def test_failure_in_backward_leaves_the_model_clean(monkeypatch, fresh_results):
 
 @pytest.mark.slow
 def test_capture_over_the_memory_budget_is_refused_with_a_sentence(forward_passes):
-    from vizhooks.layers import architecture_convs
+    from vizhooks.models.layers import architecture_convs
 
     names = ",".join(c.name for c in architecture_convs("resnet152"))
     at = open_page(model="resnet152", size="512", layers=names, channels="all")

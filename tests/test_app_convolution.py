@@ -16,11 +16,11 @@ from PIL import Image
 from tests.helpers import ROOT, allowed_names, english_in, ok, open_page, shown_view
 from vizhooks import load_image
 from vizhooks.analysis import analyse
-from vizhooks.convolution import conv_at
+from vizhooks.network.convolution import conv_at
+from vizhooks.network.sliding import pool_at, slide
 from vizhooks.page.results import get_bundle
 from vizhooks.page.texts import EN, ZH
 from vizhooks.page.urlstate import parse_query
-from vizhooks.sliding import pool_at, slide
 
 TEXTS = {"en": EN, "zh": ZH}
 

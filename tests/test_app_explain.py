@@ -2,7 +2,7 @@
 maps drawn are vizhooks.explain's on the same picture (each overlay's PNG, pixel for pixel), the
 score button's table is vizhooks.faithfulness's (deletion / insertion areas, Average Drop, Increase,
 infidelity, the random and Gaussian references beside the methods), the sanity button's table is
-vizhooks.sanity's; nothing slow runs before its button; a bad link and a library refusal are one
+vizhooks.interpret.sanity's; nothing slow runs before its button; a bad link and a library refusal are one
 sentence each; the shared model keeps no hook."""
 
 from __future__ import annotations
@@ -16,16 +16,16 @@ from PIL import Image
 from tests.helpers import ROOT, allowed_names, english_in, ok, open_page, shown_view
 from vizhooks import load_image
 from vizhooks.analysis import analyse
-from vizhooks.explain import ExplainError, explain
-from vizhooks.faithfulness import faithfulness, gaussian_map, infidelity_score, random_map
-from vizhooks.labels import class_labels
+from vizhooks.interpret.faithfulness import faithfulness, gaussian_map, infidelity_score, random_map
+from vizhooks.interpret.methods import ExplainError, explain
+from vizhooks.interpret.sanity import sanity_check
+from vizhooks.models.labels import class_labels
 from vizhooks.ops import hook_count
 from vizhooks.page import results
 from vizhooks.page.results import INFIDELITY_DRAWS, get_bundle
 from vizhooks.page.texts import EN, ZH
 from vizhooks.page.urlstate import parse_query
-from vizhooks.render import channel_overlay
-from vizhooks.sanity import sanity_check
+from vizhooks.render.figures import channel_overlay
 
 TEXTS = {"en": EN, "zh": ZH}
 SIZE = 128
@@ -222,7 +222,7 @@ def test_the_link_keeps_methods_and_layers():
 
 
 def test_the_curves_picture_has_a_line_per_map_and_dashed_references():
-    from vizhooks.render import curves_figure, map_strips_figure
+    from vizhooks.render.figures import curves_figure, map_strips_figure
 
     d, i = [0.9, 0.5, 0.1], [0.1, 0.6, 0.95]
     fig = curves_figure([("Grad-CAM", d, i, False), ("random", i, d, True)])

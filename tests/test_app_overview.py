@@ -57,8 +57,8 @@ def test_a_channel_count_change_redraws_with_that_many(lang="en"):
 @pytest.mark.parametrize(("model", "layers"), [("vgg16", 13), ("mobilenet_v3_small", 52), ("vit_b_16", 12)])
 def test_the_overview_of_other_families(model, layers):
     """VGG's 13 convs, MobileNet's 52 (depthwise ones included), ViT's 12 encoder blocks."""
-    from vizhooks.models import meta_model
-    from vizhooks.overview import overview_layers
+    from vizhooks.models.registry import meta_model
+    from vizhooks.network.overview import overview_layers
 
     assert len(overview_layers(meta_model(model)[0])) == layers
     at = open_page(view="overview", model=model, size="128", lang="zh")

@@ -136,7 +136,7 @@ def test_lesson_snippets_run_and_print_what_the_page_shows(body):
         _assert_by_hand_is_the_hooks(out)
     elif body == "sanity":  # torchvision's own (unseeded) weights here: the stages, and numbers that are
         # correlations; tests/test_handout.py compares the page's numbers with the notebook's
-        from vizhooks.sanity import randomisation_stages
+        from vizhooks.interpret.sanity import randomisation_stages
 
         printed = [line.split() for line in out.splitlines()]
         assert [p[0] for p in printed] == randomisation_stages(bundle.model)

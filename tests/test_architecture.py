@@ -147,7 +147,7 @@ def test_the_graph_sees_lazy_imports_and_skips_type_checking(tmp_path):
 
 def test_no_import_cycle_among_vizhooks_modules():
     graph, _ = _edges(_modules())
-    assert "vizhooks.layers" in graph["vizhooks.capture"], "the graph must see real imports"
+    assert "vizhooks.models.layers" in graph["vizhooks.hooks.capture"], "the graph must see real imports"
     cycles = _cycles(graph)
     assert not cycles, f"Import cycles among vizhooks modules: {cycles}"
 
@@ -233,8 +233,8 @@ def _stages_by_hand(features) -> list[str]:
 
 @pytest.mark.parametrize(("arch", "count"), [("vgg16", 5), ("vgg11_bn", 5), ("alexnet", 3)])
 def test_blocks_of_vgg_and_alexnet_are_the_stages_between_pools(arch, count):
-    from vizhooks.architectures import build
-    from vizhooks.layers import architecture_layers, describe_layers, quick_picks
+    from vizhooks.models.architectures import build
+    from vizhooks.models.layers import architecture_layers, describe_layers, quick_picks
 
     model = build(arch, device="meta")
     expected = _stages_by_hand(model.features)
@@ -251,7 +251,7 @@ def test_blocks_of_vgg_and_alexnet_are_the_stages_between_pools(arch, count):
 
 
 def test_a_network_with_its_own_blocks_keeps_them():
-    from vizhooks.architectures import build
+    from vizhooks.models.architectures import build
 
     names = [b.name for b in vizhooks.find_layers(build("resnet18", device="meta"), "block")]
     assert names == [f"layer{i}.{j}" for i in range(1, 5) for j in range(2)]

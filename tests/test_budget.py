@@ -1,4 +1,4 @@
-"""vizhooks.budget: the size of a capture before it runs, and the refusal of one over the limit.
+"""vizhooks.hooks.budget: the size of a capture before it runs, and the refusal of one over the limit.
 
 The oracle is a real forward pass of torchvision's ResNet-18 (random weights, a small input) with
 plain forward hooks written here: the meta-device shapes must be the shapes a real capture gets,
@@ -10,7 +10,7 @@ import pytest
 import torch
 from torchvision.models import resnet18
 
-from vizhooks.budget import CaptureTooLargeError, capture_bytes, capture_shapes, check_capture
+from vizhooks.hooks.budget import CaptureTooLargeError, capture_bytes, capture_shapes, check_capture
 
 HW = (64, 96)
 LAYERS = ["conv1", "layer1.0.relu", "layer2.0.downsample.0", "layer4.1.conv2", "avgpool", "fc"]
@@ -54,7 +54,7 @@ def test_layers_the_model_lacks_add_nothing():
 
 
 def test_no_hook_is_left_on_the_shared_meta_model():
-    from vizhooks.models import meta_model
+    from vizhooks.models.registry import meta_model
 
     capture_shapes("resnet18", LAYERS, HW)
     model = meta_model("resnet18")[0]
@@ -79,7 +79,7 @@ def test_a_capture_within_the_limit_returns_its_bytes_and_one_over_it_is_a_sente
 
 
 def test_the_default_limit_is_the_servers(monkeypatch):
-    import vizhooks.budget as vb
+    import vizhooks.hooks.budget as vb
 
     monkeypatch.setattr(vb, "MAX_CAPTURE_MB", 0.001)
     with pytest.raises(CaptureTooLargeError, match="allows 0 MB per request"):

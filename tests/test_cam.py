@@ -11,8 +11,8 @@ import torch.nn.functional as F
 from torch import nn
 from torchvision.models.feature_extraction import create_feature_extractor
 
-from vizhooks.cam import cam_from, cams_from, grad_cam
-from vizhooks.gradients import gradient_pass
+from vizhooks.hooks.gradients import gradient_pass
+from vizhooks.interpret.cam import cam_from, cams_from, grad_cam
 
 
 def _oracle(model: nn.Module, x: torch.Tensor, layer: str, target: int | None):

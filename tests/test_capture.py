@@ -12,7 +12,7 @@ from torchvision.models.feature_extraction import create_feature_extractor
 
 from tests.helpers import count_hooks
 from vizhooks import UnknownLayerError, capture, capture_with_output
-from vizhooks.layers import conv_layers
+from vizhooks.models.layers import conv_layers
 
 
 def _not_inplace(model: nn.Module) -> nn.Module:

@@ -24,8 +24,8 @@ from vizhooks.classroom import (
     normalise_code,
     open_store,
 )
-from vizhooks.classroom.core import ALPHABET, CODE_LENGTH, FOLLOW_SECONDS, MAX_MODEL_BYTES
-from vizhooks.images import InvalidImageError
+from vizhooks.classroom.core import ALPHABET, CODE_LENGTH, FOLLOW_SECONDS, IDLE_SECONDS, MAX_MODEL_BYTES
+from vizhooks.models.images import InvalidImageError
 
 
 class Clock:
@@ -142,11 +142,11 @@ def test_a_class_without_its_teacher_expires(clock):
     room = Classroom(MemoryStore(clock), clock=clock)
     teacher = room.start()
     room.publish(teacher, {"step": 1}, number=numbered(clock))
-    clock.now += 2.5 * 3600
-    room.touch(teacher)  # the teacher is still here: three more hours
-    clock.now += 2.5 * 3600
+    clock.now += IDLE_SECONDS * 5 / 6
+    room.touch(teacher)  # the teacher is still here: IDLE_SECONDS more
+    clock.now += IDLE_SECONDS * 5 / 6
     assert room.state(teacher.code).page == {"step": 1}
-    clock.now += 0.6 * 3600  # 3.1 h since the teacher was last seen
+    clock.now += IDLE_SECONDS * 0.2  # 1.03 x IDLE_SECONDS since the teacher was last seen
     with pytest.raises(UnknownClassError):
         room.state(teacher.code)
     assert room.live_codes() == []

@@ -17,8 +17,8 @@ from PIL import Image
 from tests.helpers import run_cli as _run
 from vizhooks import capture, load_image, load_model
 from vizhooks.__main__ import main  # every command, the page's lesson included
-from vizhooks.images import preprocess
-from vizhooks.layers import conv_layers
+from vizhooks.models.images import preprocess
+from vizhooks.models.layers import conv_layers
 
 ROOT = Path(__file__).resolve().parents[1]
 PHOTO = ROOT / "sample_images" / "chelsea.jpg"

@@ -18,7 +18,7 @@ from torch import nn
 
 from tests.helpers import count_hooks
 from vizhooks import UnknownLayerError, capture, load_model
-from vizhooks.convolution import conv_at
+from vizhooks.network.convolution import conv_at
 
 _MODELS: dict[str, nn.Module] = {}
 

@@ -18,8 +18,8 @@ from torch import nn
 
 import vizhooks
 from tests.helpers import count_hooks
-from vizhooks.cam import grad_cam
-from vizhooks.explain import (
+from vizhooks.interpret.cam import grad_cam
+from vizhooks.interpret.methods import (
     CAM_METHODS,
     INPUT_METHODS,
     METHODS,
@@ -29,7 +29,7 @@ from vizhooks.explain import (
     explain,
     ig_baseline_of,
 )
-from vizhooks.models import load_model
+from vizhooks.models.registry import load_model
 
 #: The deeper model of the comparisons: its runs are the slow ones, left out of `make test-fast`.
 RESNET50 = pytest.param("resnet50", marks=pytest.mark.slow)
@@ -482,7 +482,7 @@ def test_bad_settings_are_one_sentence(resnet18, kwargs, code):
      ("efficientnet_b0", "features.8.0"), ("convnext_tiny", "features.7.2"), ("googlenet", "inception5b")],
 )
 def test_default_layer_is_the_last_block_or_a_later_conv(arch, layer):
-    from vizhooks.architectures import build
+    from vizhooks.models.architectures import build
 
     assert default_layers(build(arch, device="meta")) == [layer]
 

@@ -12,8 +12,8 @@ import pytest
 import vizhooks as vz
 import vizhooks.cli as cli
 from tests.helpers import ROOT
-from vizhooks.explain import explain
-from vizhooks.faithfulness import faithfulness, reference_maps
+from vizhooks.interpret.faithfulness import faithfulness, reference_maps
+from vizhooks.interpret.methods import explain
 
 SIZE, STEPS = 48, 4
 

@@ -17,7 +17,7 @@ import torch.nn.functional as F
 from torch import nn
 
 from tests.helpers import count_hooks
-from vizhooks.faithfulness import (
+from vizhooks.interpret.faithfulness import (
     BLUR_SIGMA,
     Faithfulness,
     auc,

@@ -18,7 +18,7 @@ import vizhooks as vz
 from tests.helpers import count_hooks
 from vizhooks import UnknownLayerError
 from vizhooks.atlas import visualize_channel, visualize_channels
-from vizhooks.models import IMAGENET_MEAN, IMAGENET_STD, build
+from vizhooks.models.registry import IMAGENET_MEAN, IMAGENET_STD, build
 
 LAYER = "layer2.0.conv1"  # 128 channels
 CHANNELS = [3, 5, 17, 40]

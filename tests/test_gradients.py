@@ -18,9 +18,9 @@ from torch import nn
 from torchvision.models.feature_extraction import create_feature_extractor
 
 from tests.helpers import count_hooks
-from vizhooks.cam import grad_cam
-from vizhooks.gradients import BackwardRecord, backward_report, capture_gradients, gradient_pass
-from vizhooks.summary import layer_summary
+from vizhooks.hooks.gradients import BackwardRecord, backward_report, capture_gradients, gradient_pass
+from vizhooks.hooks.summary import layer_summary
+from vizhooks.interpret.cam import grad_cam
 
 R18_LAYERS = ["conv1", "bn1", "layer1.0.conv2", "layer2.0.downsample.0", "layer3.1.bn2", "layer4.1.conv2"]
 R50_LAYERS = ["conv1", "layer1.0.conv3", "layer3.2.conv2", "layer4.2.conv3"]

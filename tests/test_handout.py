@@ -33,12 +33,12 @@ import torch
 import vizhooks as vz
 from tests.helpers import ROOT
 from vizhooks.analysis import analyse, hook_calls_demo, layer_stats
-from vizhooks.cam import cams_from
-from vizhooks.gradients import backward_report, gradient_pass
+from vizhooks.hooks.gradients import backward_report, gradient_pass
+from vizhooks.interpret.cam import cams_from
+from vizhooks.interpret.sanity import randomisation_stages, sanity_check
 from vizhooks.lesson.handout import LessonChoices, lesson_file, page_layers, prepare, step_code
 from vizhooks.lesson.steps import STEPS
 from vizhooks.page.texts import EN, ZH
-from vizhooks.sanity import randomisation_stages, sanity_check
 
 PHOTO = ROOT / "sample_images" / "chelsea.jpg"
 SIZE = 64  # small: the lesson's numbers, not its pictures, are what the notebook test reads
@@ -225,7 +225,7 @@ def test_the_notebook_prints_the_pages_gradient_numbers(ran, bundle, page):
         row, col = ast.literal_eval(m.group(4))
         assert float(cam[row, col]) >= float(cam.max()) - RTOL
 
-    # the sanity check: the notebook's own Grad-CAM, re-initialisation and ranks against vizhooks.sanity
+    # the sanity check: the notebook's own Grad-CAM, re-initialisation and ranks against vizhooks.interpret.sanity
     check = sanity_check(bundle, analysis.x, target, ["gradcam"], [layers[-1]])
     printed = [re.match(rf"^\s*(\S+) re-initialised: Spearman {NUMBER}$", line) for line in steps["sanity"]]
     assert [m.group(1) for m in printed if m] == list(check.stages) == randomisation_stages(bundle.model)

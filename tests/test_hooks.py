@@ -1,4 +1,4 @@
-"""The one owner of hook work (vizhooks._hooks.hooked) and the one min-max helper (vizhooks._scale).
+"""The one owner of hook work (vizhooks._hooks.hooked) and the one min-max helper (vizhooks.render.scale).
 
 Hooks are counted from torch's own dicts (tests.helpers.count_hooks) and tensors' ``_backward_hooks``;
 the lock is tried from another thread; a module after the stop layer counts its calls; min-max is
@@ -17,7 +17,7 @@ from torch import nn
 
 from tests.helpers import count_hooks
 from vizhooks._hooks import HELD, StopForward, check_ran, hooked, model_lock
-from vizhooks._scale import min_max
+from vizhooks.render.scale import min_max
 
 SENTENCE = "Layer 'head' did not run in the model's forward pass; choose a layer that does."
 
@@ -285,8 +285,8 @@ def test_the_missing_layer_sentence():
 
 
 def test_every_path_says_the_same_sentence():
-    from vizhooks.convolution import conv_at
-    from vizhooks.overview import overview
+    from vizhooks.network.convolution import conv_at
+    from vizhooks.network.overview import overview
 
     class UnusedConv(Net):
         def __init__(self) -> None:

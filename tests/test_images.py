@@ -1,4 +1,4 @@
-"""Tests for vizhooks.images: loading every kind of upload, refusing bad ones, preprocessing.
+"""Tests for vizhooks.models.images: loading every kind of upload, refusing bad ones, preprocessing.
 
 Every input is generated here with Pillow / numpy; nothing is read from the network or the repo.
 """
@@ -15,8 +15,8 @@ import pytest
 import torch
 from PIL import Image, ImageFile
 
-from vizhooks import images
-from vizhooks.images import (
+from vizhooks.models import images
+from vizhooks.models.images import (
     MAX_PIXELS,
     InvalidImageError,
     load_image,

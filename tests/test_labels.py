@@ -1,4 +1,4 @@
-"""The Chinese ImageNet class names (vizhooks/labels_zh.txt) and vizhooks.labels.
+"""The Chinese ImageNet class names (vizhooks/models/labels_zh.txt) and vizhooks.models.labels.
 
 The oracle for the order is torchvision's own list (``ResNet18_Weights.IMAGENET1K_V1.meta["categories"]``),
 read here independently of vizhooks; the spot checks pair each Chinese name with its English one, so a
@@ -17,10 +17,10 @@ from pathlib import Path
 import pytest
 from torchvision.models import ResNet18_Weights
 
-from vizhooks import labels
+from vizhooks.models import labels
 
 ROOT = Path(__file__).resolve().parents[1]
-FILE = ROOT / "vizhooks" / labels.ZH_FILE
+FILE = ROOT / "vizhooks" / "models" / labels.ZH_FILE
 TORCHVISION = tuple(ResNet18_Weights.IMAGENET1K_V1.meta["categories"])
 CJK = re.compile(r"[\u3400-\u4dbf\u4e00-\u9fff]")
 #: Lines allowed to hold Latin letters: a product name and a model name that Chinese keeps as written.
@@ -78,7 +78,7 @@ def test_aligned_with_torchvisions_order(index, english, chinese):
 
 
 def test_chinese_categories_match_the_file_and_vizhooks_list():
-    from vizhooks.models import imagenet_categories
+    from vizhooks.models.registry import imagenet_categories
 
     assert imagenet_categories() == TORCHVISION
     assert labels.chinese_categories() == tuple(_lines()[:1000])
@@ -131,10 +131,10 @@ def test_found_in_an_installed_wheel(tmp_path):
     (wheel,) = (tmp_path / "dist").glob("vizhooks-*.whl")
     site = tmp_path / "site"
     with zipfile.ZipFile(wheel) as z:
-        assert "vizhooks/labels_zh.txt" in z.namelist(), "add labels_zh.txt to pyproject's package data"
+        assert "vizhooks/models/labels_zh.txt" in z.namelist(), "add labels_zh.txt to pyproject's package data"
         z.extractall(site)
     env["PYTHONPATH"] = os.pathsep.join([str(site), str(ROOT / "tests" / "netguard")])
-    code = ("import vizhooks.labels as m; n = m.chinese_categories(); "
+    code = ("import vizhooks.models.labels as m; n = m.chinese_categories(); "
             "print(m.__file__); print(len(n), n[0], n[999])")
     out = subprocess.run([sys.executable, "-c", code], cwd=tmp_path, env=env, capture_output=True, text=True,
                          timeout=300)

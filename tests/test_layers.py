@@ -6,7 +6,7 @@ from torch import nn
 from torchvision.models.feature_extraction import get_graph_node_names
 
 from vizhooks import UnknownLayerError, describe_layers, find_layers
-from vizhooks.layers import conv_layers, default_layers, resolve_layers
+from vizhooks.models.layers import conv_layers, default_layers, resolve_layers
 
 
 def test_conv_layers_follow_the_graph(resnet18):

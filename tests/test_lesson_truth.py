@@ -25,7 +25,7 @@ from PIL import Image
 import vizhooks as vz
 from tests.helpers import ROOT, ok, open_page
 from vizhooks.analysis import analyse
-from vizhooks.cam import cams_from
+from vizhooks.interpret.cam import cams_from
 from vizhooks.lesson.display import CLAMP_CHANNELS, CLAMP_COLOUR_PERCENTILE, CLAMP_DEFAULT
 from vizhooks.lesson.steps import STEPS
 from vizhooks.page.texts import EN, ZH

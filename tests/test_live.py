@@ -28,9 +28,9 @@ from torchvision.models.feature_extraction import create_feature_extractor
 
 import vizhooks as vz
 from tests.helpers import ROOT, allowed_names, count_hooks, english_in, open_page
-from vizhooks.architectures import build
-from vizhooks.images import InputSpec
 from vizhooks.live import MAX_HEIGHT, MAX_WIDTH, LiveProcessor, LiveSettings, grid_geometry, limit_torch_threads_here
+from vizhooks.models.architectures import build
+from vizhooks.models.images import InputSpec
 
 LAYER = "layer2.0.conv1"  # 128 channels, 1/8 of the input
 SIZE = 64

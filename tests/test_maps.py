@@ -1,4 +1,4 @@
-"""vizhooks.maps: every captured tensor as a (1, C, H, W) map. Each case starts from a map built here
+"""vizhooks.models.maps: every captured tensor as a (1, C, H, W) map. Each case starts from a map built here
 and the layout a network would give it (channels last, a token sequence with a class token, a
 pooled vector), so the right answer is the map we started from.
 
@@ -13,7 +13,7 @@ import pytest
 import torch
 from torch import nn
 
-from vizhooks.maps import as_map, channels_last_modules, maps_of
+from vizhooks.models.maps import as_map, channels_last_modules, maps_of
 
 
 def _map(c: int, h: int, w: int, seed: int = 0) -> torch.Tensor:
@@ -85,7 +85,7 @@ def _nhwc(shape: tuple[int, ...], hw: tuple[int, int]) -> bool:
 
 
 def test_swins_channels_last_modules_are_those_that_output_nhwc():
-    from vizhooks.models import meta_model
+    from vizhooks.models.registry import meta_model
 
     model, lock = meta_model("swin_t")
     hw = (256, 192)  # spatial sizes 64x48 ... 8x6: none is a channel count (96 ... 768)
@@ -123,7 +123,7 @@ def test_swins_channels_last_modules_are_those_that_output_nhwc():
 
 
 def test_resnet_has_no_channels_last_module():
-    from vizhooks.models import meta_model
+    from vizhooks.models.registry import meta_model
 
     assert channels_last_modules(meta_model("resnet18")[0]) == set()
 

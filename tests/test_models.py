@@ -14,10 +14,10 @@ import pytest
 import torch
 from torchvision.models import ResNet18_Weights
 
-import vizhooks.models as vm
-import vizhooks.weights as vw
+import vizhooks.models.registry as vm
+import vizhooks.models.weights as vw
 from vizhooks import WeightsError, load_model
-from vizhooks.models import resolve_device
+from vizhooks.models.registry import resolve_device
 
 EXPECTED_FILE = os.path.basename(ResNet18_Weights.IMAGENET1K_V1.url)
 

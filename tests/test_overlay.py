@@ -11,7 +11,7 @@ import pytest
 import torch
 from PIL import Image
 
-from vizhooks.render import CMAPS, channel_image, channel_overlay, get_colormap
+from vizhooks.render.figures import CMAPS, channel_image, channel_overlay, get_colormap
 
 
 def mpl_rgb(cmap: str, value: float) -> np.ndarray:

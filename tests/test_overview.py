@@ -1,7 +1,7 @@
-"""The overview (vizhooks.overview): every conv (or block) in network order, each layer's k strongest
+"""The overview (vizhooks.network.overview): every conv (or block) in network order, each layer's k strongest
 channels checked against an ordinary capture, its thumbnails against adaptive average pooling of
 those maps, the logits of the same pass, stages where the resolution changes, no hook left; its
-picture (vizhooks.render.overview_png) is drawn tile by tile from those numbers."""
+picture (vizhooks.render.figures.overview_png) is drawn tile by tile from those numbers."""
 
 from __future__ import annotations
 
@@ -15,9 +15,9 @@ from PIL import Image
 
 import vizhooks as vz
 from tests.helpers import count_hooks
-from vizhooks.layers import block_layers, conv_layers
-from vizhooks.overview import overview, overview_layers, stages, thumbnail_size
-from vizhooks.render import channel_levels, colormap_lut, overview_png
+from vizhooks.models.layers import block_layers, conv_layers
+from vizhooks.network.overview import overview, overview_layers, stages, thumbnail_size
+from vizhooks.render.figures import channel_levels, colormap_lut, overview_png
 
 
 @pytest.fixture(scope="module")

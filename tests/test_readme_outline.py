@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 
 from tests.helpers import ROOT
-from vizhooks.images import MAX_PIXELS
+from vizhooks.models.images import MAX_PIXELS
 from vizhooks.page.sources.upload import PHOTO_MB
 from vizhooks.page.texts import EN, ZH
 from vizhooks.video import MAX_VIDEO_MB, MAX_VIDEO_SECONDS

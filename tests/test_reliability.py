@@ -23,9 +23,9 @@ import vizhooks as vz
 import vizhooks.analysis as va
 from tests.helpers import PAGE_FILES, ROOT, count_hooks
 from vizhooks.analysis import analyse
-from vizhooks.budget import CaptureTooLargeError, capture_bytes, check_capture
-from vizhooks.images import MAX_PIXELS
-from vizhooks.layers import architecture_convs, conv_layers
+from vizhooks.hooks.budget import CaptureTooLargeError, capture_bytes, check_capture
+from vizhooks.models.images import MAX_PIXELS
+from vizhooks.models.layers import architecture_convs, conv_layers
 from vizhooks.ops import is_out_of_memory, release_memory
 from vizhooks.page.cache import ByteLRU
 
@@ -57,7 +57,7 @@ def test_huge_capture_is_refused_before_it_runs():
 
 
 def test_analyse_refuses_without_running(monkeypatch, resnet18):
-    monkeypatch.setattr("vizhooks.budget.MAX_CAPTURE_MB", 0.01)
+    monkeypatch.setattr("vizhooks.hooks.budget.MAX_CAPTURE_MB", 0.01)
     ran = []
     monkeypatch.setattr(va, "capture_with_output", lambda *a, **k: ran.append(1))
     with pytest.raises(CaptureTooLargeError):

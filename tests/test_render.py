@@ -158,7 +158,7 @@ def test_png_pixels_show_each_channel_in_its_tile_with_the_colormap():
 
 
 def test_palette_png_matches_feature_grid_and_recolours():
-    from vizhooks.render import grid_layout, palette_png
+    from vizhooks.render.figures import grid_layout, palette_png
 
     act = _act(12, h=20, w=30, seed=9)
     layout = grid_layout(act, channels=9, order="mean", title="x")
@@ -186,7 +186,7 @@ def test_palette_png_pixels_are_the_colormap_of_each_value(cmap):
     scaled values (independent of vizhooks' renderer): within one of the 252 colour levels."""
     import matplotlib
 
-    from vizhooks.render import grid_layout, palette_png
+    from vizhooks.render.figures import grid_layout, palette_png
 
     act = _act(4, h=10, w=14, seed=3)[0].numpy()  # (4, 10, 14)
     layout = grid_layout(act, channels=4, title="t")

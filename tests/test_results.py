@@ -17,7 +17,7 @@ import pytest
 import torch
 from PIL import Image
 
-from vizhooks.budget import CaptureTooLargeError
+from vizhooks.hooks.budget import CaptureTooLargeError
 from vizhooks.page import results
 
 
@@ -138,7 +138,7 @@ def test_another_class_reruns_the_gradients_only_and_a_large_capture_runs_nothin
     # the entry weighs its activations, gradients and maps
     assert cache.total_bytes == 2 * (2 * 2 * 4 * 8 * 12 * 4 + 2 * 32 * 48 * 4)
 
-    import vizhooks.budget as vb
+    import vizhooks.hooks.budget as vb
 
     monkeypatch.setattr(vb, "MAX_CAPTURE_MB", 0.001)
     with pytest.raises(CaptureTooLargeError, match="feature maps and gradients"):

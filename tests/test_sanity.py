@@ -1,4 +1,4 @@
-"""The sanity check (vizhooks/sanity.py): cascading randomisation on a copy, Spearman and SSIM against
+"""The sanity check (vizhooks/interpret/sanity.py): cascading randomisation on a copy, Spearman and SSIM against
 independent computations (scipy's spearmanr, an SSIM written here as a plain loop), the shared model
 untouched, no NaN, no hook left."""
 
@@ -13,9 +13,9 @@ from scipy import stats
 
 import vizhooks as vz
 from tests.helpers import ROOT
-from vizhooks.explain import ExplainError, explain
+from vizhooks.interpret.methods import ExplainError, explain
+from vizhooks.interpret.sanity import FLAG_AT, SanityResult, randomisation_stages, sanity_check, spearman, ssim
 from vizhooks.ops import hook_count
-from vizhooks.sanity import FLAG_AT, SanityResult, randomisation_stages, sanity_check, spearman, ssim
 
 
 @pytest.fixture(scope="module")

@@ -1,4 +1,4 @@
-"""vizhooks.sliding: the window sliding over the photo (first conv) and over a pooled channel, checked
+"""vizhooks.network.sliding: the window sliding over the photo (first conv) and over a pooled channel, checked
 against answers found another way: the layer's map from create_feature_extractor, its windows from
 F.unfold, a pool's value as the max / mean of the window written out here, and the encoded GIF and
 MP4 decoded again (Pillow, PyAV)."""
@@ -17,7 +17,7 @@ from torch import nn
 from torchvision.models.feature_extraction import create_feature_extractor
 
 from tests.helpers import count_hooks
-from vizhooks.sliding import MAX_FRAMES, RED, pool_at, slide, slide_positions
+from vizhooks.network.sliding import MAX_FRAMES, RED, pool_at, slide, slide_positions
 from vizhooks.video import encode_pages
 
 

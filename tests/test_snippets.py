@@ -42,8 +42,8 @@ import torch
 import vizhooks as vz
 from tests.helpers import ROOT, choose_view, ok, open_page, reading_order
 from vizhooks.analysis import analyse, hook_calls_demo, layer_stats
-from vizhooks.cam import cams_from
-from vizhooks.gradients import gradient_pass
+from vizhooks.hooks.gradients import gradient_pass
+from vizhooks.interpret.cam import cams_from
 from vizhooks.lesson.code import LESSON_BODIES, VIEWS, WIDTH, Code, lesson_code, lesson_snippet, snippet, view_code
 from vizhooks.lesson.steps import STEPS
 from vizhooks.page.texts import EN, ZH

@@ -12,7 +12,7 @@ import torchinfo
 from torch import nn
 
 from tests.helpers import count_hooks
-from vizhooks.summary import SummaryRow, layer_summary, summary_dataframe
+from vizhooks.hooks.summary import SummaryRow, layer_summary, summary_dataframe
 
 X = torch.randn(1, 3, 64, 64, generator=torch.Generator().manual_seed(11))
 

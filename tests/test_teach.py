@@ -15,8 +15,8 @@ from torch import nn
 import vizhooks as vz
 from tests.helpers import count_hooks, run_cli, shape_photos
 from vizhooks._hooks import model_lock
-from vizhooks.models import meta_model, resolve_entry
-from vizhooks.teach import (
+from vizhooks.models.registry import meta_model, resolve_entry
+from vizhooks.teaching import (
     TeachError,
     check_examples,
     features,

@@ -427,7 +427,7 @@ def test_repeated_bad_layer_reported_once():
 
 
 def test_quick_pick_refuses_unknown_stage():
-    from vizhooks.layers import architecture_convs, quick_pick
+    from vizhooks.models.layers import architecture_convs, quick_pick
 
     with pytest.raises(ValueError):
         quick_pick(architecture_convs("resnet18"), "res:3x3")

@@ -22,7 +22,8 @@ from PIL import Image
 import vizhooks as vz
 from tests.helpers import run_cli
 from vizhooks import video
-from vizhooks.render import colormap_lut, grid_layout, retile
+from vizhooks.models.images import preprocess
+from vizhooks.render.figures import colormap_lut, grid_layout, retile
 
 W, H, FPS = 64, 48, 10
 
@@ -326,7 +327,7 @@ def test_plain_module_uses_imagenet_preprocessing_and_progress(frames):
                                 torch.nn.Flatten(), torch.nn.Linear(4, 3)).eval()
     calls = []
     acts = vz.video.capture_frames(model, frames, ["0"], size=32, batch=3, progress=lambda d, t: calls.append((d, t)))
-    want = torch.cat([model[0](vz.images.preprocess(f, 32)) for f in frames]).detach()
+    want = torch.cat([model[0](preprocess(f, 32)) for f in frames]).detach()
     assert torch.allclose(acts["0"], want, atol=1e-6)
     assert calls == [(3, 7), (6, 7), (7, 7)]
 

@@ -1,4 +1,4 @@
-"""vizhooks.weights on its own: where checkpoints live and come from, the state-dict checks and their
+"""vizhooks.models.weights on its own: where checkpoints live and come from, the state-dict checks and their
 sentences, the time bound on a download and the memory of a failed one, and a download of a local
 file (``file://``: no network). The whole chain on real models is in tests/test_models.py.
 
@@ -20,8 +20,8 @@ import torch
 from torch import nn
 from torchvision.models import ResNet18_Weights, get_model_weights
 
-from vizhooks import weights as vw
-from vizhooks.weights import WeightsError
+import vizhooks.models.weights as vw
+from vizhooks.models.weights import WeightsError
 
 
 def _tiny(out: int = 2) -> nn.Module:

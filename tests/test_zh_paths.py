@@ -16,9 +16,9 @@ import pytest
 from PIL import Image
 
 from tests.helpers import allowed_names, english_in, open_page
-from vizhooks import budget
 from vizhooks.errors import CodedError
-from vizhooks.images import InvalidImageError, load_image
+from vizhooks.hooks import budget
+from vizhooks.models.images import InvalidImageError, load_image
 from vizhooks.page.texts import EN, ZH
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -49,7 +49,7 @@ def test_every_code_has_its_sentence_in_both_languages():
     assert len(codes) >= 20, codes  # images, video, budget, classes
     missing = [c for c in codes if f"err_{c}" not in EN or f"err_{c}" not in ZH]
     assert not missing
-    from vizhooks.images import _what_is_it  # the kinds of a non-image, each with its code
+    from vizhooks.models.images import _what_is_it  # the kinds of a non-image, each with its code
 
     kinds = {_what_is_it(data) for data in (b"%PDF-1.4", b"<html>", b"<svg>", b"hello there\n", b"\x00\x01\x02")}
     assert {f"err_image_{k}" for k in kinds} <= set(ZH)
@@ -130,8 +130,8 @@ def test_the_layer_table_has_chinese_headers():
 
 @pytest.mark.slow
 def test_top5_and_the_class_menu_use_chinese_imagenet_names_on_the_chinese_page():
-    from vizhooks.labels import chinese_categories
-    from vizhooks.models import imagenet_categories
+    from vizhooks.models.labels import chinese_categories
+    from vizhooks.models.registry import imagenet_categories
 
     zh, en = open_page(lang="zh"), open_page(lang="en")
     bars_zh = [bar.proto.text for bar in zh.get("progress")]

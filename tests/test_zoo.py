@@ -26,12 +26,12 @@ from PIL import Image
 from torch import nn
 from torchvision import transforms as T
 
-import vizhooks.models as vm
+import vizhooks.models.registry as vm
 from tests.helpers import count_hooks
-from vizhooks.budget import CaptureTooLargeError, capture_bytes, check_capture
-from vizhooks.capture import capture
-from vizhooks.layers import architecture_layers, conv_layers, find_layers, quick_picks, token_model
-from vizhooks.weights import WeightsError
+from vizhooks.hooks.budget import CaptureTooLargeError, capture_bytes, check_capture
+from vizhooks.hooks.capture import capture
+from vizhooks.models.layers import architecture_layers, conv_layers, find_layers, quick_picks, token_model
+from vizhooks.models.weights import WeightsError
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -532,9 +532,9 @@ def test_budget_checks_allocate_no_weights():
     script = textwrap.dedent("""
         import resource, sys
         import torch
-        from vizhooks.budget import CaptureTooLargeError, check_capture
-        from vizhooks.layers import find_layers
-        from vizhooks.models import meta_model
+        from vizhooks.hooks.budget import CaptureTooLargeError, check_capture
+        from vizhooks.models.layers import find_layers
+        from vizhooks.models.registry import meta_model
         meta_model("resnet18")
         before = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
         refused = 0

@@ -25,21 +25,21 @@ from __future__ import annotations
 import importlib
 from types import ModuleType
 
-from ._version import __version__ as __version__
-from .cam import grad_cam
-from .capture import capture, capture_with_output
-from .explain import explain
-from .faithfulness import faithfulness
-from .gradients import BackwardRecord, GradientResult, backward_report, capture_gradients, gradient_pass
-from .images import InvalidImageError, load_image
-from .intervene import ChannelEdit, InterventionResult, clamp_gradients, intervene
-from .layers import LayerInfo, UnknownLayerError, describe_layers, find_layers
-from .models import ModelBundle, list_models, load_model
-from .render import feature_grid, figure_to_png
-from .sanity import sanity_check
-from .summary import SummaryRow, layer_summary
-from .teach import Taught, teach
-from .weights import WeightsError
+from vizhooks._version import __version__ as __version__
+from vizhooks.hooks.capture import capture, capture_with_output
+from vizhooks.hooks.gradients import BackwardRecord, GradientResult, backward_report, capture_gradients, gradient_pass
+from vizhooks.hooks.intervene import ChannelEdit, InterventionResult, clamp_gradients, intervene
+from vizhooks.hooks.summary import SummaryRow, layer_summary
+from vizhooks.interpret.cam import grad_cam
+from vizhooks.interpret.faithfulness import faithfulness
+from vizhooks.interpret.methods import explain
+from vizhooks.interpret.sanity import sanity_check
+from vizhooks.models.images import InvalidImageError, load_image
+from vizhooks.models.layers import LayerInfo, UnknownLayerError, describe_layers, find_layers
+from vizhooks.models.registry import ModelBundle, list_models, load_model
+from vizhooks.models.weights import WeightsError
+from vizhooks.render.figures import feature_grid, figure_to_png
+from vizhooks.teaching import Taught, teach
 
 __all__ = [
     "BackwardRecord",

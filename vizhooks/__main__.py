@@ -10,12 +10,12 @@ import sys
 from collections.abc import Sequence
 from pathlib import Path
 
-from .cli import COMMANDS, Command
-from .cli import main as cli_main
-from .export import write_atomic
-from .images import MAX_SIZE, MIN_SIZE, InvalidImageError, load_image
-from .lesson.steps import command_arguments
-from .models import load_model
+from vizhooks.cli import COMMANDS, Command
+from vizhooks.cli import main as cli_main
+from vizhooks.lesson.steps import command_arguments
+from vizhooks.models.images import MAX_SIZE, MIN_SIZE, InvalidImageError, load_image
+from vizhooks.models.registry import load_model
+from vizhooks.render.export import write_atomic
 
 
 def _lesson(args: argparse.Namespace) -> int:
@@ -27,7 +27,7 @@ def _lesson(args: argparse.Namespace) -> int:
         InvalidImageError: the photo cannot be read.
     """
     try:
-        from .lesson.handout import LessonChoices, file_name, lesson_file
+        from vizhooks.lesson.handout import LessonChoices, file_name, lesson_file
     except ModuleNotFoundError as exc:  # a core install: nbformat comes with the page's extra
         raise ValueError(f"the lesson command needs the page's packages ({exc.name} is missing): "
                          "pip install 'vizhooks[page]'") from None

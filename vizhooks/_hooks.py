@@ -173,7 +173,7 @@ def preserved_state(model: nn.Module) -> Iterator[None]:
 
 
 #: ``lock=HELD``: the caller already holds the lock that guards the model (a helper documented "call
-#: with the model's lock held", a meta-device model under the lock :func:`vizhooks.models.meta_model`
+#: with the model's lock held", a meta-device model under the lock :func:`vizhooks.models.registry.meta_model`
 #: gives, the live stream's frame that took the lock without waiting), so nothing more is acquired.
 HELD: contextlib.AbstractContextManager[Any] = contextlib.nullcontext()
 

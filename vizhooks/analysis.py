@@ -11,14 +11,14 @@ from dataclasses import dataclass, field
 import torch
 from PIL import Image
 
-from .budget import check_capture
-from .cam import cams_from
-from .capture import capture_with_output
-from .gradients import gradient_pass
-from .images import to_tensor
-from .layers import conv_layers
-from .models import ModelBundle
-from .sanity import SanityResult, sanity_check
+from vizhooks.hooks.budget import check_capture
+from vizhooks.hooks.capture import capture_with_output
+from vizhooks.hooks.gradients import gradient_pass
+from vizhooks.interpret.cam import cams_from
+from vizhooks.interpret.sanity import SanityResult, sanity_check
+from vizhooks.models.images import to_tensor
+from vizhooks.models.layers import conv_layers
+from vizhooks.models.registry import ModelBundle
 
 
 @dataclass(frozen=True)
@@ -204,7 +204,7 @@ def clamp_limit_of(gradient: torch.Tensor, percentile: int) -> tuple[float, floa
 
 def lesson_sanity(bundle: ModelBundle, x: torch.Tensor, layer: str, target: int) -> SanityResult:
     """The lesson's sanity check: Grad-CAM of ``layer`` for ``target`` on a copy of the model, after
-    each stage is re-initialised from the head down (vizhooks.sanity, seed 0: the lesson's code draws
+    each stage is re-initialised from the head down (vizhooks.interpret.sanity, seed 0: the lesson's code draws
     the same weights).
 
     Raises:
@@ -224,7 +224,7 @@ def hook_calls_demo(model: torch.nn.Module, x: torch.Tensor, layer: str, passes:
     Runs ``2 * passes`` forward passes on the shared model under its lock; every handle is removed
     in ``finally``, so the demonstration itself leaves nothing behind.
     """
-    from ._hooks import hooked, model_device
+    from vizhooks._hooks import hooked, model_device
 
     modules = dict(model.named_modules())
     if layer not in modules:

@@ -16,20 +16,20 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, NoReturn, cast
 
-from . import __version__
-from .capture import capture
-from .export import npz_bytes, write_atomic
-from .images import MAX_SIZE, MIN_SIZE, InvalidImageError, load_image
-from .layers import UnknownLayerError, default_layers, describe_layers, resolve_layers
-from .models import family, list_models, load_model, resolve_entry, torchvision_models
-from .render import NORMS, ORDERS, feature_grid, figure_to_png, get_colormap
-from .video import DEFAULT_MAX_FRAMES, VIDEO_TYPES, InvalidVideoError
-from .weights import WeightsError, fetch_weights
+from vizhooks import __version__
+from vizhooks.hooks.capture import capture
+from vizhooks.models.images import MAX_SIZE, MIN_SIZE, InvalidImageError, load_image
+from vizhooks.models.layers import UnknownLayerError, default_layers, describe_layers, resolve_layers
+from vizhooks.models.registry import family, list_models, load_model, resolve_entry, torchvision_models
+from vizhooks.models.weights import WeightsError, fetch_weights
+from vizhooks.render.export import npz_bytes, write_atomic
+from vizhooks.render.figures import NORMS, ORDERS, feature_grid, figure_to_png, get_colormap
+from vizhooks.video import DEFAULT_MAX_FRAMES, VIDEO_TYPES, InvalidVideoError
 
 if TYPE_CHECKING:
     import torch
 
-    from .models import ModelBundle
+    from vizhooks.models.registry import ModelBundle
 
 PROG = "python -m vizhooks"
 
@@ -141,9 +141,9 @@ def _maps_arguments(p: argparse.ArgumentParser) -> None:
 
 
 def _list_layers(args: argparse.Namespace) -> int:
-    from .architectures import build
-    from .layers import reference_hw
-    from .models import input_spec
+    from vizhooks.models.architectures import build
+    from vizhooks.models.layers import reference_hw
+    from vizhooks.models.registry import input_spec
 
     entry = resolve_entry(args.model)
     model = build(entry.arch, device="meta")
@@ -246,7 +246,7 @@ class _Bar:
 def _video(args: argparse.Namespace) -> int:
     from pathlib import Path
 
-    from .video import capture_frames, frames_npz_bytes, layer_video, read_clip
+    from vizhooks.video import capture_frames, frames_npz_bytes, layer_video, read_clip
 
     if args.norm != "channel":
         raise UsageError("--norm layer applies to pictures; a clip scales each channel over the whole clip")
@@ -288,7 +288,7 @@ def _whole_number(flag: str, low: int, high: int) -> Callable[[str], int]:
 
 
 def _exemplars_arguments(p: argparse.ArgumentParser) -> None:
-    from .atlas import ENGINES, IMAGE_EXTENSIONS
+    from vizhooks.atlas import ENGINES, IMAGE_EXTENSIONS
 
     p.description = (
         "Dataset exemplars: run every image of a folder (recursively) through the model and keep,\n"
@@ -326,7 +326,7 @@ def _exemplars_arguments(p: argparse.ArgumentParser) -> None:
 def _exemplars(args: argparse.Namespace) -> int:
     from pathlib import Path
 
-    from .atlas import build_atlas, check_engine, list_images
+    from vizhooks.atlas import build_atlas, check_engine, list_images
 
     folder = Path(args.folder)
     if not folder.is_dir():
@@ -382,7 +382,7 @@ def _visualize_arguments(p: argparse.ArgumentParser) -> None:
 def _visualize(args: argparse.Namespace) -> int:
     from pathlib import Path
 
-    from .atlas import visualize_channels
+    from vizhooks.atlas import visualize_channels
 
     bundle = load_model(args.model, weights=args.weights, device=args.device)
     resolve_layers(bundle.model, [args.layer])
@@ -436,7 +436,7 @@ def _teach(args: argparse.Namespace) -> int:
 
     from torchvision.datasets.folder import IMG_EXTENSIONS
 
-    from .teach import teach
+    from vizhooks.teaching import teach
 
     folder = Path(args.folder)
     if not folder.is_dir():
@@ -473,7 +473,7 @@ def _teach(args: argparse.Namespace) -> int:
 
 #: What ``explain --metrics`` can write, and the CSV columns of each.
 EXPLAIN_METRICS = {"deletion": ("deletion_auc",), "insertion": ("insertion_auc",), "drop": ("avg_drop", "increase")}
-#: The two reference maps scored beside the methods (vizhooks.faithfulness.reference_maps).
+#: The two reference maps scored beside the methods (vizhooks.interpret.faithfulness.reference_maps).
 REFERENCES = ("random", "gaussian")
 
 
@@ -489,7 +489,7 @@ def _names(flag: str, known: Sequence[str]) -> Callable[[str], list[str]]:
 
 
 def _explain_arguments(p: argparse.ArgumentParser) -> None:
-    from .explain import METHODS
+    from vizhooks.interpret.methods import METHODS
 
     p.description = (
         "Explanation methods scored on a folder of photos: for every photo (recursively) and method, the map\n"
@@ -541,7 +541,7 @@ def _explain(args: argparse.Namespace) -> int:
     import csv
     from pathlib import Path
 
-    from .atlas import list_images
+    from vizhooks.atlas import list_images
 
     folder, out = Path(args.folder), Path(args.out)
     if not folder.is_dir():
@@ -590,8 +590,8 @@ def _explain_rows(bundle: ModelBundle, x: torch.Tensor, key: str, todo: list[str
     """One photo's CSV rows: each method's (and reference map's) scores for the photo's top-1 class."""
     import torch
 
-    from .explain import explain
-    from .faithfulness import faithfulness, reference_maps
+    from vizhooks.interpret.faithfulness import faithfulness, reference_maps
+    from vizhooks.interpret.methods import explain
 
     with torch.no_grad():
         target = int(bundle.model(x.to(bundle.device))[0].argmax())

@@ -9,7 +9,7 @@ inside a Chinese sentence. Both come from one entry of the text catalogue, ``err
 
 from __future__ import annotations
 
-from .i18n import english
+from vizhooks.i18n import english
 
 
 class CodedError(ValueError):

@@ -11,7 +11,7 @@ newest camera frame; frames that came while it was busy are skipped by the strea
 - the settings are one frozen object swapped as a whole, so the page thread can change them
   while a frame is in flight and every frame sees one consistent set;
 - frames are resized with OpenCV and coloured through a 256-entry table (the grids' own
-  colours, see :func:`vizhooks.render.colormap_lut`); the output is at most 640 x 480 pixels so
+  colours, see :func:`vizhooks.render.figures.colormap_lut`); the output is at most 640 x 480 pixels so
   the video encoder keeps up.
 """
 
@@ -30,12 +30,12 @@ import numpy as np
 import torch
 from torch import nn
 
-from ._hooks import HELD, check_ran, first_tensor, hooked, keep, model_lock
-from .images import MAX_SIZE, MIN_SIZE
-from .layers import resolve_layers
-from .maps import maps_of
-from .models import ModelBundle
-from .render import WHITE_LEVEL, channel_levels, colormap_lut, get_colormap, grid_shape
+from vizhooks._hooks import HELD, check_ran, first_tensor, hooked, keep, model_lock
+from vizhooks.models.images import MAX_SIZE, MIN_SIZE
+from vizhooks.models.layers import resolve_layers
+from vizhooks.models.maps import maps_of
+from vizhooks.models.registry import ModelBundle
+from vizhooks.render.figures import WHITE_LEVEL, channel_levels, colormap_lut, get_colormap, grid_shape
 
 __all__ = ["CHANNEL_PICKS", "MODES", "LiveFrame", "LiveProcessor", "LiveSettings", "LiveStats", "compose",
            "grid_geometry", "limit_torch_threads_here"]

@@ -11,8 +11,8 @@ from collections.abc import Callable
 import torch
 from torch import nn
 
-from ._hooks import lock_wait_observers, model_lock
-from .weights import checkpoint_path
+from vizhooks._hooks import lock_wait_observers, model_lock
+from vizhooks.models.weights import checkpoint_path
 
 
 def hook_count(model: nn.Module) -> int:

@@ -31,11 +31,11 @@ import torch  # noqa: E402
 from PIL import Image, ImageSequence  # noqa: E402
 from torch import nn  # noqa: E402
 
-from .capture import capture_with_output  # noqa: E402
-from .errors import CodedError  # noqa: E402
-from .images import MAX_PIXELS, MAX_SIZE, MIN_SIZE, preprocess, resize_for_model  # noqa: E402
-from .models import ModelBundle  # noqa: E402
-from .render import ORDERS, colormap_lut, grid_layout, retile  # noqa: E402
+from vizhooks.errors import CodedError  # noqa: E402
+from vizhooks.hooks.capture import capture_with_output  # noqa: E402
+from vizhooks.models.images import MAX_PIXELS, MAX_SIZE, MIN_SIZE, preprocess, resize_for_model  # noqa: E402
+from vizhooks.models.registry import ModelBundle  # noqa: E402
+from vizhooks.render.figures import ORDERS, colormap_lut, grid_layout, retile  # noqa: E402
 
 __all__ = ["DEFAULT_MAX_FRAMES", "MAX_VIDEO_MB", "MAX_VIDEO_SECONDS", "VIDEO_TYPES", "Clip", "InvalidVideoError",
            "capture_frames", "capture_frames_with_output", "encode_pages", "frames_npz_bytes", "layer_video",
@@ -448,7 +448,7 @@ def read_clip(
         source: a path, bytes or a binary file object of an MP4, WebM, AVI, MOV or GIF clip.
         max_frames: frames to keep; a shorter clip gives all of its frames.
         size: None keeps the decoded size; a number resizes every frame like a photo
-            (:func:`vizhooks.images.resize_for_model`: shorter side ``size``, aspect ratio kept).
+            (:func:`vizhooks.models.images.resize_for_model`: shorter side ``size``, aspect ratio kept).
         progress: called as ``progress(done, total)`` after each kept frame.
 
     Returns:
@@ -457,7 +457,7 @@ def read_clip(
     Raises:
         InvalidVideoError: no such file, empty, over ``MAX_VIDEO_MB``, not a video (text, a still
             picture, unknown bytes), truncated or damaged, longer than ``MAX_VIDEO_SECONDS`` (from
-            the header, before decoding), or frames over ``vizhooks.images.MAX_PIXELS``.
+            the header, before decoding), or frames over ``vizhooks.models.images.MAX_PIXELS``.
         ValueError: ``max_frames`` below 1 or ``size`` outside 32..1024.
         TypeError: ``source`` is not a path, bytes or binary file object.
 
@@ -735,7 +735,7 @@ def encode_pages(pages: Sequence[np.ndarray] | np.ndarray, lut: np.ndarray, *, f
     Args:
         pages: frames of one size, each (H, W) uint8 levels (or one (T, H, W) array); the colour of
             level ``i`` is ``lut[i]``.
-        lut: (256, 3) uint8 RGB, the palette of every frame (e.g. :func:`vizhooks.render.colormap_lut`).
+        lut: (256, 3) uint8 RGB, the palette of every frame (e.g. :func:`vizhooks.render.figures.colormap_lut`).
         fps: frames per second.
         kind: "gif" (Pillow, always there) or "mp4" (H.264 through PyAV, else OpenCV's 'avc1' or 'vp09').
 
@@ -775,7 +775,7 @@ def layer_video(
 ) -> tuple[bytes, str, str]:
     """One layer over time as an animated grid: frame ``t`` is the grid of the clip's frame ``t``.
 
-    Drawn with the fast grid renderer (:func:`vizhooks.render.grid_layout`). Each channel is
+    Drawn with the fast grid renderer (:func:`vizhooks.render.figures.grid_layout`). Each channel is
     scaled by its minimum and maximum over the whole clip, not per frame, so a colour means the
     same value in every frame (no flicker); the channels shown and their order are chosen once,
     from the whole clip ("mean": mean over time and space, "max": the clip's peak).

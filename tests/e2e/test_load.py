@@ -140,7 +140,7 @@ def expected_views(sessions: list[Session]) -> None:
     """What each page must show, from the library run in this process as the server runs it."""
     import vizhooks as vz
     from vizhooks.analysis import analyse, layer_stats, top_classes
-    from vizhooks.layers import architecture_convs
+    from vizhooks.models.layers import architecture_convs
     bundle = vz.load_model("resnet18", weights="auto")
     where = {c.name: c.where for c in architecture_convs("resnet18")}
     what = t("what_output").split(" ")[0]

@@ -16,6 +16,8 @@ from playwright.sync_api import expect
 
 from vizhooks.page.texts import LANGUAGES
 
+pytestmark = pytest.mark.browser
+
 expect.set_options(timeout=120_000)
 
 WIDTH, HEIGHT = 1024, 768

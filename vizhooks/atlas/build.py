@@ -9,12 +9,21 @@ from pathlib import Path
 
 import torch
 
-from ..layers import resolve_layers
-from ..models import ModelBundle
-from .receptive import receptive_fields
-from .scan import Buckets, Files, Prepare, as_list, fold, list_images
-from .state import ENGINES, IMAGE_EXTENSIONS, AtlasError, Job, PartialAtlas, RateLine, check_settings, trace_hw
-from .store import Atlas, Progress, load_atlas, resume, write_atlas
+from vizhooks.atlas.receptive import receptive_fields
+from vizhooks.atlas.scan import Buckets, Files, Prepare, as_list, fold, list_images
+from vizhooks.atlas.state import (
+    ENGINES,
+    IMAGE_EXTENSIONS,
+    AtlasError,
+    Job,
+    PartialAtlas,
+    RateLine,
+    check_settings,
+    trace_hw,
+)
+from vizhooks.atlas.store import Atlas, Progress, load_atlas, resume, write_atlas
+from vizhooks.models.layers import resolve_layers
+from vizhooks.models.registry import ModelBundle
 
 __all__ = ["build_atlas", "check_engine"]
 
@@ -153,7 +162,7 @@ def build_atlas(
     checkpoint = Progress(out, config, state)
     try:
         if engine == "ray":
-            from .ray_engine import run_ray
+            from vizhooks.atlas.ray_engine import run_ray
 
             run_ray(job, todo, state, workers=workers, save=checkpoint.save, checkpoint_every=checkpoint_every,
                     on_batch=on_batch, progress=progress)

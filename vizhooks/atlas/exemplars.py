@@ -27,10 +27,10 @@ decode and preprocess) into the same fold; the ``ray`` engine (:mod:`vizhooks.at
 
 from __future__ import annotations
 
-from .build import build_atlas, check_engine
-from .scan import list_images, scan_paths
-from .state import ENGINES, IMAGE_EXTENSIONS, AtlasError, PartialAtlas, TopK
-from .store import Atlas, Exemplar, load_atlas, read_progress
+from vizhooks.atlas.build import build_atlas, check_engine
+from vizhooks.atlas.scan import list_images, scan_paths
+from vizhooks.atlas.state import ENGINES, IMAGE_EXTENSIONS, AtlasError, PartialAtlas, TopK
+from vizhooks.atlas.store import Atlas, Exemplar, load_atlas, read_progress
 
 __all__ = ["ENGINES", "IMAGE_EXTENSIONS", "Atlas", "AtlasError", "Exemplar", "PartialAtlas", "TopK", "build_atlas",
            "check_engine", "list_images", "load_atlas", "read_progress", "scan_paths"]

@@ -28,10 +28,10 @@ import torch.nn.functional as F
 from PIL import Image
 from torch import nn
 
-from .._hooks import check_ran, hooked, model_device
-from ..images import IMAGENET_MEAN, IMAGENET_STD
-from ..layers import resolve_layers
-from ..maps import as_map, channels_last_modules
+from vizhooks._hooks import check_ran, hooked, model_device
+from vizhooks.models.images import IMAGENET_MEAN, IMAGENET_STD
+from vizhooks.models.layers import resolve_layers
+from vizhooks.models.maps import as_map, channels_last_modules
 
 __all__ = ["visualize_channel", "visualize_channels"]
 
@@ -75,7 +75,7 @@ def visualize_channel(
         model: any ``nn.Module`` taking a (N, 3, H, W) batch; hooked only during the call.
         layer: qualified module name, e.g. ``"layer3.1.conv2"``.
         channel: index along the channel dimension: dim 1 of conv maps, the last dim of ViT tokens
-            and of Swin's channels-last maps (the layout :func:`vizhooks.maps.as_map` uses).
+            and of Swin's channels-last maps (the layout :func:`vizhooks.models.maps.as_map` uses).
         size: side of the square picture in pixels (16-1024).
         steps: optimisation steps (0 returns the starting picture, a nearly uniform grey).
         lr: Adam's learning rate (0 < lr <= 1).

@@ -15,9 +15,9 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from ..models import ModelBundle
-from .scan import scan_paths
-from .state import AtlasError, Job, PartialAtlas, RateLine
+from vizhooks.atlas.scan import scan_paths
+from vizhooks.atlas.state import AtlasError, Job, PartialAtlas, RateLine
+from vizhooks.models.registry import ModelBundle
 
 SHARD_BATCHES = 4  # batches of work per shard: fewer round trips, fuller same-shape batches
 

@@ -39,8 +39,8 @@ import torch
 from torch import nn
 from torch.overrides import TorchFunctionMode
 
-from .._hooks import hooked
-from ..layers import resolve_layers
+from vizhooks._hooks import hooked
+from vizhooks.models.layers import resolve_layers
 
 __all__ = ["ReceptiveField", "receptive_field", "receptive_fields"]
 

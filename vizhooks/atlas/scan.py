@@ -13,13 +13,13 @@ import numpy as np
 import torch
 from torch import nn
 
-from .._hooks import check_ran, hooked, model_device
-from ..images import InputSpec, load_image
-from ..layers import resolve_layers
-from ..maps import maps_of
-from ..models import ModelBundle
-from .receptive import ReceptiveField, receptive_fields
-from .state import IMAGE_EXTENSIONS, Job, PartialAtlas, TopK, check_settings, trace_hw
+from vizhooks._hooks import check_ran, hooked, model_device
+from vizhooks.atlas.receptive import ReceptiveField, receptive_fields
+from vizhooks.atlas.state import IMAGE_EXTENSIONS, Job, PartialAtlas, TopK, check_settings, trace_hw
+from vizhooks.models.images import InputSpec, load_image
+from vizhooks.models.layers import resolve_layers
+from vizhooks.models.maps import maps_of
+from vizhooks.models.registry import ModelBundle
 
 __all__ = ["Buckets", "Files", "Prepare", "as_list", "fold", "list_images", "scan_paths"]
 
@@ -106,7 +106,7 @@ def _batch_maxima(model: nn.Module, names: Sequence[str], x: torch.Tensor) -> di
 
 def _placement(spec: InputSpec, wh: np.ndarray, input_hw: tuple[int, int]) -> tuple[np.ndarray, ...]:
     """Per image: the resized width and height before any crop, and the crop's left and top (the
-    arithmetic of :func:`vizhooks.images.fit_to_model`)."""
+    arithmetic of :func:`vizhooks.models.images.fit_to_model`)."""
     w0, h0 = wh[:, 0], wh[:, 1]
     if not spec.fixed_size:
         zeros = np.zeros_like(w0)

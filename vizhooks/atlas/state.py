@@ -15,9 +15,9 @@ from typing import cast
 
 import numpy as np
 
-from ..images import MAX_SIZE, MIN_SIZE
-from ..models import ModelBundle
-from .receptive import ReceptiveField
+from vizhooks.atlas.receptive import ReceptiveField
+from vizhooks.models.images import MAX_SIZE, MIN_SIZE
+from vizhooks.models.registry import ModelBundle
 
 __all__ = ["CROPS", "ENGINES", "FORMAT", "IMAGE_EXTENSIONS", "INDEX", "KEYS", "LOG", "MANIFEST", "PROGRESS",
            "AtlasError", "Job", "PartialAtlas", "TopK", "check_settings", "duration", "trace_hw"]

@@ -12,12 +12,24 @@ from pathlib import Path
 
 import numpy as np
 
-from .._version import __version__
-from ..export import write_atomic
-from ..images import load_image
-from ..layers import UnknownLayerError
-from .receptive import ReceptiveField
-from .state import CROPS, FORMAT, INDEX, KEYS, LOG, MANIFEST, PROGRESS, AtlasError, Job, PartialAtlas, TopK
+from vizhooks._version import __version__
+from vizhooks.atlas.receptive import ReceptiveField
+from vizhooks.atlas.state import (
+    CROPS,
+    FORMAT,
+    INDEX,
+    KEYS,
+    LOG,
+    MANIFEST,
+    PROGRESS,
+    AtlasError,
+    Job,
+    PartialAtlas,
+    TopK,
+)
+from vizhooks.models.images import load_image
+from vizhooks.models.layers import UnknownLayerError
+from vizhooks.render.export import write_atomic
 
 __all__ = ["Atlas", "Exemplar", "Progress", "load_atlas", "read_log", "read_progress", "resume", "write_atlas"]
 

@@ -31,7 +31,7 @@ from typing import Any
 
 from vizhooks.classroom.store import MemoryStore, Store
 from vizhooks.errors import CodedError
-from vizhooks.images import load_image
+from vizhooks.models.images import load_image
 
 #: Class codes: 6 symbols from 31 that cannot be mistaken for each other on a projector (no 0/O, 1/I/L).
 ALPHABET = "23456789ABCDEFGHJKMNPQRSTUVWXYZ"

@@ -19,12 +19,12 @@ import functools
 from dataclasses import dataclass
 from typing import Any
 
-from ..architectures import SEED, TIMM_PREFIX, build_kwargs, imagenet_weights
-from ..budget import capture_shapes
-from ..images import MAX_SIZE
-from ..maps import channels_last_modules
-from ..models import TAUGHT_MARK, input_spec, meta_model, resolve_entry
-from .snippets import WIDTH, Source, render
+from vizhooks.hooks.budget import capture_shapes
+from vizhooks.lesson.snippets import WIDTH, Source, render
+from vizhooks.models.architectures import SEED, TIMM_PREFIX, build_kwargs, imagenet_weights
+from vizhooks.models.images import MAX_SIZE
+from vizhooks.models.maps import channels_last_modules
+from vizhooks.models.registry import TAUGHT_MARK, input_spec, meta_model, resolve_entry
 
 VIEWS = ("maps", "gradients", "gradcam", "backward", "table")
 #: Bodies used by the lesson only (see vizhooks/lesson/steps.py).
@@ -199,8 +199,8 @@ class ConvPlace:
 
 
 def sanity_stages(model: str) -> list[str]:
-    """The sanity check's stages for ``model`` (vizhooks.sanity.randomisation_stages, on the meta device)."""
-    from ..sanity import randomisation_stages
+    """The sanity check's stages for ``model`` (vizhooks.interpret.sanity.randomisation_stages, on the meta device)."""
+    from vizhooks.interpret.sanity import randomisation_stages
 
     meta, lock = meta_model(model)
     with lock:
@@ -264,7 +264,7 @@ def _inplace_children(name: str, x_hw: tuple[int, int]) -> list[str]:
     """Top-level modules a full backward hook cannot wrap (worked out on the meta device)."""
     import torch
 
-    from ..gradients import inplace_conflicts
+    from vizhooks.hooks.gradients import inplace_conflicts
 
     model, lock = meta_model(name)
     children = [n for n, _ in model.named_children()]

@@ -6,8 +6,8 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from ..gradients import BackwardRecord
-from .i18n import known, t
+from vizhooks.hooks.gradients import BackwardRecord
+from vizhooks.lesson.i18n import known, t
 
 #: The clamp's limit as a percentile of |gradient| at the clamped layer, on this photo: a fixed
 #: number (the old default 0.001) clipped nothing on some models and everything on others.

@@ -32,13 +32,10 @@ from PIL import Image
 
 import vizhooks as vz
 from vizhooks.analysis import Analysis, analyse, clamp_limit_of, hook_calls_demo, lesson_sanity, top_classes
-from vizhooks.cam import cams_from
-from vizhooks.convolution import ConvStep, conv_at
-from vizhooks.explain import ExplainError
-from vizhooks.gradients import GradientResult, backward_report, gradient_pass
+from vizhooks.hooks.gradients import GradientResult, backward_report, gradient_pass
 from vizhooks.i18n import LANGUAGES
-from vizhooks.labels import class_labels
-from vizhooks.layers import architecture_layers, quick_picks, token_model
+from vizhooks.interpret.cam import cams_from
+from vizhooks.interpret.methods import ExplainError
 from vizhooks.lesson.code import Code, ConvPlace, NewHead, conv_place, lesson_code, view_code, with_weights_fallback
 from vizhooks.lesson.display import (
     CLAMP_CHANNELS,
@@ -51,7 +48,10 @@ from vizhooks.lesson.display import (
 )
 from vizhooks.lesson.i18n import in_language, known, t
 from vizhooks.lesson.steps import FORMATS, STEPS, Step
-from vizhooks.render import (
+from vizhooks.models.labels import class_labels
+from vizhooks.models.layers import architecture_layers, quick_picks, token_model
+from vizhooks.network.convolution import ConvStep, conv_at
+from vizhooks.render.figures import (
     channel_overlay,
     conv_products_figure,
     conv_window_figure,

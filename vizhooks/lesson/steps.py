@@ -9,7 +9,7 @@ from __future__ import annotations
 import argparse
 from dataclasses import dataclass
 
-from ..i18n import LANGUAGES
+from vizhooks.i18n import LANGUAGES
 
 
 @dataclass(frozen=True)

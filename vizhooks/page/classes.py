@@ -624,7 +624,7 @@ def ranked(ctx: Any, photos: list[Any], layer: str, channel: int) -> list[tuple[
 
 
 def _show_ranking(ctx: Any, photos: list[Any], layer: str, channel: int, columns: int = 4) -> None:
-    from vizhooks.render import channel_overlay
+    from vizhooks.render.figures import channel_overlay
 
     st.caption(t("gallery_intro", layer=layer, channel=channel))
     cells = st.columns(columns)

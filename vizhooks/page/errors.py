@@ -10,8 +10,8 @@ from contextlib import contextmanager
 import streamlit as st
 
 import vizhooks as vz
-from vizhooks.budget import CaptureTooLargeError
 from vizhooks.classroom.store import StoreUnavailableError
+from vizhooks.hooks.budget import CaptureTooLargeError
 from vizhooks.ops import is_out_of_memory, release_memory
 from vizhooks.page.cache import StillComputingError
 from vizhooks.page.texts import EN, language, t

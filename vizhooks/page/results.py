@@ -18,20 +18,23 @@ from PIL import Image
 import vizhooks as vz
 from vizhooks.analysis import Analysis, analyse
 from vizhooks.atlas import Atlas, load_atlas, visualize_channels
-from vizhooks.budget import check_capture
-from vizhooks.cam import cams_from
-from vizhooks.convolution import ConvStep, conv_at
-from vizhooks.explain import CAM_METHODS, default_layers, explain
-from vizhooks.faithfulness import Faithfulness, faithfulness, infidelity_score, reference_maps
-from vizhooks.gradients import BackwardRecord, backward_report, gradient_pass
-from vizhooks.layers import LayerInfo, describe_layers
-from vizhooks.models import OPERATOR_FAMILY, backbone_name, family, meta_model, resolve_entry
-from vizhooks.overview import Overview, overview
+from vizhooks.hooks.budget import check_capture
+from vizhooks.hooks.gradients import BackwardRecord, backward_report, gradient_pass
+from vizhooks.hooks.summary import summary_dataframe, summary_totals
+from vizhooks.interpret.cam import cams_from
+from vizhooks.interpret.faithfulness import Faithfulness, faithfulness, infidelity_score, reference_maps
+from vizhooks.interpret.methods import CAM_METHODS, default_layers, explain
+from vizhooks.interpret.sanity import SanityResult, sanity_check
+from vizhooks.models.layers import LayerInfo, describe_layers
+from vizhooks.models.registry import OPERATOR_FAMILY, backbone_name, family, meta_model, resolve_entry
+from vizhooks.network.convolution import ConvStep, conv_at
+from vizhooks.network.overview import Overview, overview
+from vizhooks.network.sliding import PoolInfo, PoolStep, pool_at, pool_layers, slide
 from vizhooks.page.cache import ByteLRU
 from vizhooks.page.metrics import computed, counted, observe_cache
 from vizhooks.page.taught import compose, is_taught, names_of
 from vizhooks.page.texts import set_language, t
-from vizhooks.render import (
+from vizhooks.render.figures import (
     conv_products_figure,
     conv_window_figure,
     curves_figure,
@@ -40,9 +43,6 @@ from vizhooks.render import (
     overview_png,
     palette_png,
 )
-from vizhooks.sanity import SanityResult, sanity_check
-from vizhooks.sliding import PoolInfo, PoolStep, pool_at, pool_layers, slide
-from vizhooks.summary import summary_dataframe, summary_totals
 from vizhooks.video import encode_pages
 
 if TYPE_CHECKING:
@@ -82,7 +82,7 @@ def plain_option(name: str, lang: str) -> str:
     language is part of the cache key.) A plain process-wide cache: the menu asks for every model on
     every run, and Streamlit's cache hashed its arguments 80 times a run."""
     set_language(lang)
-    from vizhooks.models import input_spec
+    from vizhooks.models.registry import input_spec
 
     arch = resolve_entry(name).arch
     try:
@@ -91,7 +91,7 @@ def plain_option(name: str, lang: str) -> str:
         params = get_model_weights(arch).DEFAULT.meta["num_params"]
         fixed = input_spec(arch).fixed_size
     except (ValueError, KeyError, AttributeError):  # timm or unusual entries: count on the meta device
-        from vizhooks.models import meta_model
+        from vizhooks.models.registry import meta_model
 
         model = meta_model(name)[0]
         params, fixed = sum(p.numel() for p in model.parameters()), input_spec(arch, model).fixed_size
@@ -168,7 +168,7 @@ def get_summary(model: str, key: tuple, analysis: Analysis) -> tuple[Any, dict[s
 
 def get_overview(model: str, key: tuple, k: int, analysis: Analysis) -> Overview:
     """The whole network for this picture: every conv (or block), its ``k`` strongest channels as
-    thumbnails, from one pass (vizhooks.overview); a few kilobytes per layer, shared by sessions."""
+    thumbnails, from one pass (vizhooks.network.overview); a few kilobytes per layer, shared by sessions."""
     return cached(("overview", model, key, k),
                   lambda: overview(get_bundle(model).model, analysis.x, k=k, tile=OVERVIEW_TILE),
                   lambda made: sum(row.tiles.nbytes for row in made.rows) + tensor_bytes([made.logits]))
@@ -185,7 +185,7 @@ def conv_infos(model: str, hw: tuple[int, int]) -> tuple[LayerInfo, ...]:
 
 def get_conv_step(model: str, key: tuple, layer: str, channel: int, row: int, col: int,
                   analysis: Analysis) -> ConvStep:
-    """One conv output value taken apart (vizhooks.convolution.conv_at): one forward pass per
+    """One conv output value taken apart (vizhooks.network.convolution.conv_at): one forward pass per
     place, kept for every session; a few kilobytes besides the channel's map and the input's mean."""
     return cached(("conv", model, key, layer, channel, row, col),
                   lambda: conv_at(get_bundle(model).model, analysis.x, layer, channel, row, col),
@@ -220,7 +220,7 @@ def pool_infos(model: str, hw: tuple[int, int]) -> tuple[PoolInfo, ...]:
 
 def get_pool_step(model: str, key: tuple, layer: str, channel: int, row: int, col: int,
                   analysis: Analysis) -> PoolStep:
-    """One pooling value taken apart (vizhooks.sliding.pool_at), kept like :func:`get_conv_step`."""
+    """One pooling value taken apart (vizhooks.network.sliding.pool_at), kept like :func:`get_conv_step`."""
     return cached(("pool", model, key, layer, channel, row, col),
                   lambda: pool_at(get_bundle(model).model, analysis.x, layer, channel, row, col),
                   lambda s: tensor_bytes([s.values, s.input, s.output]))
@@ -235,7 +235,7 @@ def pool_window_png(_step: PoolStep, key: tuple, titles: tuple[str, ...], cmap: 
 
 @dataclass(frozen=True)
 class SlideFiles:
-    """The window sliding over the input (vizhooks.sliding.slide), encoded once: an animated GIF
+    """The window sliding over the input (vizhooks.network.sliding.slide), encoded once: an animated GIF
     (what the page plays) and an MP4 (None without an MP4 encoder)."""
 
     gif: bytes
@@ -331,7 +331,7 @@ INFIDELITY_DRAWS = 16
 
 @functools.lru_cache(maxsize=64)
 def cam_layers(model: str) -> tuple[str, ...]:
-    """The layer a CAM of ``model`` uses when none is chosen (vizhooks.explain.default_layers), from
+    """The layer a CAM of ``model`` uses when none is chosen (vizhooks.interpret.methods.default_layers), from
     the model on the meta device (no weights, no time)."""
     meta, lock = meta_model(model)
     with lock:
@@ -400,7 +400,7 @@ def get_faithfulness(model: str, key: tuple, target: int, maps: dict[str, tuple[
 
 def get_infidelity(model: str, key: tuple, target: int, maps: dict[str, tuple[tuple, Tensor]], analysis: Analysis,
                    bar: Any, names: dict[str, str]) -> dict[str, float]:
-    """Captum's infidelity of each map (vizhooks.faithfulness.infidelity_score, seed 0)."""
+    """Captum's infidelity of each map (vizhooks.interpret.faithfulness.infidelity_score, seed 0)."""
     out: dict[str, float] = {}
     for i, (name, (decided, attribution)) in enumerate(maps.items()):
         if bar is not None:
@@ -415,7 +415,7 @@ def get_infidelity(model: str, key: tuple, target: int, maps: dict[str, tuple[tu
 
 def get_sanity(model: str, key: tuple, target: int, methods: tuple[str, ...], layers: tuple[str, ...],
                settings: tuple[tuple[str, Any], ...], analysis: Analysis, bar: Any) -> SanityResult:
-    """The cascading randomisation test (vizhooks.sanity.sanity_check, seed 0) for ``methods``: every
+    """The cascading randomisation test (vizhooks.interpret.sanity.sanity_check, seed 0) for ``methods``: every
     method's map after each step, and its likeness to the original."""
     def progress(done: int, total: int, stage: str) -> None:
         if bar is not None:

@@ -8,8 +8,9 @@ from typing import Any
 import streamlit as st
 
 import vizhooks as vz
-from vizhooks.layers import architecture_layers, reference_hw
-from vizhooks.models import list_models, operator_models, resolve_entry
+from vizhooks.models.layers import architecture_layers, reference_hw
+from vizhooks.models.registry import list_models, operator_models, resolve_entry
+from vizhooks.models.weights import fetch_command
 from vizhooks.page.results import model_option
 from vizhooks.page.sources import SOURCES, photo_picker
 from vizhooks.page.sources.sample import default_sample
@@ -19,8 +20,7 @@ from vizhooks.page.taught import offered_models, switch_pending
 from vizhooks.page.texts import LANGUAGE_NAMES, language, t
 from vizhooks.page.urlstate import CHANNEL_CHOICES, DEFAULTS, LANGS, SIZE_MAX, SIZE_MIN, SIZE_STEP
 from vizhooks.page.widgets import keep_valid, labels_for, layer_label, pick_label
-from vizhooks.render import CMAPS, NORMS, ORDERS
-from vizhooks.weights import fetch_command
+from vizhooks.render.figures import CMAPS, NORMS, ORDERS
 
 
 def sidebar() -> tuple[Choices, Any]:

@@ -9,7 +9,7 @@ import streamlit as st
 
 import vizhooks as vz
 from vizhooks.analysis import Analysis
-from vizhooks.layers import architecture_layers, quick_picks, token_model
+from vizhooks.models.layers import architecture_layers, quick_picks, token_model
 from vizhooks.page.sources.sample import default_sample, samples
 from vizhooks.page.texts import language_from_locale
 from vizhooks.page.urlstate import DEFAULTS, LANGS, VIEW_KEYS, parse_query, to_query

@@ -1,7 +1,7 @@
 """Taught models on the page: the heads students taught, kept by this server, composed on the
 shared backbone when a session uses one.
 
-A taught model's name (``"resnet18+my:3fa9c2d1e0"``, vizhooks.models.taught_name) is the whole key:
+A taught model's name (``"resnet18+my:3fa9c2d1e0"``, vizhooks.models.registry.taught_name) is the whole key:
 every cache of the page keys by the model's name, so a taught model's results never mix with the
 plain model's, and every view works on it unchanged. What the name stands for, the head (a few
 kilobytes: its weight, bias, class names), is kept here for the whole process, so a link or a class
@@ -22,8 +22,8 @@ from torch import nn
 
 import vizhooks as vz
 from vizhooks.lesson.code import NewHead
-from vizhooks.models import TAUGHT_MARK, backbone_name, parse_labels
-from vizhooks.teach import taught_bundle
+from vizhooks.models.registry import TAUGHT_MARK, backbone_name, parse_labels
+from vizhooks.teaching import taught_bundle
 
 #: Heads kept by this server (each a few kilobytes; the oldest unused goes first).
 MAX_HEADS = 512
@@ -200,7 +200,7 @@ def keep_blob(data: bytes) -> str | None:
 def from_checkpoint(state: dict[str, torch.Tensor], names: list[str], backbone: vz.ModelBundle) -> vz.Taught | None:
     """A checkpoint the Teach view wrote, uploaded again: its head on ``backbone``, when every other
     tensor equals the backbone's (else None: it was taught on other weights)."""
-    from vizhooks.teach import find_head
+    from vizhooks.teaching import find_head
 
     path, _ = find_head(backbone.model, len(backbone.categories))
     own = backbone.model.state_dict()

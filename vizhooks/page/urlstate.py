@@ -9,16 +9,16 @@ from __future__ import annotations
 import re
 from collections.abc import Mapping, Sequence
 
-from ..classroom.core import ALPHABET, CODE_LENGTH, normalise_code
-from ..explain import METHODS as EXPLAIN_METHODS
-from ..layers import architecture_layers
-from ..lesson.steps import STEPS
-from ..models import list_models
-from ..render import CMAPS, NORMS, ORDERS
-from .sources import SOURCES
-from .taught import names_of
-from .views import REGISTRY
-from .views.intervene import EDIT_MODES
+from vizhooks.classroom.core import ALPHABET, CODE_LENGTH, normalise_code
+from vizhooks.interpret.methods import METHODS as EXPLAIN_METHODS
+from vizhooks.lesson.steps import STEPS
+from vizhooks.models.layers import architecture_layers
+from vizhooks.models.registry import list_models
+from vizhooks.page.sources import SOURCES
+from vizhooks.page.taught import names_of
+from vizhooks.page.views import REGISTRY
+from vizhooks.page.views.intervene import EDIT_MODES
+from vizhooks.render.figures import CMAPS, NORMS, ORDERS
 
 SIZE_MIN, SIZE_MAX, SIZE_STEP = 128, 512, 32
 CHANNEL_CHOICES: tuple[int | str, ...] = (1, 2, 4, 8, 16, 32, 64, 128, 256, 512, "all")

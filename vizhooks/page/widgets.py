@@ -12,8 +12,8 @@ import streamlit as st
 
 import vizhooks as vz
 from vizhooks.analysis import Analysis, top_classes
-from vizhooks.labels import class_labels
-from vizhooks.layers import LayerInfo, token_model
+from vizhooks.models.labels import class_labels
+from vizhooks.models.layers import LayerInfo, token_model
 from vizhooks.page.results import FV_SIZE, FV_STEPS, excited_image
 from vizhooks.page.texts import language, set_language, t
 

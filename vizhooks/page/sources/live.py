@@ -24,9 +24,9 @@ from urllib.parse import urlsplit
 
 import streamlit as st
 
-from vizhooks.layers import architecture_layers, quick_picks, token_model
 from vizhooks.live import CHANNEL_PICKS, MODES, LiveProcessor, LiveSettings, limit_torch_threads_here
-from vizhooks.models import ModelBundle
+from vizhooks.models.layers import architecture_layers, quick_picks, token_model
+from vizhooks.models.registry import ModelBundle
 from vizhooks.ops import is_out_of_memory
 from vizhooks.page.errors import reason
 from vizhooks.page.taught import is_taught

@@ -9,7 +9,7 @@ import streamlit as st
 
 import vizhooks as vz
 from vizhooks.analysis import VideoAnalysis, frame_cams, frames_input, image_digest
-from vizhooks.budget import check_capture
+from vizhooks.hooks.budget import check_capture
 from vizhooks.page.errors import shown_errors
 from vizhooks.page.results import cached, get_bundle
 from vizhooks.page.state import Choices, Context, sync_url
@@ -25,7 +25,7 @@ from vizhooks.page.widgets import (
     progress_bar,
     shown_labels,
 )
-from vizhooks.render import channel_overlay
+from vizhooks.render.figures import channel_overlay
 from vizhooks.video import (
     DEFAULT_MAX_FRAMES,
     MAX_VIDEO_MB,

@@ -14,7 +14,7 @@ from vizhooks.page.sources import photo_bytes
 from vizhooks.page.texts import t
 from vizhooks.page.views import View
 from vizhooks.page.widgets import keep_below, keep_valid, progress_bar, show_excitation
-from vizhooks.render import channel_overlay
+from vizhooks.render.figures import channel_overlay
 
 if TYPE_CHECKING:  # annotations only: a view never imports the page's state (urlstate reads the views)
     from vizhooks.page.state import Context

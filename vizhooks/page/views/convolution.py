@@ -1,8 +1,8 @@
 """What one convolution computes: one output value of one conv taken apart (window, kernel,
 products, sums, bias) with this photo's real numbers, and what BatchNorm and the activation make
-of it next (vizhooks.convolution); a pooling layer's value the same way (its window, the max or
+of it next (vizhooks.network.convolution); a pooling layer's value the same way (its window, the max or
 the mean); and for the first conv and pooling, the window sliding over the input as an animation,
-built when asked (vizhooks.sliding)."""
+built when asked (vizhooks.network.sliding)."""
 
 from __future__ import annotations
 
@@ -10,6 +10,7 @@ from typing import TYPE_CHECKING, Any
 
 import streamlit as st
 
+from vizhooks.network.sliding import PoolInfo
 from vizhooks.page.results import (
     conv_infos,
     conv_products_png,
@@ -23,7 +24,6 @@ from vizhooks.page.results import (
 from vizhooks.page.texts import language, t
 from vizhooks.page.views import View
 from vizhooks.page.widgets import keep_below, keep_valid, layer_label
-from vizhooks.sliding import PoolInfo
 
 if TYPE_CHECKING:  # annotations only: a view never imports the page's state (urlstate reads the views)
     from vizhooks.page.state import Context

@@ -1,7 +1,7 @@
 """Which map to trust: explanation methods side by side for the chosen class (vizhooks.explain),
 drawn as the Grad-CAM view draws its maps; each map scored by deletion, insertion, Average Drop and
 Increase in Confidence beside a random and a centred Gaussian map (vizhooks.faithfulness), and the
-cascading-randomisation sanity check (vizhooks.sanity). Nothing slow runs before its button; every
+cascading-randomisation sanity check (vizhooks.interpret.sanity). Nothing slow runs before its button; every
 result is kept in the shared cache, so a rerun or another session shows it at once."""
 
 from __future__ import annotations
@@ -10,9 +10,10 @@ from typing import TYPE_CHECKING, Any
 
 import streamlit as st
 
-from vizhooks.explain import CAM_METHODS, IG_BASELINES, METHODS
-from vizhooks.faithfulness import Faithfulness
-from vizhooks.layers import architecture_layers
+from vizhooks.interpret.faithfulness import Faithfulness
+from vizhooks.interpret.methods import CAM_METHODS, IG_BASELINES, METHODS
+from vizhooks.interpret.sanity import FLAG_AT
+from vizhooks.models.layers import architecture_layers
 from vizhooks.page.results import (
     INFIDELITY_DRAWS,
     cam_layers,
@@ -28,8 +29,7 @@ from vizhooks.page.results import (
 from vizhooks.page.texts import language, t
 from vizhooks.page.views import View
 from vizhooks.page.widgets import class_picker, keep_valid, labels_for, progress_bar, shown_labels
-from vizhooks.render import channel_overlay, image_to_png
-from vizhooks.sanity import FLAG_AT
+from vizhooks.render.figures import channel_overlay, image_to_png
 
 if TYPE_CHECKING:  # annotations only: a view never imports the page's state (urlstate reads the views)
     from vizhooks.page.state import Context

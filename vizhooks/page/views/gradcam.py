@@ -10,7 +10,7 @@ from vizhooks.page.results import get_gradients
 from vizhooks.page.texts import t
 from vizhooks.page.views import View
 from vizhooks.page.widgets import class_picker, layer_columns, shown_labels
-from vizhooks.render import channel_overlay, image_to_png
+from vizhooks.render.figures import channel_overlay, image_to_png
 
 if TYPE_CHECKING:  # annotations only: a view never imports the page's state (urlstate reads the views)
     from vizhooks.page.state import Context

@@ -10,7 +10,7 @@ from vizhooks.analysis import layer_stats
 from vizhooks.page.texts import t
 from vizhooks.page.views import View
 from vizhooks.page.widgets import keep_below, keep_valid, show_excitation
-from vizhooks.render import channel_image, channel_overlay
+from vizhooks.render.figures import channel_image, channel_overlay
 
 if TYPE_CHECKING:  # annotations only: a view never imports the page's state (urlstate reads the views)
     from vizhooks.page.state import Context

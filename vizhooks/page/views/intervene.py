@@ -9,14 +9,14 @@ import streamlit as st
 
 import vizhooks as vz
 from vizhooks.analysis import clamp_limit_of
-from vizhooks.budget import check_capture
-from vizhooks.cam import cams_from
+from vizhooks.hooks.budget import check_capture
+from vizhooks.interpret.cam import cams_from
 from vizhooks.lesson.display import CLAMP_CHANNELS, CLAMP_COLOUR_PERCENTILE, CLAMP_DEFAULT, CLAMP_PERCENTILES
 from vizhooks.page.results import cached, get_bundle, grid_png, tensor_bytes
 from vizhooks.page.texts import t
 from vizhooks.page.views import View
 from vizhooks.page.widgets import class_picker, keep_valid, labels_for, layer_columns, shown_labels, top5_bars
-from vizhooks.render import channel_overlay
+from vizhooks.render.figures import channel_overlay
 
 if TYPE_CHECKING:
     from torch import Tensor

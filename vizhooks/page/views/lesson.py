@@ -11,7 +11,7 @@ from urllib.parse import urlencode
 import streamlit as st
 
 from vizhooks.analysis import hook_calls_demo, lesson_sanity, sanity_bytes
-from vizhooks.explain import ExplainError
+from vizhooks.interpret.methods import ExplainError
 from vizhooks.lesson.code import Code, ConvPlace
 from vizhooks.lesson.handout import LessonChoices, file_name, lesson_file, step_code
 from vizhooks.lesson.steps import FORMATS, STEPS, Step, step_index
@@ -24,7 +24,7 @@ from vizhooks.page.texts import language, t
 from vizhooks.page.views import View, backward, convolution, gradcam, gradients, intervene, maps, table
 from vizhooks.page.views.code import chosen_target, image_path
 from vizhooks.page.widgets import class_picker, shown_labels
-from vizhooks.render import channel_overlay, image_to_png
+from vizhooks.render.figures import channel_overlay, image_to_png
 
 if TYPE_CHECKING:  # annotations only: a view never imports the page's state (urlstate reads the views)
     from vizhooks.page.state import Context

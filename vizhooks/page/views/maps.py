@@ -6,12 +6,12 @@ from typing import TYPE_CHECKING
 
 import streamlit as st
 
-from vizhooks.export import npz_bytes
-from vizhooks.layers import architecture_layers
+from vizhooks.models.layers import architecture_layers
 from vizhooks.page.results import grid_png, maps_png
 from vizhooks.page.texts import t
 from vizhooks.page.views import View
 from vizhooks.page.widgets import layer_columns, layer_where, progress_bar
+from vizhooks.render.export import npz_bytes
 
 if TYPE_CHECKING:  # annotations only: a view never imports the page's state (urlstate reads the views)
     from vizhooks.page.state import Context

@@ -8,7 +8,7 @@ from typing import TYPE_CHECKING
 
 import streamlit as st
 
-from vizhooks.overview import stages
+from vizhooks.network.overview import stages
 from vizhooks.page.results import get_overview, overview_picture
 from vizhooks.page.texts import t
 from vizhooks.page.views import View
@@ -41,8 +41,8 @@ def show(ctx: Context) -> None:
         st.caption(t("ov_paged", total=len(ov.rows), stages=len(parts), most=MAX_ROWS))
     top = tuple(top5(ov.logits, shown_labels(ctx.bundle)))
     st.image(overview_picture(tuple(rows), ("overview", c.model, ctx.digest, c.size, k, first), top, c.cmap),
-             caption=t("ov_caption" if len(parts) > 1 else "ov_caption_one_stage", layers=len(ov.rows),
-                       stages=len(parts), k=k), width="stretch")
+             caption=t("ov_caption", layers=len(ov.rows), stages=len(parts), k=k) if len(parts) > 1
+             else t("ov_caption_one_stage", layers=len(ov.rows), k=k), width="stretch")
     _open_in_inspector(rows)
 
 

@@ -18,7 +18,7 @@ from PIL import Image
 
 import vizhooks as vz
 from vizhooks.analysis import image_digest
-from vizhooks.models import backbone_name
+from vizhooks.models.registry import backbone_name
 from vizhooks.page.classes import teacher
 from vizhooks.page.errors import reason, shown_errors
 from vizhooks.page.results import get_bundle, plain_bundle
@@ -28,8 +28,8 @@ from vizhooks.page.taught import checkpoint_bytes, checkpoint_files, names_of, r
 from vizhooks.page.texts import t
 from vizhooks.page.views import View
 from vizhooks.page.widgets import fraction, progress_bar
-from vizhooks.render import confusion_figure, figure_to_png
-from vizhooks.teach import MAX_CLASSES, MAX_PHOTOS, MIN_CLASSES, check_classes, find_head, teach
+from vizhooks.render.figures import confusion_figure, figure_to_png
+from vizhooks.teaching import MAX_CLASSES, MAX_PHOTOS, MIN_CLASSES, check_classes, find_head, teach
 
 PHOTO_SIDE = 448  # stored photos: enough for any model's 224-pixel view, a fraction of a camera's bytes
 MAX_SESSION_MB = 30

@@ -10,7 +10,7 @@ from typing import Any
 import torch
 from torch import nn
 
-from ._hooks import check_input, first_tensor, hooked, model_device
+from vizhooks._hooks import check_input, first_tensor, hooked, model_device
 
 
 @dataclass(frozen=True)

@@ -3,7 +3,7 @@
 Two families, each through a well-kept engine, with vizhooks' rules around it (the model's lock,
 state restored, zero hooks left, the shared model never modified):
 
-* **CAM family** on one or more layers: ``gradcam`` (vizhooks' own :func:`vizhooks.cam.grad_cam`,
+* **CAM family** on one or more layers: ``gradcam`` (vizhooks' own :func:`vizhooks.interpret.cam.grad_cam`,
   equal to pytorch-grad-cam's and torch-cam's), ``gradcampp``, ``xgradcam``, ``layercam``,
   ``scorecam`` and ``eigencam`` from pytorch-grad-cam 1.5.7. Chosen over torch-cam as the engine
   because it has all six (torch-cam has no Eigen-CAM) and does the multi-layer mean the way the
@@ -44,12 +44,12 @@ from typing import Any, cast
 import torch
 from torch import nn
 
-from ._hooks import check_input, first_tensor, hooked, model_device, model_lock
-from ._scale import min_max
-from .cam import grad_cam
-from .errors import CodedError
-from .layers import find_layers, resolve_layers
-from .models import ModelBundle
+from vizhooks._hooks import check_input, first_tensor, hooked, model_device, model_lock
+from vizhooks.errors import CodedError
+from vizhooks.interpret.cam import grad_cam
+from vizhooks.models.layers import find_layers, resolve_layers
+from vizhooks.models.registry import ModelBundle
+from vizhooks.render.scale import min_max
 
 CAM_METHODS = ("gradcam", "gradcampp", "xgradcam", "layercam", "scorecam", "eigencam")
 INPUT_METHODS = ("saliency", "smoothgrad", "ig", "occlusion", "guidedbackprop", "guidedgradcam")
@@ -155,7 +155,7 @@ def _aggregate(per_layer: Sequence[torch.Tensor]) -> torch.Tensor:
     """The mean of the per-layer maps, scaled again: pytorch-grad-cam's several-layer rule.
 
     One layer's map comes back as it is, so ``gradcam`` on one layer is exactly
-    :func:`vizhooks.cam.grad_cam` (whose upsampled maximum can be a little under 1).
+    :func:`vizhooks.interpret.cam.grad_cam` (whose upsampled maximum can be a little under 1).
     """
     if len(per_layer) == 1:
         return per_layer[0]

@@ -20,9 +20,9 @@ from typing import Any
 import torch
 from torch import nn
 
-from ._hooks import HELD, call_key, check_input, first_tensor, hooked, keep, model_device
-from .layers import resolve_layers
-from .maps import maps_of
+from vizhooks._hooks import HELD, call_key, check_input, first_tensor, hooked, keep, model_device
+from vizhooks.models.layers import resolve_layers
+from vizhooks.models.maps import maps_of
 
 
 @dataclass(frozen=True)
@@ -74,9 +74,9 @@ def gradient_pass(
     """Forward with a tensor hook on each layer's output, then backward from one class logit.
 
     Args:
-        layers: module names (see :func:`vizhooks.layers.conv_layers`) or ``"all"``.
+        layers: module names (see :func:`vizhooks.models.layers.conv_layers`) or ``"all"``.
         target: class index; default the top-1 class of this image.
-        as_maps: activations and gradients as ``(1, C, H, W)`` (see :func:`vizhooks.maps.as_map`).
+        as_maps: activations and gradients as ``(1, C, H, W)`` (see :func:`vizhooks.models.maps.as_map`).
 
     Returns:
         A :class:`GradientResult`. A module that runs several times in the pass is keyed like

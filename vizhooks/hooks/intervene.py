@@ -28,10 +28,10 @@ from typing import Any, TypeGuard, cast
 import torch
 from torch import nn
 
-from ._hooks import call_key, check_input, first_tensor, hooked, keep, model_device
-from .gradients import GradientResult, gradient_pass
-from .layers import resolve_layers
-from .maps import channels_last_modules, maps_of
+from vizhooks._hooks import call_key, check_input, first_tensor, hooked, keep, model_device
+from vizhooks.hooks.gradients import GradientResult, gradient_pass
+from vizhooks.models.layers import resolve_layers
+from vizhooks.models.maps import channels_last_modules, maps_of
 
 __all__ = ["ChannelEdit", "InterventionResult", "clamp_gradients", "intervene"]
 
@@ -216,7 +216,7 @@ def intervene(
         x: input batch, e.g. from :meth:`vizhooks.ModelBundle.preprocess`.
         edits: ``{layer name: ChannelEdit}``.
         capture: layers whose outputs to keep from both passes (names or ``"all"``).
-        as_maps: captured tensors as ``(1, C, H, W)`` (see :func:`vizhooks.maps.as_map`).
+        as_maps: captured tensors as ``(1, C, H, W)`` (see :func:`vizhooks.models.maps.as_map`).
 
     Returns:
         An :class:`InterventionResult` with CPU tensors.
@@ -315,7 +315,7 @@ def clamp_gradients(
         clamp_at: the module whose output gradient is clipped.
         limit: the clip, a number >= 0.
         target: class index; default the top-1 class of this image.
-        as_maps: activations and gradients as ``(1, C, H, W)`` (see :func:`vizhooks.maps.as_map`).
+        as_maps: activations and gradients as ``(1, C, H, W)`` (see :func:`vizhooks.models.maps.as_map`).
 
     Returns:
         ``(plain, clamped)``, two :class:`vizhooks.GradientResult` with CPU tensors.

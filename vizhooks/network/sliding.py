@@ -4,7 +4,7 @@
 hook its output, then the pass stops) and draws frames: at each one the window at one output
 place, drawn on the input with the padding around it, and the output map filled in row by row up
 to that place, the rest blank. The filled-in values are the layer's own output, never recomputed;
-the windows are :meth:`vizhooks.convolution.Window.at` of the layer's stride, padding and dilation.
+the windows are :meth:`vizhooks.network.convolution.Window.at` of the layer's stride, padding and dilation.
 
 A 112 x 112 map has 12,544 places, so frames are a sample of them in row-major order: the first
 few one by one (the stride is seen), then evenly spaced, always ending at the last place
@@ -15,7 +15,7 @@ the colormap in 120 levels, or the colormap alone for pooling), which is exactly
 MP4 encoders of :func:`vizhooks.video.encode_pages` take; ``slide.frame(t)`` is one as RGB.
 
 :func:`pool_at` takes one value of a ``MaxPool2d`` / ``AvgPool2d`` apart (the window, its maximum
-or mean, the layer's own value), as :func:`vizhooks.convolution.conv_at` does for a conv.
+or mean, the layer's own value), as :func:`vizhooks.network.convolution.conv_at` does for a conv.
 """
 
 from __future__ import annotations
@@ -28,12 +28,12 @@ import torch
 from PIL import Image, ImageDraw
 from torch import nn
 
-from ._hooks import HELD, check_input, check_ran, first_tensor, hooked, keep, model_device
-from ._scale import min_max
-from .convolution import Window, window_of
-from .images import IMAGENET_MEAN, IMAGENET_STD
-from .layers import resolve_layers
-from .render import get_colormap
+from vizhooks._hooks import HELD, check_input, check_ran, first_tensor, hooked, keep, model_device
+from vizhooks.models.images import IMAGENET_MEAN, IMAGENET_STD
+from vizhooks.models.layers import resolve_layers
+from vizhooks.network.convolution import Window, window_of
+from vizhooks.render.figures import get_colormap
+from vizhooks.render.scale import min_max
 
 __all__ = ["MAX_FRAMES", "PoolInfo", "PoolStep", "Slide", "pool_at", "pool_layers", "slide", "slide_positions"]
 
@@ -370,7 +370,7 @@ def pool_at(model: nn.Module, x: torch.Tensor, layer: str, channel: int, row: in
     module, kind, inp, out = _input_and_output(model, x, layer)
     if kind == "conv":
         raise ValueError(f"Layer {layer!r} is a Conv2d, not a pooling layer; take it apart with "
-                         "vizhooks.convolution.conv_at.")
+                         "vizhooks.network.convolution.conv_at.")
     channel = _index(channel, "channel", int(out.shape[0]))
     h, w = int(out.shape[-2]), int(out.shape[-1])
     row, col = _index(row, "row", h), _index(col, "col", w)
@@ -425,7 +425,7 @@ class PoolInfo:
 def pool_layers(model: nn.Module, input_hw: tuple[int, int] = (224, 224)) -> list[PoolInfo]:
     """Every ``MaxPool2d`` and ``AvgPool2d`` of ``model`` that runs, in ``named_modules()`` order,
     with its sizes for a ``(1, 3, *input_hw)`` input (first call of each). One forward pass with
-    hooks; on a meta-device model (:func:`vizhooks.models.meta_model`) it costs nothing. Call with
+    hooks; on a meta-device model (:func:`vizhooks.models.registry.meta_model`) it costs nothing. Call with
     the model's lock held.
 
     Example:

@@ -14,9 +14,9 @@ from typing import Any
 import torch
 from torch import nn
 
-from ._hooks import call_key, first_tensor, hooked
-from .errors import CodedError
-from .models import meta_model
+from vizhooks._hooks import call_key, first_tensor, hooked
+from vizhooks.errors import CodedError
+from vizhooks.models.registry import meta_model
 
 #: Largest capture one request may make (feature maps of all chosen layers), in MB.
 MAX_CAPTURE_MB = float(os.environ.get("VIZHOOKS_MAX_CAPTURE_MB", "600"))

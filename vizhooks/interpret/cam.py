@@ -16,8 +16,8 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
-from ._scale import min_max
-from .gradients import GradientResult, gradient_pass
+from vizhooks.hooks.gradients import GradientResult, gradient_pass
+from vizhooks.render.scale import min_max
 
 
 def cam_from(activation: torch.Tensor, gradient: torch.Tensor, size: tuple[int, int]) -> torch.Tensor:
@@ -56,7 +56,7 @@ def grad_cam(
 
 
 def cams_from(result: GradientResult, size: tuple[int, int] | torch.Size) -> dict[str, torch.Tensor]:
-    """Grad-CAM maps for every layer of one :func:`vizhooks.gradients.gradient_pass`."""
+    """Grad-CAM maps for every layer of one :func:`vizhooks.hooks.gradients.gradient_pass`."""
     size = (int(size[0]), int(size[1]))
     return {name: cam_from(result.activations[name], result.gradients[name], size)
             for name in result.activations}

@@ -32,10 +32,10 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
-from ._hooks import check_input
-from ._scale import min_max
-from .explain import METHODS, ExplainError, explain, private_copy
-from .models import ModelBundle
+from vizhooks._hooks import check_input
+from vizhooks.interpret.methods import METHODS, ExplainError, explain, private_copy
+from vizhooks.models.registry import ModelBundle
+from vizhooks.render.scale import min_max
 
 #: A method whose maps still correlate this much with the original after every stage is randomised
 #: is flagged: it does not depend on the model.
@@ -191,7 +191,7 @@ def sanity_check(
         bundle_or_model: the model (a :class:`ModelBundle` or a module); it is copied, never changed.
         x: (1, 3, H, W) input.
         target: the class; default the original model's top-1 (kept for every step).
-        methods, layers: as for :func:`vizhooks.explain.explain`; ``settings`` are its keyword
+        methods, layers: as for :func:`vizhooks.interpret.methods.explain`; ``settings`` are its keyword
             settings (``batch_size``, ``ig_steps``, ...).
         stages: module names to re-initialise, one per step, in order; default
             :func:`randomisation_stages`.

@@ -14,7 +14,7 @@ import functools
 from collections.abc import Sequence
 from importlib import resources
 
-from vizhooks.models import imagenet_categories
+from vizhooks.models.registry import imagenet_categories
 
 #: The file of Chinese ImageNet names, in this package (read with importlib.resources, so it is found
 #: in a source tree and in an installed wheel alike).
@@ -24,13 +24,13 @@ ZH_FILE = "labels_zh.txt"
 @functools.cache
 def chinese_categories() -> tuple[str, ...]:
     """The Chinese names of the 1,000 ImageNet classes, index-aligned with
-    :func:`vizhooks.models.imagenet_categories` (read once)."""
-    text = resources.files("vizhooks").joinpath(ZH_FILE).read_text(encoding="utf-8")
+    :func:`vizhooks.models.registry.imagenet_categories` (read once)."""
+    text = resources.files("vizhooks.models").joinpath(ZH_FILE).read_text(encoding="utf-8")
     names = tuple(line.strip() for line in text.splitlines())
     want = len(imagenet_categories())
     if len(names) != want or not all(names):
         raise RuntimeError(
-            f"vizhooks/{ZH_FILE} has {len(names)} lines ({sum(not n for n in names)} empty), but torchvision "
+            f"vizhooks/models/{ZH_FILE} has {len(names)} lines ({sum(not n for n in names)} empty), but torchvision "
             f"names {want} ImageNet classes: restore the file from the vizhooks repository (one non-empty name "
             "a line, in torchvision's order)."
         )

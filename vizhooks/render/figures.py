@@ -27,7 +27,7 @@ from matplotlib.colors import Colormap, Normalize
 from matplotlib.figure import Figure
 from matplotlib.transforms import Affine2D, Bbox
 
-from ._scale import min_max
+from vizhooks.render.scale import min_max
 
 if TYPE_CHECKING:  # PIL is imported where pixels are made
     from matplotlib.backend_bases import RendererBase
@@ -567,7 +567,7 @@ def _label_font(size: int) -> Any:
 
 def overview_png(rows: Sequence[Any], top: Sequence[tuple[str, float]] = (), cmap: str = "viridis",
                  label_width: int = 300) -> bytes:
-    """The whole network as one picture (see :func:`vizhooks.overview.overview`): one row per
+    """The whole network as one picture (see :func:`vizhooks.network.overview.overview`): one row per
     layer, its name, channels and map size on the left and its strongest channels as tiles (each
     on its own colour scale, its channel number in the corner); a rule with the map size where a
     new resolution (a stage) begins; then the top classes as bars. Drawn tile by tile in one
@@ -575,7 +575,7 @@ def overview_png(rows: Sequence[Any], top: Sequence[tuple[str, float]] = (), cma
     and a PNG of a few hundred kilobytes encoded in milliseconds.
 
     Args:
-        rows: :class:`~vizhooks.overview.OverviewRow` objects, all with tiles of one size.
+        rows: :class:`~vizhooks.network.overview.OverviewRow` objects, all with tiles of one size.
         top: ``(label, probability)`` pairs for the strip at the end (labels in any language).
     """
     from PIL import Image, ImageDraw

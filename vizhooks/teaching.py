@@ -38,11 +38,11 @@ import torch
 from PIL import Image
 from torch import nn
 
-from ._hooks import one_torch_thread, share_lock
-from .capture import capture
-from .errors import CodedError
-from .images import fit_to_model, to_tensor
-from .models import ModelBundle, taught_name
+from vizhooks._hooks import one_torch_thread, share_lock
+from vizhooks.errors import CodedError
+from vizhooks.hooks.capture import capture
+from vizhooks.models.images import fit_to_model, to_tensor
+from vizhooks.models.registry import ModelBundle, taught_name
 
 #: A class needs at least this many photos; the page offers at most MAX_CLASSES classes.
 MIN_PHOTOS, MAX_PHOTOS, MIN_CLASSES, MAX_CLASSES = 2, 200, 2, 6

@@ -42,9 +42,9 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
-from ._hooks import check_input, first_tensor, hooked, model_device
-from ._scale import min_max
-from .models import ModelBundle
+from vizhooks._hooks import check_input, first_tensor, hooked, model_device
+from vizhooks.models.registry import ModelBundle
+from vizhooks.render.scale import min_max
 
 __all__ = [
     "BLUR_KERNEL",

@@ -32,8 +32,8 @@ from typing import Any
 import torch
 from torch import nn
 
-from ._hooks import StopForward, call_key, check_input, check_ran, first_tensor, hooked, keep, model_device
-from .layers import resolve_layers
+from vizhooks._hooks import StopForward, call_key, check_input, check_ran, first_tensor, hooked, keep, model_device
+from vizhooks.models.layers import resolve_layers
 
 __all__ = ["ConvStep", "FollowStep", "Window", "conv_at", "window_of"]
 
@@ -215,7 +215,7 @@ def _conv(model: nn.Module, layer: str) -> nn.Conv2d:
     module = model.get_submodule(name)
     if not isinstance(module, nn.Conv2d):
         raise ValueError(f"Layer {layer!r} is a {type(module).__name__}, not a Conv2d; "
-                         "choose a convolution (see vizhooks.layers.conv_layers).")
+                         "choose a convolution (see vizhooks.models.layers.conv_layers).")
     if module.padding_mode != "zeros":
         raise ValueError(f"Layer {layer!r} pads with {module.padding_mode!r}; only zero padding is "
                          "shown, so choose a conv with padding_mode='zeros'.")
@@ -256,7 +256,7 @@ def conv_at(model: nn.Module, x: torch.Tensor, layer: str, channel: int, row: in
     Args:
         model: any ``nn.Module``; the input is moved to the device of its parameters.
         x: input batch, e.g. from :meth:`vizhooks.ModelBundle.preprocess`; only the first picture is used.
-        layer: the name of a ``Conv2d`` (see :func:`vizhooks.layers.conv_layers`). A conv that runs
+        layer: the name of a ``Conv2d`` (see :func:`vizhooks.models.layers.conv_layers`). A conv that runs
             several times in one pass is taken at its first call.
         channel: output channel, 0 to ``out_channels - 1``.
         row, col: the place in the output map, 0 to its height / width - 1.

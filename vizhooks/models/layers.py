@@ -18,8 +18,8 @@ from typing import Any, cast
 import torch
 from torch import nn
 
-from ._hooks import first_tensor, hooked, model_device
-from .maps import maps_of
+from vizhooks._hooks import first_tensor, hooked, model_device
+from vizhooks.models.maps import maps_of
 
 #: Class names of the repeated units of each family; the outermost one wins when they nest
 #: (MaxViT's MaxVitLayer holds an MBConv).
@@ -219,7 +219,7 @@ def describe_layers(model: nn.Module, input_hw: tuple[int, int] = (224, 224)) ->
     for a ``(1, 3, *input_hw)`` input.
 
     Runs one forward pass with forward hooks; on a meta-device model (see
-    :func:`vizhooks.models.meta_model`) that pass computes shapes only and costs nothing.
+    :func:`vizhooks.models.registry.meta_model`) that pass computes shapes only and costs nothing.
     """
     infos = {i.name: i for i in [*conv_layers(model), *block_layers(model)]}
     modules = dict(model.named_modules())
@@ -284,7 +284,7 @@ def resolve_layers(model: nn.Module, layers: str | Iterable[str]) -> list[str]:
 
 def reference_hw(name: str) -> tuple[int, int]:
     """The input size layer resolutions are quoted for: the model's fixed size, else 224."""
-    from .models import input_spec, meta_model, resolve_entry
+    from vizhooks.models.registry import input_spec, meta_model, resolve_entry
 
     side = input_spec(resolve_entry(name).arch, meta_model(name)[0]).fixed_size or 224
     return side, side
@@ -295,7 +295,7 @@ def architecture_layers(name: str) -> tuple[LayerInfo, ...]:
     """Convs and blocks of a model by name (see :func:`vizhooks.list_models`), described with
     resolutions, without loading any weights (the model is built on the meta device). Used by
     the page and to check layer names from a URL before a model loads."""
-    from .models import meta_model
+    from vizhooks.models.registry import meta_model
 
     model, lock = meta_model(name)
     with lock:
@@ -308,7 +308,7 @@ def architecture_convs(name: str) -> tuple[LayerInfo, ...]:
 
 
 def token_model(name: str) -> bool:
-    from .models import meta_model
+    from vizhooks.models.registry import meta_model
 
     return is_token_model(meta_model(name)[0])
 

@@ -26,8 +26,8 @@ from typing import Any, TextIO, TypeVar
 import torch
 from torch import nn
 
-from .architectures import imagenet_weights, meta_build
-from .errors import CodedError
+from vizhooks.errors import CodedError
+from vizhooks.models.architectures import imagenet_weights, meta_build
 
 #: Seconds the automatic download may wait for a connection and for each chunk of data.
 #: The "auto" chain gives up after this and falls back to random weights.

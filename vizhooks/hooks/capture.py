@@ -12,9 +12,9 @@ from collections.abc import Callable, Iterable
 import torch
 from torch import nn
 
-from ._hooks import call_key, check_input, first_tensor, hooked, keep, model_device, model_lock
-from .layers import resolve_layers
-from .maps import as_map, maps_of
+from vizhooks._hooks import call_key, check_input, first_tensor, hooked, keep, model_device, model_lock
+from vizhooks.models.layers import resolve_layers
+from vizhooks.models.maps import as_map, maps_of
 
 __all__ = ["as_map", "capture", "capture_with_output", "model_lock"]
 
@@ -82,7 +82,7 @@ def capture(
     Args:
         model: any ``nn.Module``; the input is moved to the device of its parameters.
         x: input batch, e.g. from :meth:`vizhooks.ModelBundle.preprocess`.
-        layers: qualified module names (see :func:`vizhooks.layers.conv_layers`), or ``"all"`` for
+        layers: qualified module names (see :func:`vizhooks.models.layers.conv_layers`), or ``"all"`` for
             every Conv2d.
         what: ``"output"`` (forward hook) or ``"input"`` (forward pre-hook, first argument).
         as_maps: return every tensor as ``(1, C, H, W)`` (see :func:`as_map`): ViT tokens over

@@ -26,9 +26,9 @@ from PIL import Image
 from torch import nn
 from torchvision import models as tvm
 
-from .architectures import TIMM_PREFIX, build, drop_aux_heads, meta_build, timm_module
-from .images import IMAGENET_MEAN, IMAGENET_STD, InputSpec, fit_to_model, to_tensor
-from .weights import (
+from vizhooks.models.architectures import TIMM_PREFIX, build, drop_aux_heads, meta_build, timm_module
+from vizhooks.models.images import IMAGENET_MEAN, IMAGENET_STD, InputSpec, fit_to_model, to_tensor
+from vizhooks.models.weights import (
     DOWNLOAD_TIMEOUT_S,
     WeightsError,
     apply_state_dict,

@@ -22,9 +22,9 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
-from ._hooks import check_input, check_ran, first_tensor, hooked, keep, model_device
-from .layers import block_layers, conv_layers, is_token_model, resolve_layers
-from .maps import as_map, channels_last_modules
+from vizhooks._hooks import check_input, check_ran, first_tensor, hooked, keep, model_device
+from vizhooks.models.layers import block_layers, conv_layers, is_token_model, resolve_layers
+from vizhooks.models.maps import as_map, channels_last_modules
 
 __all__ = ["Overview", "OverviewRow", "overview", "overview_layers", "stages"]
 
