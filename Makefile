@@ -70,7 +70,7 @@ chromium:
 	@command -v chromium >/dev/null 2>&1 && fc-list :lang=zh | grep -q . || { $(SUDO) apt-get update -qq && \
 		$(SUDO) apt-get install -y -qq chromium fonts-wqy-zenhei; }
 
-# The class store tests (tests/test_classroom*.py) start Debian's redis-server on a localhost port of their own;
+# The class store tests (tests/test_classroom.py, tests/test_redis_store.py) start Debian's redis-server on a localhost port of their own;
 # the package's system service is not needed.
 redis:
 	@command -v redis-server >/dev/null 2>&1 || { $(SUDO) apt-get update -qq && $(SUDO) apt-get install -y -qq redis-server; }
