@@ -14,7 +14,7 @@ from vizhooks.lesson.snippets.setup import model, modules
 # zh: 完整反向钩子：在反向传播时调用，参数中有模块输入和输出的梯度。
 # zh: 它不能挂在输出随后被原地修改的模块上
 # zh: （ResNet 的 bn1，后面紧跟 ReLU(inplace=True)），
-# zh: 也不能挂在原地运算的模块本身上（它的 relu），所以这里跳过它们。
+# zh: 也不能挂在本身就做原地运算的模块上（ResNet 的 relu），所以这里跳过它们。
 skip = fill.skip
 
 def report(name):

@@ -7,8 +7,8 @@ from vizhooks.lesson.snippets.setup import modules, to_map
 
 # en: The same layer seen twice: a forward pre-hook gets what goes in, a forward hook what
 # en: comes out.
-# zh: 同一层看两次：前向预钩子拿到进去的输入，
-# zh: 前向钩子拿到出来的输出。
+# zh: 同一层看两次：前向预钩子拿到进入这一层的张量，
+# zh: 前向钩子拿到这一层产出的张量。
 name = fill.layer
 seen = {}
 layer = modules[name]

@@ -12,4 +12,4 @@ int(logits[0].argmax())  # en: top-1 class
 int(model(x)[0].argmax())
 # %% centre
 out.shape[-2] // 2, out.shape[-1] // 2  # en: the centre
-# zh: 中心
+# zh: 特征图的中心
