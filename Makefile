@@ -36,7 +36,7 @@ test: lint chromium redis
 	PYTHONPATH=$(CURDIR)/tests/netguard$${PYTHONPATH:+:$$PYTHONPATH} $(PY) -m pytest -m "not browser" $(XDIST)
 	PYTHONPATH=$(CURDIR)/tests/netguard$${PYTHONPATH:+:$$PYTHONPATH} $(PY) -m pytest -m browser
 
-## make test-fast: the quick loop (at most 2 min on 2 cores): all but the browser, slow, packaging and bench
+## make test-fast: the quick loop (about 3 min on 2 cores; the aim is 2): all but the browser, slow, packaging and bench
 # tests (markers registered in pyproject.toml, written on the tests); no lint. `make test` stays the full check.
 FAST := not (browser or slow or packaging or bench)
 test-fast: $(VENV)/.dev redis
