@@ -72,3 +72,34 @@ def test_every_dotted_name_in_code_and_docs_exists():
                                              ("vizhooks.conv_layers", False), ("vizhooks.nowhere.at_all", False)])
 def test_the_resolver_tells_present_from_gone(dotted, exists):
     assert _resolves(dotted) is exists
+
+
+#: ``from vizhooks.x import a, b`` as a sentence shows it (an ellipsis ends the list).
+FROM_IMPORT = re.compile(r"from (vizhooks(?:\.\w+)*) import ([\w, ]+)")
+
+
+def _from_imports() -> list[tuple[str, list[str], str]]:
+    found = []
+    for path in _sources():
+        for number, line in enumerate(path.read_text(encoding="utf-8").splitlines(), 1):
+            if path.suffix == ".py" and line.lstrip().startswith("from "):
+                continue  # the code's own imports run with it; sentences and manual pages do not
+            for match in FROM_IMPORT.finditer(line):
+                names = [n.strip() for n in match.group(2).split(",") if n.strip()]
+                found.append((match.group(1), names, f"{path.relative_to(ROOT)}:{number}"))
+    return found
+
+
+def test_every_from_import_that_docs_show_runs():
+    """In sentences and the manual, ``vizhooks.explain`` resolves as an attribute (the function), yet ``from vizhooks.explain import``
+    fails: a sentence that shows an import must name a module that has those names."""
+    broken = []
+    for module, names, place in _from_imports():
+        if not _is_module(module):
+            broken.append(f"{place}: {module} is not a module")
+            continue
+        if module.startswith("vizhooks.lesson.snippets."):  # scripts: importing one runs it
+            continue
+        imported = importlib.import_module(module)
+        broken += [f"{place}: {module} has no {name}" for name in names if not hasattr(imported, name)]
+    assert not broken, "\n".join(broken)

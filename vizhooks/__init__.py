@@ -11,12 +11,12 @@ Beyond these names: picture sources and channel meaning are namespaces (``vizhoo
 ``vizhooks.live``, ``vizhooks.atlas``), what a server needs around a shared model (lock, hook
 count, memory) is in ``vizhooks.ops``, and a class (teacher, followers, polls, gallery) in
 ``vizhooks.classroom``. :func:`explain` puts explanation methods side by side (Grad-CAM and its
-family, Captum's input attributions); ``from vizhooks.explain import METHODS, attribute, ...`` has the
+family, Captum's input attributions); ``from vizhooks.interpret.methods import METHODS, attribute, ...`` has the
 rest (the attribute ``vizhooks.explain`` is the function; Captum and pytorch-grad-cam load on first
 use); :func:`faithfulness` scores a map (deletion, insertion, Average Drop) and :func:`sanity_check`
 asks whether maps change when the model's weights are scrambled. :func:`teach` gives a model your
 own classes (a new head on its frozen backbone); the rest of that job comes with
-``from vizhooks.teach import TeachError, find_head, ...`` (the attribute ``vizhooks.teach`` is the
+``from vizhooks.teaching import TeachError, find_head, ...`` (the attribute ``vizhooks.teach`` is the
 function). None of them is imported until it is used.
 """
 
