@@ -190,3 +190,28 @@ def redis_server(tmp_path, request):
     server = RedisServer(tmp_path, persist=getattr(request, "param", True)).start()
     yield server
     server.stop()
+
+
+# --- pytest-xdist: which tests must share a worker ---------------------------------------------------
+
+
+def pytest_collection_modifyitems(config, items):
+    """Under ``--dist loadgroup`` (`make test`), tests go to the workers one by one, so a module of long
+    tests no longer runs on one core while the other waits; only the tests that use one of their
+    module's own module-scoped fixtures (a built wheel, Ray, a page server, a notebook run once) are
+    kept together, so that fixture is still made once. A parametrized module fixture (a model of the
+    zoo) groups per parameter."""
+    for item in items:
+        infos = getattr(item, "_fixtureinfo", None)
+        if infos is None:
+            continue
+        shared, params = False, []
+        for name in infos.names_closure:
+            if any(d.scope == "module" for d in infos.name2fixturedefs.get(name) or ()):
+                shared = True
+                callspec = getattr(item, "callspec", None)
+                if callspec is not None and name in callspec.params:
+                    param = callspec.params[name]
+                    params.append(f"{name}={getattr(param, 'id', None) or param}")
+        if shared:
+            item.add_marker(pytest.mark.xdist_group(":".join([item.module.__name__, *sorted(params)])))

@@ -90,10 +90,10 @@ def test_depthwise_conv_of_mobilenet_names_its_one_input_channel():
 
 @pytest.mark.slow
 def test_vit_patch_embedding_has_nothing_elementwise_after_it():
-    at = open_page(view="convolution", model="vit_b_16", cv_layer="conv_proj", cv_channel="700", cv_row="13",
+    at = open_page(view="convolution", model="vit_b_32", cv_layer="conv_proj", cv_channel="700", cv_row="6",
                    cv_col="2")
     ok(at)
-    step = _library("vit_b_16", 224, "conv_proj", 700, 13, 2)
+    step = _library("vit_b_32", 224, "conv_proj", 700, 6, 2)
     assert not step.follow
     _shown(at, "en", step)
     assert EN["cv_no_next"] in [i.value for i in at.info]

@@ -54,7 +54,7 @@ def test_a_channel_count_change_redraws_with_that_many(lang="en"):
 
 
 @pytest.mark.slow
-@pytest.mark.parametrize(("model", "layers"), [("vgg16", 13), ("mobilenet_v3_small", 52), ("vit_b_16", 12)])
+@pytest.mark.parametrize(("model", "layers"), [("vgg16", 13), ("mobilenet_v3_small", 52), ("vit_b_32", 12)])
 def test_the_overview_of_other_families(model, layers):
     """VGG's 13 convs, MobileNet's 52 (depthwise ones included), ViT's 12 encoder blocks."""
     from vizhooks.models.registry import meta_model
@@ -66,7 +66,7 @@ def test_the_overview_of_other_families(model, layers):
     assert len(at.selectbox(key="ov_layer").options) == layers
     captions = [i.proto.imgs[0].caption for i in at.image]
     assert any(c.startswith(f"共 {layers} 层") for c in captions)
-    if model == "vit_b_16":  # one stage: said as one, not "1 stages"
+    if model == "vit_b_32":  # one stage: said as one, not "1 stages"
         from vizhooks.page.texts import ZH
 
         assert ZH["ov_caption_one_stage"].format(layers=12, stages=1, k=8) in captions

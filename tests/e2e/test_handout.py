@@ -35,7 +35,7 @@ def _fonts(page, selector: str) -> list[dict]:
     return fonts
 
 
-@pytest.mark.parametrize("model", ["resnet18", "vgg16", "mobilenet_v3_small", "vit_b_16"])
+@pytest.mark.parametrize("model", ["resnet18", "vgg16", "mobilenet_v3_small", "vit_b_32"])
 def test_the_chinese_handout_loads_every_picture_offline_and_draws_every_character(page, tmp_path, artifacts, model):
     bundle = vz.load_model(model)
     choices = LessonChoices(model, PHOTO.read_bytes(), PHOTO.name, 64, "zh")
