@@ -27,9 +27,10 @@ run: $(VENV)/.runtime
 ## make test: lint, then the whole suite (unit, CLI, page, browser, packaging)
 # The network guard (tests/netguard) loads before the interpreter's first import, in pytest and
 # in every Python process it starts; tests/conftest.py installs it too when pytest runs alone.
-# pytest-xdist: one worker per core; a module stays in one worker (its module fixtures are made
-# once: the wheel, Ray, a server), each worker has its own redis-server and free ports.
-XDIST := -n auto --dist loadscope
+# pytest-xdist: one worker per core, tests handed out one by one; the tests that share one of their
+# module's module-scoped fixtures (the wheel, Ray, a server, a notebook run) stay on one worker
+# (xdist_group, set in tests/conftest.py); each worker has its own redis-server and free ports.
+XDIST := -n auto --dist loadgroup
 # The browser tests run after the rest, one at a time: a page server's cold start beside another worker's
 # torch on 2 cores took longer than their waits (a class start seen after 30 s), though each passes alone.
 test: lint chromium redis
