@@ -209,9 +209,14 @@ def test_folder_names_keep_the_class_name_where_a_file_system_allows():
     assert folder_name("...") == "_"
 
 
-def test_two_classes_that_would_share_a_folder_are_refused():
-    with pytest.raises(ValueError, match="rename one"):
-        photos_zip({"cat/dog": [b"x"], "cat_dog": [b"y"]})
+def test_two_classes_that_would_share_a_folder_each_get_their_own():
+    data = photos_zip({"cat/dog": [b"x"], "cat_dog": [b"y"], "CAT_DOG": [b"z"]})
+    with zipfile.ZipFile(io.BytesIO(data)) as archive:
+        assert {n: archive.read(n) for n in archive.namelist() if not n.endswith("/")} == {
+            "my_photos/cat_dog/0001.bin": b"x", "my_photos/cat_dog_2/0001.bin": b"y",
+            "my_photos/CAT_DOG_3/0001.bin": b"z"}
+    with pytest.raises(ValueError, match="no classes"):
+        photos_zip({})
 
 
 def test_photos_zip_is_an_image_folder_torchvision_reads(photos, tmp_path):

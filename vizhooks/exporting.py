@@ -271,18 +271,22 @@ def photos_zip(examples: Mapping[str, Sequence[bytes | Image.Image]], root: str 
     class (named by :func:`folder_name`), photos in the order given. Bytes are stored as they are
     (the page's JPEGs), PIL images as PNG.
 
+    Two names that give one folder (case aside: "Cat" and "cat", "a/b" and "a_b") get ``_2``, ``_3``...
+    after the later ones, so no class's photos land in another's folder.
+
     Raises:
-        ValueError: two class names give the same folder name (case aside), or there is no class.
+        ValueError: there is no class.
     """
     if not examples:
         raise ValueError("There are no classes to put in the zip.")
-    folders = [folder_name(name) for name in examples]
-    seen: dict[str, str] = {}
-    for name, folder in zip(examples, folders, strict=True):
-        if folder.casefold() in seen:
-            raise ValueError(f"The classes {seen[folder.casefold()]!r} and {name!r} would share the folder "
-                             f"{folder!r}; rename one of them.")
-        seen[folder.casefold()] = name
+    folders: list[str] = []
+    for name in examples:
+        base = folder = folder_name(name)
+        n = 1
+        while folder.casefold() in {f.casefold() for f in folders}:
+            n += 1
+            folder = f"{base}_{n}"
+        folders.append(folder)
     top = folder_name(root)
     buffer = io.BytesIO()
     with zipfile.ZipFile(buffer, "w", zipfile.ZIP_STORED) as archive:  # photos are compressed already
