@@ -1,6 +1,6 @@
 """A taught model leaves vizhooks: ONNX and TorchScript files other tools run, each with its class names
 and a 10-line program that uses it; the photos it was taught on as a zip in torchvision's ImageFolder
-layout (``python -m vizhooks teach FOLDER``, ``audit FOLDER``, or any other tool reads it).
+layout (``python -m vizhooks teach FOLDER`` or any other tool reads it).
 
 The exported network takes what the model takes: a ``(N, 3, S, S)`` float32 batch, normalised with the
 model's mean and std, at the square side ``S`` the photos were taught at (a fixed-size model: its own);
