@@ -103,3 +103,18 @@ def test_photos_zip_then_onnx_and_torchscript_with_their_programs(lang, deferred
         scripted = torch.jit.load(io.BytesIO(deferred[FILE + ".pt"]()))
     with torch.no_grad():
         np.testing.assert_allclose(scripted(x).numpy(), expected, atol=1e-5, rtol=1e-5)
+
+
+def test_the_photos_zip_comes_with_the_first_photo(deferred):
+    at = open_page(view="teach", lang="zh")
+    ok(at)
+    assert "export_photos" not in _buttons(at)  # no photo, nothing to download
+    at.selectbox(key="teach_sample_pick").set_value("chelsea.jpg").run()
+    at.button(key="teach_add_sample").click().run()
+    ok(at)
+    (button,) = [b for b in at.get("download_button") if b.proto.id.endswith("-export_photos")]
+    assert (button.proto.label, button.proto.help) == (ZH["export_photos"], ZH["export_photos_help"])
+    unnamed = ZH["teach_unnamed"].format(n=1)  # a class without a name yet is zipped under the name shown
+    with zipfile.ZipFile(io.BytesIO(deferred["my_photos.zip"]())) as archive:
+        assert [n for n in archive.namelist() if not n.endswith("/")] == [f"my_photos/{unnamed}/0001.jpg"]
+        assert archive.read(f"my_photos/{unnamed}/0001.jpg") == at.session_state["_teach_photos"][0][0][1]
