@@ -272,3 +272,17 @@ def test_cli_refuses_a_bad_export_path_in_one_sentence_before_teaching(tmp_path,
     assert code == 2 and "Traceback" not in stderr and stderr.strip().count("\n") == 0
     assert said in stderr
     assert not stdout  # refused before the photos were read or a model loaded
+
+
+def test_a_fixed_size_model_is_exported_at_its_own_side():
+    import onnx
+
+    from vizhooks.models.images import InputSpec
+
+    bundle = tiny_bundle()
+    bundle.input = InputSpec(fixed_size=12, interpolation="bicubic")  # as ViT needs 224 whatever the size asked
+    graph = onnx.load_from_string(onnx_bytes(bundle, 224))
+    dims = graph.graph.input[0].type.tensor_type.shape.dim
+    assert [d.dim_param or d.dim_value for d in dims] == ["batch", 3, 12, 12]
+    snippet = usage_snippet(bundle, "onnx", "m.onnx", "m.txt", 224)
+    assert "s = 12 / min(image.size)" in snippet and "Image.Resampling.BICUBIC" in snippet
