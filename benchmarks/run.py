@@ -20,6 +20,8 @@ Benchmarks (each module in this package has the details):
              view of the five default layers
   explain   13. explanation scores: deletion + insertion of one map (resnet18, 224 px, 20 steps), and
              Score-CAM against its batch count x one batched forward
+  export    14. a taught resnet18 exported as ONNX (first export in the process and the next ones) and
+             as TorchScript (vizhooks.exporting)
 
 --repeat N (default 5) is the number of measured repetitions: A/B pairs for grids, 3N pairs for
 hooks and gpu, N reruns of each kind for page, min(N, 3) launches for coldstart, min(N, 3) feature
@@ -68,6 +70,7 @@ BENCHES = {
     "teach": "11. Teaching your own classes",
     "overview": "12. Overview (the whole network vs the Feature maps view)",
     "explain": "13. Explanation scores",
+    "export": "14. Taught model export (ONNX, TorchScript)",
 }
 DEFAULT_HEADER = """# vizhooks benchmarks
 

@@ -41,6 +41,7 @@ OUTLINE: dict[str, str] = {
     "### Measured (our 2-CPU machine, random weights, `python -m benchmarks.live`)":
         "### 实测数据（我们的 2 核 CPU 机器，随机权重，`python -m benchmarks.live`）",
     "# Your own classes": "# 教网络认识你自己的类别",
+    "## Take it to other tools": "## 带到其他工具里用",
     "# Which explanation to believe": "# 该相信哪一张解释图",
     "# The lesson and the class": "# 课程与课堂",
     "## Teaching a class": "## 上课：老师带领，全班跟随",

@@ -407,15 +407,38 @@ def _visualize(args: argparse.Namespace) -> int:
     return 0
 
 
+def _export_path(flag: str, suffixes: tuple[str, ...]) -> Callable[[str], str]:
+    """An export file to write after teaching: checked before the photos are read, so a typo costs no run."""
+    def parse(text: str) -> str:
+        from pathlib import Path
+
+        path = Path(text)
+        if path.is_dir():
+            raise argparse.ArgumentTypeError(f"{flag} names the folder {text}; give a file in it, such as "
+                                             f"{path / ('my_model' + suffixes[0])}")
+        if path.suffix.lower() not in suffixes:
+            raise argparse.ArgumentTypeError(f"{flag} must name a {' or '.join(suffixes)} file, not {text!r}")
+        folder = next((p for p in [path.parent, *path.parent.parents] if p.exists()), Path("."))
+        if not folder.is_dir():
+            raise argparse.ArgumentTypeError(f"{flag} cannot be written: {folder} is a file, not a folder")
+        if not os.access(folder, os.W_OK | os.X_OK):
+            raise argparse.ArgumentTypeError(f"{flag} cannot be written: there is no permission to write in {folder}")
+        return text
+
+    return parse
+
+
 def _teach_arguments(p: argparse.ArgumentParser) -> None:
     p.description = (
         "Teach a model your own classes: a new last layer fitted on the frozen network's features.\n"
         "FOLDER holds one sub-folder per class (its name is the class name), as torchvision's ImageFolder\n"
         "reads it. The result is measured by stratified k-fold cross-validation (every photo held out once;\n"
         "leave-one-out when a class has fewer than 10); the checkpoint and a labels file are written\n"
-        "for load_model(..., weights=, labels=).")
+        "for load_model(..., weights=, labels=). --onnx and --torchscript also write the model for tools\n"
+        "without vizhooks, each with its labels and a 10-line program that runs it on a photo.")
     p.epilog = ("Examples:\n"
                 f"  {PROG} teach my_photos/ --model resnet18 --out my_model.pth\n"
+                f"  {PROG} teach my_photos/ --onnx my_model.onnx --torchscript my_model.pt\n"
                 f"  python -c \"import vizhooks; vizhooks.load_model('resnet18', weights='my_model.pth', "
                 "labels='my_model.txt')\"")
     p.add_argument("folder", metavar="FOLDER", help="a folder with one sub-folder of photos per class")
@@ -423,6 +446,11 @@ def _teach_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--weights", default="auto", help="auto | imagenet | none | PATH (default: auto)")
     p.add_argument("--out", default="my_model.pth", metavar="FILE",
                    help="the checkpoint to write; the labels go beside it as .txt (default: my_model.pth)")
+    p.add_argument("--onnx", type=_export_path("--onnx", (".onnx",)), metavar="FILE",
+                   help="also write the taught model as ONNX, with its labels (.txt) and an ONNX Runtime program "
+                        "(_onnx.py) beside it")
+    p.add_argument("--torchscript", type=_export_path("--torchscript", (".pt",)), metavar="FILE",
+                   help="also write it as TorchScript (.pt), with its labels and a PyTorch program (_torchscript.py)")
     p.add_argument("--size", type=_whole_number("--size", 32, 1024), default=224,
                    help="the square side photos are seen at (default: 224)")
     p.add_argument("--folds", type=_whole_number("--folds", 2, 20), default=5,
@@ -436,11 +464,14 @@ def _teach(args: argparse.Namespace) -> int:
 
     from torchvision.datasets.folder import IMG_EXTENSIONS
 
+    from vizhooks.exporting import to_onnx, to_torchscript
     from vizhooks.teaching import teach
 
     folder = Path(args.folder)
     if not folder.is_dir():
         raise UsageError(f"there is no folder at {folder}")
+    if args.torchscript and Path(args.torchscript).resolve() == Path(args.out).resolve():
+        raise UsageError(f"--torchscript and --out both name {args.out}; give the TorchScript file another name")
     classes = sorted(d for d in folder.iterdir() if d.is_dir() and not d.name.startswith("."))
     if len(classes) < 2:
         raise UsageError(f"{folder} has {len(classes)} class sub-folder(s); teaching needs at least 2, "
@@ -468,6 +499,11 @@ def _teach(args: argparse.Namespace) -> int:
     print(f"  overall: {taught.accuracy:.0%} ± {taught.spread:.0%}")
     weights, labels = taught.save(args.out)
     print(f"wrote {weights} and {labels}")
+    for path, write in ((args.onnx, to_onnx), (args.torchscript, to_torchscript)):
+        if path:
+            exported = write(taught, path, size=args.size)
+            print(f"wrote {exported.model}, {exported.labels} and {exported.program} "
+                  f"(try: cd {exported.program.parent} && python {exported.program.name} photo.jpg)")
     return 0
 
 

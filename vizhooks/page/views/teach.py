@@ -18,6 +18,7 @@ from PIL import Image
 
 import vizhooks as vz
 from vizhooks.analysis import image_digest
+from vizhooks.exporting import KINDS, export_files, onnx_bytes, photos_zip, torchscript_bytes, usage_snippet
 from vizhooks.models.registry import backbone_name
 from vizhooks.page.classes import teacher
 from vizhooks.page.errors import reason, shown_errors
@@ -128,6 +129,7 @@ def show(model: str) -> None:
             st.info(notice)
         _classes(n)
         _add_photos(n)
+        _photos_zip(n)
         if st.button(t("teach_train"), type="primary", key="teach_train"):
             _train(bundle, n)
         _result(model, n)
@@ -182,6 +184,15 @@ def _add_photos(n: int) -> None:
     if uploads:
         add(i, [(f.name, f.getvalue()) for f in uploads])
         st.rerun()
+
+
+def _photos_zip(n: int) -> None:
+    """The photos collected so far, one folder per class (ImageFolder), built when the download is asked."""
+    if not any(photos()[i] for i in range(n)):
+        return
+    examples = {shown_name(i): [data for _, data in photos()[i]] for i in range(n) if photos()[i]}
+    st.download_button(t("export_photos"), data=functools.partial(photos_zip, examples), file_name="my_photos.zip",
+                       mime="application/zip", key="export_photos", on_click="ignore", help=t("export_photos_help"))
 
 
 def _train(bundle: vz.ModelBundle, n: int) -> None:
@@ -254,6 +265,29 @@ def _keep(model: str) -> None:
     b.download_button(t("teach_download_labels"), data="\n".join(names_of(model)) + "\n", file_name=labels,
                       mime="text/plain", key="teach_download_labels", on_click="ignore")
     st.caption(t("teach_keep_help", backbone=backbone_name(model), file=file, labels=labels))
+    _export(model, labels)
+
+
+#: What each format's program needs besides Python, as the page says it.
+NEEDS = {"onnx": "numpy, pillow, onnxruntime", "torchscript": "numpy, pillow, torch"}
+
+
+def _export(model: str, labels: str) -> None:
+    """ONNX and TorchScript downloads (built when asked, not on every run), each with its program."""
+    st.markdown(t("export_heading"))
+    bundle = get_bundle(model)
+    stem = Path(labels).stem
+    tabs = st.tabs([t("export_tab_onnx"), t("export_tab_torchscript")])
+    formats = ((t("export_download_onnx"), onnx_bytes, ".onnx"),
+               (t("export_download_torchscript"), torchscript_bytes, ".pt"))
+    for kind, tab, (label, build, suffix) in zip(KINDS, tabs, formats, strict=True):
+        file, _, program = export_files(stem + suffix)
+        tab.download_button(label, data=functools.partial(build, bundle),
+                            file_name=file.name, mime="application/octet-stream", key=f"export_{kind}",
+                            on_click="ignore")
+        tab.code(usage_snippet(bundle, kind, file.name, labels), language="python")
+        tab.caption(t("export_program_help", program=program.name, file=file.name, labels=labels,
+                      needs=NEEDS[kind]))
 
 
 def _bring_back(bundle: vz.ModelBundle) -> None:
