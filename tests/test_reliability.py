@@ -240,7 +240,7 @@ def test_300_requests_keep_memory_hooks_figures_and_temp_files_bounded(tmp_path,
         bundle = bundles[i % 2]
         names = [c.name for c in conv_layers(bundle.model)]
         layers = rng.sample(names, 3)
-        size = rng.choice([96, 128, 160])
+        size = rng.choice([48, 64, 80])  # small: the count of requests finds a leak, not their size
         image = images[rng.randrange(len(images))]
         a = cache.get_or_create((bundle.name, id(image), size, tuple(layers)),
                                 lambda b=bundle, im=image, s=size, ly=layers: analyse(b, im, s, ly),
