@@ -33,9 +33,10 @@ run: $(VENV)/.runtime
 XDIST := -n auto --dist loadgroup
 # The browser tests run after the rest, one at a time: a page server's cold start beside another worker's
 # torch on 2 cores took longer than their waits (a class start seen after 30 s), though each passes alone.
+# --durations=20: the slowest tests of each run are printed at its end, where the suite's time goes.
 test: lint chromium redis
-	PYTHONPATH=$(CURDIR)/tests/netguard$${PYTHONPATH:+:$$PYTHONPATH} $(PY) -m pytest -m "not browser" $(XDIST)
-	PYTHONPATH=$(CURDIR)/tests/netguard$${PYTHONPATH:+:$$PYTHONPATH} $(PY) -m pytest -m browser
+	PYTHONPATH=$(CURDIR)/tests/netguard$${PYTHONPATH:+:$$PYTHONPATH} $(PY) -m pytest -m "not browser" $(XDIST) --durations=20
+	PYTHONPATH=$(CURDIR)/tests/netguard$${PYTHONPATH:+:$$PYTHONPATH} $(PY) -m pytest -m browser --durations=20
 
 ## make test-fast: the quick loop (about 3 min on 2 cores; the aim is 2): all but the browser, slow, packaging and bench
 # tests (markers registered in pyproject.toml, written on the tests); no lint. `make test` stays the full check.
