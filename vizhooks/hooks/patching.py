@@ -142,12 +142,12 @@ class _Layer:
         return mask
 
 
-def _size(t: torch.Tensor, input_hw: tuple[int, int], channels_last: bool) -> str:
+def _size(out: torch.Tensor, input_hw: tuple[int, int], channels_last: bool) -> str:
     """A layer output's map size for a sentence ("14x14"), or its whole shape."""
     try:
-        shown = as_map(t[:1], input_hw, channels_last=channels_last if t.ndim == 4 else None)
+        shown = as_map(out[:1], input_hw, channels_last=channels_last if out.ndim == 4 else None)
     except ValueError:
-        shown = t[:1]
+        shown = out[:1]
     return "x".join(str(s) for s in (shown.shape[2:] or shown.shape[1:]))
 
 
