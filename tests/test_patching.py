@@ -55,8 +55,13 @@ def _tiny() -> nn.Module:
 
 
 def _vit() -> VisionTransformer:
-    return _seeded(lambda: VisionTransformer(image_size=32, patch_size=8, num_layers=2, num_heads=2,
-                                             hidden_dim=16, mlp_dim=32, num_classes=10))
+    def build() -> VisionTransformer:
+        model = VisionTransformer(image_size=32, patch_size=8, num_layers=2, num_heads=2, hidden_dim=16, mlp_dim=32,
+                                  num_classes=10)
+        nn.init.normal_(model.heads.head.weight)  # torchvision starts the head at zero: every logit would be 0
+        return model
+
+    return _seeded(build)
 
 
 def _swin() -> SwinTransformer:
@@ -250,6 +255,7 @@ def test_vit_tokens_are_patched_on_their_last_dim_and_patch_grid() -> None:
         r = patch(model, x, source, layer, **kwargs)
         patched, _ = _by_hand(model, x, source, layer, put)
         torch.testing.assert_close(r.logits, patched, rtol=0, atol=1e-5)
+        assert (r.logits - r.clean).abs().max() > 1e-3  # the patch changed the answer
     assert count_hooks(model) == 0
 
 
@@ -272,6 +278,7 @@ def test_swin_channels_last_maps_are_patched_on_their_last_dim() -> None:
         r = patch(model, x, source, layer, **kwargs)
         patched, _ = _by_hand(model, x, source, layer, put)
         torch.testing.assert_close(r.logits, patched, rtol=0, atol=1e-5)
+        assert (r.logits - r.clean).abs().max() > 1e-3  # the patch changed the answer
     assert count_hooks(model) == 0
 
 
