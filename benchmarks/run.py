@@ -20,6 +20,7 @@ Benchmarks (each module in this package has the details):
              view of the five default layers
   explain   13. explanation scores: deletion + insertion of one map (resnet18, 224 px, 20 steps), and
              Score-CAM against its batch count x one batched forward
+  patching  14. activation patching: a sweep over the 20 convs of resnet18 vs 20 separate patch calls
 
 --repeat N (default 5) is the number of measured repetitions: A/B pairs for grids, 3N pairs for
 hooks and gpu, N reruns of each kind for page, min(N, 3) launches for coldstart, min(N, 3) feature
@@ -68,6 +69,7 @@ BENCHES = {
     "teach": "11. Teaching your own classes",
     "overview": "12. Overview (the whole network vs the Feature maps view)",
     "explain": "13. Explanation scores",
+    "patching": "14. Activation patching (sweep vs separate patch calls)",
 }
 DEFAULT_HEADER = """# vizhooks benchmarks
 
