@@ -1,7 +1,7 @@
 """Activation patching: a sweep over every conv against one patch call per conv.
 
 Random weights (``weights="none"``), two sample photos (the cat patched with the coffee cup), the
-CPU, resnet18 at 224 px. ``vizhooks.hooks.patching.sweep(model, cat, cup, convs)`` over the 20
+CPU, resnet18, both photos squashed to 224 x 224 px. ``vizhooks.hooks.patching.sweep(model, cat, cup, convs)`` over the 20
 Conv2d layers (the cup captured once with hooks on all 20, the cat once for its shapes, then 20
 patched copies of the cat in batches of 16) against 20 separate ``patch`` calls (each one: the
 cup, the cat, one patched cat), timed alternately, medians. Target: <= 0.3 x. ``--quick``: 64 px,
@@ -38,8 +38,9 @@ def run(cfg: Config) -> Result:
     size = 64 if cfg.quick else SIZE
     bundle = vz.load_model("resnet18", weights="none", device="cpu")
     model = bundle.model
-    x = preprocess(vz.load_image(SAMPLE), size)
-    source = preprocess(vz.load_image(SOURCE), size)
+    # both squashed to size x size: patching needs one shape at every layer
+    x = preprocess(vz.load_image(SAMPLE).resize((size, size)), size)
+    source = preprocess(vz.load_image(SOURCE).resize((size, size)), size)
     names = [layer.name for layer in conv_layers(model)]
     swept: list = []
     separate: list = []
