@@ -309,6 +309,7 @@ def test_different_shapes_are_one_sentence_and_leave_no_hooks() -> None:
     (lambda m, x, s: sweep(m, x, s, ["conv1", "conv2"], batch_size=0), ValueError, None),
     (lambda m, x, s: patch(m, x, s, "conv2", target=10), ValueError, None),
     (lambda m, x, s: mean_ablate(m, x, "conv2", []), ValueError, None),
+    (lambda m, x, s: mean_ablate(m, "photo.jpg", "conv2", s), ValueError, None),
     (lambda m, x, s: steer(m, x, "conv2", torch.ones(2, 6), 1.0), ValueError, None),
 ])
 def test_refusals_are_sentences_and_leave_the_model_as_it_was(call: Callable[..., Any], error: type[Exception],

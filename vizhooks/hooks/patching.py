@@ -458,6 +458,7 @@ def mean_ablate(
         >>> r = mean_ablate(bundle.model, cat, "layer4", samples, preprocess=bundle.preprocess)
         >>> r.change  # how far the cat logit fell
     """
+    _one_image(x, "x")
     chosen = _channels(channels)
     photos = _photo_batch(images_or_tensors, preprocess)
     hw_x = (int(x.shape[-2]), int(x.shape[-1]))
