@@ -133,3 +133,25 @@ def test_intervene_mean_over_the_sample_photos(lang):
     with torch.no_grad():
         target = int(bundle.model(x)[0].argmax())
     assert float(at.metric[0].value) == pytest.approx(float(edited[target]), abs=1e-3)
+
+
+def test_patch_links_are_checked_value_by_value():
+    from vizhooks.page.urlstate import parse_query, to_query
+
+    good, bad = parse_query({"pt_on": "1", "pt_sweep": "0", "pt_part": "region", "pt_layer": "layer2.0.conv1",
+                             "pt_channels": "5,2,5", "pt_rows": "10,40", "pt_cols": "0,100"}, ["chelsea.jpg"])
+    assert bad == []
+    assert good == {"pt_on": True, "pt_sweep": False, "pt_part": "region", "pt_layer": "layer2.0.conv1",
+                    "pt_channels": [2, 5], "pt_rows": (10, 40), "pt_cols": (0, 100)}
+    assert to_query(good)["pt_rows"] == "10,40" and to_query(good)["pt_on"] == "1"
+    _, bad = parse_query({"pt_part": "box", "pt_layer": "layer9", "pt_rows": "40,10", "pt_cols": "0,101",
+                          "pt_channels": "a", "pt_on": "yes"}, ["chelsea.jpg"])
+    assert sorted(key for key, _ in bad) == ["pt_channels", "pt_cols", "pt_layer", "pt_on", "pt_part", "pt_rows"]
+
+
+def test_a_region_in_percent_is_a_box_of_every_map_size():
+    from vizhooks.page.views.compare import span_box
+
+    assert span_box((25, 75), (0, 50), (56, 56)) == (14, 0, 42, 28)
+    assert span_box((25, 75), (0, 50), (7, 7)) == (1, 0, 6, 4)  # edges rounded outwards
+    assert span_box((95, 100), (40, 45), (1, 1)) == (0, 0, 1, 1)  # never empty, never outside
