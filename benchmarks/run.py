@@ -22,6 +22,7 @@ Benchmarks (each module in this package has the details):
              Score-CAM against its batch count x one batched forward
   export    14. a taught resnet18 exported as ONNX (first export in the process and the next ones) and
              as TorchScript (vizhooks.exporting)
+  patching  15. activation patching: a sweep over the 20 convs of resnet18 vs 20 separate patch calls
 
 --repeat N (default 5) is the number of measured repetitions: A/B pairs for grids, 3N pairs for
 hooks and gpu, N reruns of each kind for page, min(N, 3) launches for coldstart, min(N, 3) feature
@@ -71,6 +72,7 @@ BENCHES = {
     "overview": "12. Overview (the whole network vs the Feature maps view)",
     "explain": "13. Explanation scores",
     "export": "14. Taught model export (ONNX, TorchScript)",
+    "patching": "15. Activation patching (sweep vs separate patch calls)",
 }
 DEFAULT_HEADER = """# vizhooks benchmarks
 

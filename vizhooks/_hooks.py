@@ -117,6 +117,19 @@ def first_tensor(value: Any) -> torch.Tensor:
     raise TypeError(f"Expected a tensor to capture, got {type(value).__name__}.")
 
 
+def replace_first(output: Any, new: torch.Tensor) -> Any:
+    """``output`` with its first tensor replaced by ``new``: what a forward hook returns to change a
+    module's output (modules may return tuples, and named tuples such as GoogLeNet's)."""
+    if isinstance(output, torch.Tensor):
+        return new
+    items = list(output)
+    index = next(i for i, item in enumerate(items) if isinstance(item, torch.Tensor))
+    items[index] = new
+    if hasattr(output, "_fields"):
+        return type(output)(*items)
+    return type(output)(items)
+
+
 def keep(t: torch.Tensor) -> torch.Tensor:
     """A detached CPU copy of ``t``.
 

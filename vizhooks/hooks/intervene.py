@@ -28,10 +28,10 @@ from typing import Any, TypeGuard, cast
 import torch
 from torch import nn
 
-from vizhooks._hooks import call_key, check_input, first_tensor, hooked, keep, model_device
+from vizhooks._hooks import call_key, check_input, first_tensor, hooked, keep, model_device, replace_first
 from vizhooks.hooks.gradients import GradientResult, gradient_pass
 from vizhooks.models.layers import resolve_layers
-from vizhooks.models.maps import channels_last_modules, maps_of
+from vizhooks.models.maps import channel_dim, channels_last_modules, maps_of
 
 __all__ = ["ChannelEdit", "InterventionResult", "clamp_gradients", "intervene"]
 
@@ -150,18 +150,6 @@ def _checked_edits(edits: Mapping[str, ChannelEdit]) -> dict[str, ChannelEdit]:
     return dict(edits)
 
 
-def _channel_dim(module: nn.Module, t: torch.Tensor, channels_last: bool) -> int:
-    """Where the channels of ``module``'s output ``t`` are: the last dim for a Linear (its
-    out_features, whatever comes before), token sequences and known channels-last maps; else 1."""
-    if t.ndim < 2:
-        return 0
-    if isinstance(module, (nn.Conv1d, nn.BatchNorm1d)):  # (N, C, L) is channels-first
-        return 1
-    if isinstance(module, nn.Linear) or t.ndim == 3 or (t.ndim == 4 and channels_last):
-        return t.ndim - 1
-    return 1
-
-
 def _edited(out: torch.Tensor, edit: ChannelEdit, dim: int) -> torch.Tensor:
     """A new tensor: ``out`` with the edit's channels multiplied by its scale (never in place, so
     whatever else holds ``out`` keeps the original values)."""
@@ -179,18 +167,6 @@ def _edited(out: torch.Tensor, edit: ChannelEdit, dim: int) -> torch.Tensor:
         shape = [1] * out.ndim
         shape[dim] = count
     return out * factor.view(shape)
-
-
-def _replace_first(output: Any, new: torch.Tensor) -> Any:
-    """``output`` with its first tensor replaced by ``new`` (modules may return tuples)."""
-    if isinstance(output, torch.Tensor):
-        return new
-    items = list(output)
-    index = next(i for i, item in enumerate(items) if isinstance(item, torch.Tensor))
-    items[index] = new
-    if hasattr(output, "_fields"):  # a named tuple, e.g. GoogLeNet's outputs
-        return type(output)(*items)
-    return type(output)(items)
 
 
 def intervene(
@@ -262,7 +238,7 @@ def intervene(
         def count_channels(name: str) -> Callable[..., None]:
             def hook(module: nn.Module, args: Any, output: Any) -> None:
                 out = first_tensor(output)
-                counts[name].add(out.shape[_channel_dim(module, out, name in channels_last)])
+                counts[name].add(out.shape[channel_dim(module, out, name in channels_last)])
 
             return hook
 
@@ -278,7 +254,7 @@ def intervene(
 
             def hook(module: nn.Module, args: Any, output: Any) -> Any:
                 out = first_tensor(output)
-                return _replace_first(output, _edited(out, edit, _channel_dim(module, out, name in channels_last)))
+                return replace_first(output, _edited(out, edit, channel_dim(module, out, name in channels_last)))
 
             return hook
 

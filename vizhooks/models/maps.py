@@ -10,7 +10,7 @@ import math
 import torch
 from torch import nn
 
-__all__ = ["as_map", "channels_last_modules", "maps_of"]
+__all__ = ["as_map", "channel_dim", "channels_last_modules", "maps_of"]
 
 
 def _token_grid(tokens: int, input_hw: tuple[int, int]) -> tuple[int, int, int] | None:
@@ -94,3 +94,16 @@ def maps_of(model: nn.Module, tensors: dict[str, torch.Tensor], input_hw: tuple[
         base = key.split("#")[0]
         out[key] = as_map(t, input_hw, channels_last=True if base in known and t.ndim == 4 else None)
     return out
+
+
+def channel_dim(module: nn.Module, t: torch.Tensor, channels_last: bool) -> int:
+    """Where the channels of ``module``'s output ``t`` are: the last dim for a Linear (its
+    out_features, whatever comes before), token sequences ``(N, T, D)`` and known channels-last
+    maps (``channels_last``: the module is in :func:`channels_last_modules`); else dim 1."""
+    if t.ndim < 2:
+        return 0
+    if isinstance(module, (nn.Conv1d, nn.BatchNorm1d)):  # (N, C, L) is channels-first
+        return 1
+    if isinstance(module, nn.Linear) or t.ndim == 3 or (t.ndim == 4 and channels_last):
+        return t.ndim - 1
+    return 1

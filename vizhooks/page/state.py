@@ -81,7 +81,7 @@ def init_state() -> None:
 #: Widgets whose option labels follow the language (their values travel as labels in Streamlit 1.67).
 RELABELED = ("model", "layers", "quick", "order", "what", "norm", "view", "view_group", "source", "iv_mode", "target",
              "video_target", "lesson_pick", "live_mode", "live_pick", "code_view", "compare_source",
-             "cv_part", "ex_methods", "ex_sanity_methods", "ex_ig_baseline", "ex_baseline")
+             "cv_part", "ex_methods", "ex_sanity_methods", "ex_ig_baseline", "ex_baseline", "pt_part")
 
 
 def keep_a_language() -> None:

@@ -17,6 +17,7 @@ from vizhooks.models.registry import list_models
 from vizhooks.page.sources import SOURCES
 from vizhooks.page.taught import names_of
 from vizhooks.page.views import REGISTRY
+from vizhooks.page.views.compare import PATCH_PARTS
 from vizhooks.page.views.intervene import EDIT_MODES
 from vizhooks.render.figures import CMAPS, NORMS, ORDERS
 
@@ -53,6 +54,14 @@ def _one(value: str | Sequence[str]) -> str:
 
 def _int(text: str) -> int | None:
     return int(text) if text.isascii() and text.isdigit() else None
+
+
+def _span(text: str) -> tuple[int, int] | None:
+    """Rows or columns of a patched region in percent of the map, ``"25,75"``: 0 <= start < end <= 100."""
+    parts = [_int(p) for p in text.split(",")]
+    if len(parts) == 2 and parts[0] is not None and parts[1] is not None and 0 <= parts[0] < parts[1] <= 100:
+        return parts[0], parts[1]
+    return None
 
 
 def parse_query(
@@ -118,6 +127,14 @@ def parse_query(
                                  and all(p in EXPLAIN_METHODS for p in parts) else None),
         "iv_channels": lambda v: (sorted({int(x) for x in parts}) if (parts := [p for p in v.split(",") if p])
                                   and all(_int(x) is not None and int(x) < 100_000 for x in parts) else None),
+        # activation patching in the Compare view; the channels are checked against the layer by the view
+        "pt_on": lambda v: {"1": True, "0": False}.get(v),
+        "pt_sweep": lambda v: {"1": True, "0": False}.get(v),
+        "pt_part": lambda v: v if v in PATCH_PARTS else None,
+        "pt_channels": lambda v: (sorted({int(x) for x in parts}) if (parts := [p for p in v.split(",") if p])
+                                  and all(_int(x) is not None and int(x) < 100_000 for x in parts) else None),
+        "pt_rows": _span,
+        "pt_cols": _span,
     }
     for key, check in checks.items():
         if key in params:
@@ -129,7 +146,7 @@ def parse_query(
                 good[key] = parsed
     valid = {c.name for c in architecture_layers(str(good.get("model", DEFAULTS["model"])))}
     convs = {c.name for c in architecture_layers(str(good.get("model", DEFAULTS["model"]))) if c.kind == "conv"}
-    for key in ("insp_layer", "atlas_layer", "iv_layer", "cv_layer"):  # one layer of the model (cv_layer: a conv)
+    for key in ("insp_layer", "atlas_layer", "iv_layer", "cv_layer", "pt_layer"):  # one layer (cv_layer: a conv)
         if key in params:
             name = _one(params[key])
             if name in (convs if key == "cv_layer" else valid):

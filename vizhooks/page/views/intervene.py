@@ -10,9 +10,12 @@ import streamlit as st
 import vizhooks as vz
 from vizhooks.analysis import clamp_limit_of
 from vizhooks.hooks.budget import check_capture
+from vizhooks.hooks.patching import EditResult, mean_ablate
 from vizhooks.interpret.cam import cams_from
 from vizhooks.lesson.display import CLAMP_CHANNELS, CLAMP_COLOUR_PERCENTILE, CLAMP_DEFAULT, CLAMP_PERCENTILES
+from vizhooks.models.images import to_tensor
 from vizhooks.page.results import cached, get_bundle, grid_png, tensor_bytes
+from vizhooks.page.sources.sample import read_sample, samples
 from vizhooks.page.texts import t
 from vizhooks.page.views import View
 from vizhooks.page.widgets import class_picker, keep_valid, labels_for, layer_columns, shown_labels, top5_bars
@@ -24,7 +27,7 @@ if TYPE_CHECKING:
     from vizhooks.page.state import Context
 
 #: The kinds of edit, as the link names them (``iv_mode``; urlstate checks a link against this list).
-EDIT_MODES = ("zero", "half", "double", "top")
+EDIT_MODES = ("zero", "mean", "half", "double", "top")
 
 def channel_edit(mode: str, channels: tuple[int, ...], k: int) -> vz.ChannelEdit:
     if mode == "top":
@@ -63,6 +66,10 @@ def show(ctx: Context) -> None:
         if not channels:
             st.info(t("iv_no_channels"))
             return
+    if mode == "mean":
+        show_mean(ctx, layer, channels, target)
+        show_clamp(ctx, layers, target)
+        return
     later = [n for n in layers if layers.index(n) > layers.index(layer)]
     key = ("intervene", c.model, digest, c.size, c.what, layer, mode, channels, k, tuple(later))
     with st.spinner(t("iv_running")):
@@ -82,6 +89,26 @@ def show(ctx: Context) -> None:
     else:
         st.info(t("iv_no_later"))
     show_clamp(ctx, layers, target)
+
+
+def show_mean(ctx: Context, layer: str, channels: tuple[int, ...], target: int) -> None:
+    """The layer's channels replaced by their mean over the sample photos (each squashed to this
+    photo's size): what the layer adds beyond what it says for any photo."""
+    analysis, bundle, c = ctx.analysis, ctx.bundle, ctx.choices
+    names = samples()
+    key = ("intervene-mean", c.model, ctx.digest, c.size, layer, channels, target, tuple(names))
+
+    def make() -> EditResult:
+        loaded = get_bundle(c.model)
+        size = analysis.picture.size
+        photos = [to_tensor(vz.load_image(read_sample(name)).resize(size), loaded.input.mean, loaded.input.std)
+                  for name in names]
+        return mean_ablate(loaded.model, analysis.x, layer, photos, channels=channels, target=target)
+
+    with st.spinner(t("iv_running")):
+        result = cached(key, make, lambda r: tensor_bytes([r.logits, r.clean]))
+    show_top5_pair(bundle, result.clean[None], result.logits[None], target)
+    st.caption(t("patching_mean_caption", layer=layer, n=len(names)))
 
 
 def clamp_limit(ctx: Context, clamp_at: str, target: int, percentile: int) -> tuple[float, float, int]:

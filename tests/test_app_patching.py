@@ -1,0 +1,157 @@
+"""Activation patching on the page (issue 31) through AppTest, in both languages: the Compare view's
+Patch (a layer, the sweep, the region), Intervene's "replace with the mean over the sample photos",
+and links that keep every new setting. The numbers are checked against hand-written forward hooks
+on the same random-weight resnet18."""
+
+from __future__ import annotations
+
+import pytest
+import torch
+
+import vizhooks as vz
+from tests.helpers import ROOT, ok, open_page
+from vizhooks.models.images import to_tensor
+from vizhooks.page.texts import EN, ZH
+
+LAYERS = "conv1,layer2.0.conv1,layer4.0.conv1"
+SIZE = 128
+
+
+def _page(**query: str):
+    return open_page(**{"size": str(SIZE), "layers": LAYERS, "compare": "coffee.jpg", **query})
+
+
+def _reopen(at):
+    return open_page(**{k: v[0] if isinstance(v, list) else v for k, v in at.query_params.items()})
+
+
+def _inputs(bundle: vz.ModelBundle) -> tuple[torch.Tensor, torch.Tensor]:
+    """Photo A as the page sees it, and photo B squashed to A's size (as the page patches it)."""
+    a = bundle.resize(vz.load_image(ROOT / "sample_images/chelsea.jpg"), SIZE)
+    b = vz.load_image(ROOT / "sample_images/coffee.jpg").resize(a.size)
+    return to_tensor(a, bundle.input.mean, bundle.input.std), to_tensor(b, bundle.input.mean, bundle.input.std)
+
+
+def _prefix(texts: dict[str, str], key: str) -> str:
+    return texts[key].split("{")[0]
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("lang", ["en", "zh"])
+def test_compare_patch_and_sweep(lang):
+    texts = EN if lang == "en" else ZH
+    at = _page(view="compare", lang=lang)
+    ok(at)
+    assert not at.metric and not at.get("vega_lite_chart")  # off until asked for: no extra passes
+    at.toggle(key="pt_on").set_value(True).run()
+    ok(at)
+    # conv1 whole from B: A runs on B's first maps, so B's answer comes back in full, and A-patched's
+    # top-5 is B's
+    assert at.metric[0].label.startswith(_prefix(texts, "patching_metric"))
+    assert at.metric[0].value == "100%"
+    bars = [p.text for p in at.progress]
+    assert len(bars) >= 15 and bars[-5:] == bars[-10:-5] and bars[-5:] != bars[-15:-10]
+    at.selectbox(key="pt_layer").set_value("layer2.0.conv1").run()
+    at.toggle(key="pt_sweep").set_value(True).run()
+    ok(at)
+    assert at.get("vega_lite_chart")
+    assert any(c.value.startswith(_prefix(texts, "patching_chart_caption")) for c in at.caption)
+    # the metric against a hand-written pair of hooks: keep B's output of the layer, return it for A
+    bundle = vz.load_model("resnet18", weights="none", device="cpu")
+    x, source = _inputs(bundle)
+    module = bundle.model.get_submodule("layer2.0.conv1")
+    kept = []
+    handle = module.register_forward_hook(lambda m, args, out: kept.append(out.clone()))
+    with torch.no_grad():
+        b_logits = bundle.model(source)[0]
+    handle.remove()
+    handle = module.register_forward_hook(lambda m, args, out: kept[0])
+    with torch.no_grad():
+        patched = bundle.model(x)[0]
+    handle.remove()
+    with torch.no_grad():
+        a_logits = bundle.model(x)[0]
+    target = int(b_logits.argmax())
+    restored = float((patched[target] - a_logits[target]) / (b_logits[target] - a_logits[target]))
+    assert at.metric[0].value == f"{restored:.0%}"
+
+
+@pytest.mark.slow
+def test_patch_settings_travel_in_the_link():
+    at = _page(view="compare", pt_on="1", pt_layer="layer2.0.conv1")
+    at.radio(key="pt_part").set_value("channels").run()
+    at.multiselect(key="pt_channels").set_value([5, 2]).run()
+    ok(at)
+    again = _reopen(at)
+    ok(again)
+    assert again.toggle(key="pt_on").value is True
+    assert again.selectbox(key="pt_layer").value == "layer2.0.conv1"
+    assert again.radio(key="pt_part").value == "channels"
+    assert sorted(again.multiselect(key="pt_channels").value) == [2, 5]
+    again.radio(key="pt_part").set_value("region").run()
+    again.slider(key="pt_rows").set_value((10, 40)).run()
+    again.toggle(key="pt_sweep").set_value(True).run()
+    ok(again)
+    third = _reopen(again)
+    ok(third)
+    assert third.radio(key="pt_part").value == "region"
+    assert tuple(third.slider(key="pt_rows").value) == (10, 40)
+    assert third.toggle(key="pt_sweep").value is True
+    assert third.get("vega_lite_chart")
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("lang", ["en", "zh"])
+def test_intervene_mean_over_the_sample_photos(lang):
+    texts = EN if lang == "en" else ZH
+    at = open_page(view="intervene", size=str(SIZE), layers=LAYERS, lang=lang, iv_mode="mean")
+    ok(at)
+    assert any(c.value.startswith(_prefix(texts, "patching_mean_caption")) for c in at.caption)
+    assert _reopen(at).selectbox(key="iv_mode").value == "mean"
+    # by hand: conv1's output over every sample photo (squashed to A's size), its mean in channels 0-3
+    bundle = vz.load_model("resnet18", weights="none", device="cpu")
+    x, _ = _inputs(bundle)
+    size = (int(x.shape[-1]), int(x.shape[-2]))
+    photos = torch.cat([to_tensor(vz.load_image(p).resize(size), bundle.input.mean, bundle.input.std)
+                        for p in sorted((ROOT / "sample_images").glob("*.*")) if p.suffix in (".jpg", ".png")])
+    kept = []
+    handle = bundle.model.conv1.register_forward_hook(lambda m, args, out: kept.append(out.clone()))
+    with torch.no_grad():
+        bundle.model(photos)
+    handle.remove()
+    mean = kept[0].mean(0, keepdim=True)
+
+    def with_mean(m, args, out):
+        new = out.clone()
+        new[:, :4] = mean[:, :4]
+        return new
+
+    handle = bundle.model.conv1.register_forward_hook(with_mean)
+    with torch.no_grad():
+        edited = bundle.model(x)[0]
+    handle.remove()
+    with torch.no_grad():
+        target = int(bundle.model(x)[0].argmax())
+    assert float(at.metric[0].value) == pytest.approx(float(edited[target]), abs=1e-3)
+
+
+def test_patch_links_are_checked_value_by_value():
+    from vizhooks.page.urlstate import parse_query, to_query
+
+    good, bad = parse_query({"pt_on": "1", "pt_sweep": "0", "pt_part": "region", "pt_layer": "layer2.0.conv1",
+                             "pt_channels": "5,2,5", "pt_rows": "10,40", "pt_cols": "0,100"}, ["chelsea.jpg"])
+    assert bad == []
+    assert good == {"pt_on": True, "pt_sweep": False, "pt_part": "region", "pt_layer": "layer2.0.conv1",
+                    "pt_channels": [2, 5], "pt_rows": (10, 40), "pt_cols": (0, 100)}
+    assert to_query(good)["pt_rows"] == "10,40" and to_query(good)["pt_on"] == "1"
+    _, bad = parse_query({"pt_part": "box", "pt_layer": "layer9", "pt_rows": "40,10", "pt_cols": "0,101",
+                          "pt_channels": "a", "pt_on": "yes"}, ["chelsea.jpg"])
+    assert sorted(key for key, _ in bad) == ["pt_channels", "pt_cols", "pt_layer", "pt_on", "pt_part", "pt_rows"]
+
+
+def test_a_region_in_percent_is_a_box_of_every_map_size():
+    from vizhooks.page.views.compare import span_box
+
+    assert span_box((25, 75), (0, 50), (56, 56)) == (14, 0, 42, 28)
+    assert span_box((25, 75), (0, 50), (7, 7)) == (1, 0, 6, 4)  # edges rounded outwards
+    assert span_box((95, 100), (40, 45), (1, 1)) == (0, 0, 1, 1)  # never empty, never outside

@@ -1,0 +1,352 @@
+"""patch(), sweep(), mean_ablate() and steer() against hand-written forward hooks.
+
+The oracle is the plain PyTorch way of patching: one forward hook keeps the source's output of a
+layer, another returns it (or part of it, or the mean, or the output plus a direction) for x, each
+registered here by hand on tiny seeded models: a conv net, a torchvision ViT (tokens with a class
+token, channels last) and a torchvision Swin (channels-last maps).
+"""
+
+from __future__ import annotations
+
+from collections import OrderedDict
+from collections.abc import Callable
+from typing import Any
+
+import pytest
+import torch
+from torch import nn
+from torchvision.models.swin_transformer import SwinTransformer
+from torchvision.models.vision_transformer import VisionTransformer
+
+from tests.helpers import count_hooks
+from vizhooks.errors import CodedError
+from vizhooks.hooks import patching
+from vizhooks.hooks.patching import mean_ablate, patch, steer, sweep
+from vizhooks.models.layers import UnknownLayerError
+
+
+class _Count(nn.Module):
+    """Counts the forward passes (and the images in them) that reach it."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.passes = 0
+        self.images = 0
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        self.passes += 1
+        self.images += x.shape[0]
+        return x
+
+
+def _seeded(build: Callable[[], nn.Module], seed: int = 0) -> nn.Module:
+    with torch.random.fork_rng():
+        torch.manual_seed(seed)
+        return build().eval()
+
+
+def _tiny() -> nn.Module:
+    """conv -> bn -> relu (in place) -> conv -> relu -> conv -> pool -> linear, with a pass counter."""
+    return _seeded(lambda: nn.Sequential(OrderedDict(
+        count=_Count(), conv1=nn.Conv2d(3, 8, 3, padding=1), bn1=nn.BatchNorm2d(8), relu1=nn.ReLU(inplace=True),
+        conv2=nn.Conv2d(8, 12, 3, stride=2, padding=1), relu2=nn.ReLU(), conv3=nn.Conv2d(12, 16, 3, padding=1),
+        pool=nn.AdaptiveAvgPool2d(1), flat=nn.Flatten(), fc=nn.Linear(16, 10),
+    )))
+
+
+def _vit() -> VisionTransformer:
+    def build() -> VisionTransformer:
+        model = VisionTransformer(image_size=32, patch_size=8, num_layers=2, num_heads=2, hidden_dim=16, mlp_dim=32,
+                                  num_classes=10)
+        nn.init.normal_(model.heads.head.weight)  # torchvision starts the head at zero: every logit would be 0
+        return model
+
+    return _seeded(build)
+
+
+def _swin() -> SwinTransformer:
+    return _seeded(lambda: SwinTransformer(patch_size=[4, 4], embed_dim=8, depths=[1, 1], num_heads=[1, 1],
+                                           window_size=[2, 2], num_classes=10))
+
+
+def _photos(n: int = 2, side: int = 16, seed: int = 1) -> list[torch.Tensor]:
+    g = torch.Generator().manual_seed(seed)
+    return [torch.randn(1, 3, side, side, generator=g) for _ in range(n)]
+
+
+def _by_hand(model: nn.Module, x: torch.Tensor, source: torch.Tensor, layer: str,
+             put: Callable[[torch.Tensor, torch.Tensor], torch.Tensor]) -> tuple[torch.Tensor, torch.Tensor]:
+    """Plain PyTorch: keep the source's output of ``layer``, then return ``put(x's, source's)`` for x.
+    Returns (patched logits, source logits)."""
+    module = model.get_submodule(layer)
+    kept: list[torch.Tensor] = []
+    handle = module.register_forward_hook(lambda m, a, out: kept.append(out.detach().clone()))
+    try:
+        with torch.no_grad():
+            source_logits = model(source)
+    finally:
+        handle.remove()
+    handle = module.register_forward_hook(lambda m, a, out: put(out, kept[0]))
+    try:
+        with torch.no_grad():
+            patched = model(x)
+    finally:
+        handle.remove()
+    return patched[0], source_logits[0]
+
+
+def _replace(out: torch.Tensor, src: torch.Tensor) -> torch.Tensor:
+    return src
+
+
+def test_patch_equals_a_hook_that_returns_the_sources_output() -> None:
+    model = _tiny()
+    x, source = _photos()
+    for layer in ("conv2", "relu2", "conv3"):
+        r = patch(model, x, source, layer)
+        patched, source_logits = _by_hand(model, x, source, layer, _replace)
+        with torch.no_grad():
+            clean = model(x)[0]
+        assert r.layer == layer
+        assert r.logits.shape == (10,)
+        torch.testing.assert_close(r.logits, patched, rtol=0, atol=1e-6)
+        torch.testing.assert_close(r.source, source_logits, rtol=0, atol=1e-6)
+        torch.testing.assert_close(r.clean, clean, rtol=0, atol=1e-6)
+        assert r.target == int(source_logits.argmax())
+        t = r.target
+        want = float((patched[t] - clean[t]) / (source_logits[t] - clean[t]))
+        assert r.restored == pytest.approx(want, rel=1e-4)
+    assert count_hooks(model) == 0
+
+
+def test_patching_the_first_conv_whole_gives_the_sources_logits() -> None:
+    model = _tiny()
+    x, source = _photos()
+    r = patch(model, x, source, "conv1")
+    assert torch.equal(r.logits, r.source)
+    assert r.restored == pytest.approx(1.0, abs=1e-6)
+    assert not torch.equal(r.clean, r.source)
+    assert patch(model, x, source, "conv1", target=3).target == 3
+
+
+def test_channel_and_region_patches_equal_hand_written_hooks() -> None:
+    model = _tiny()
+    x, source = _photos()
+
+    def channels(out: torch.Tensor, src: torch.Tensor) -> torch.Tensor:
+        new = out.clone()
+        new[:, [1, 5]] = src[:, [1, 5]]
+        return new
+
+    def region(out: torch.Tensor, src: torch.Tensor) -> torch.Tensor:
+        new = out.clone()
+        new[:, :, 2:5, 1:7] = src[:, :, 2:5, 1:7]
+        return new
+
+    def both(out: torch.Tensor, src: torch.Tensor) -> torch.Tensor:
+        new = out.clone()
+        new[:, 3, 0:2, 4:8] = src[:, 3, 0:2, 4:8]
+        return new
+
+    for kwargs, put in (({"channels": [1, 5]}, channels), ({"region": (2, 1, 5, 7)}, region),
+                        ({"channels": [3], "region": (0, 4, 2, 8)}, both)):
+        r = patch(model, x, source, "conv3", **kwargs)
+        patched, _ = _by_hand(model, x, source, "conv3", put)
+        torch.testing.assert_close(r.logits, patched, rtol=0, atol=1e-6)
+        assert not torch.equal(r.logits, r.source)
+
+
+def test_sweep_equals_separate_patch_calls_in_few_passes() -> None:
+    model = _tiny()
+    counter = model.get_submodule("count")
+    x, source = _photos()
+    layers = ["conv1", "bn1", "relu1", "conv2", "conv3"]
+    separate = [patch(model, x, source, layer, channels=[0, 2]) for layer in layers]
+    for batch_size in (1, 2, 16):
+        counter.passes = counter.images = 0
+        swept = sweep(model, x, source, layers, channels=[0, 2], batch_size=batch_size)
+        # the source once, x once (shapes), then one pass per batch of layers
+        assert counter.passes == 2 + -(-len(layers) // batch_size)
+        assert counter.images == 2 + len(layers)
+        assert [r.layer for r in swept] == layers
+        for one, many in zip(separate, swept, strict=True):
+            torch.testing.assert_close(many.logits, one.logits, rtol=0, atol=1e-5)
+            assert many.restored == pytest.approx(one.restored, abs=1e-4)
+            assert torch.equal(many.source, one.source) and many.target == one.target
+    assert count_hooks(model) == 0
+    assert [r.layer for r in sweep(model, x, source, "all")] == ["conv1", "conv2", "conv3"]
+
+
+def test_mean_ablate_equals_a_hook_that_returns_the_mean_and_caches_it() -> None:
+    model = _tiny()
+    x = _photos(1, seed=7)[0]
+    photos = torch.cat(_photos(5, seed=3))
+    kept: list[torch.Tensor] = []
+    handle = model.get_submodule("conv2").register_forward_hook(lambda m, a, out: kept.append(out.detach().clone()))
+    try:
+        with torch.no_grad():
+            model(photos)
+    finally:
+        handle.remove()
+    mean = kept[0].mean(0, keepdim=True)
+    for channels in (None, [2, 7]):
+        def put(out: torch.Tensor, _src: torch.Tensor, channels: list[int] | None = channels) -> torch.Tensor:
+            if channels is None:
+                return mean.expand_as(out)
+            new = out.clone()
+            new[:, channels] = mean[:, channels]
+            return new
+
+        patched, _ = _by_hand(model, x, x, "conv2", put)
+        r = mean_ablate(model, x, "conv2", photos, channels=channels)
+        with torch.no_grad():
+            clean = model(x)[0]
+        torch.testing.assert_close(r.logits, patched, rtol=0, atol=1e-5)
+        torch.testing.assert_close(r.clean, clean, rtol=0, atol=1e-6)
+        assert r.target == int(clean.argmax())
+        assert r.change == pytest.approx(float(patched[r.target] - clean[r.target]), abs=1e-5)
+    counter = model.get_submodule("count")
+    counter.passes = 0
+    again = mean_ablate(model, x, "conv2", list(photos))  # the same set as a list: the cached mean
+    assert counter.passes == 2
+    torch.testing.assert_close(again.logits, _by_hand(model, x, x, "conv2", lambda o, s: mean.expand_as(o))[0],
+                               rtol=0, atol=1e-5)
+    counter.passes = 0
+    mean_ablate(model, x, "conv2", photos[:3])  # another set: computed
+    assert counter.passes == 3
+    assert count_hooks(model) == 0
+
+
+def test_steer_adds_the_direction_at_every_position() -> None:
+    model = _tiny()
+    x = _photos(1)[0]
+    direction = torch.linspace(-1, 1, 12)
+    r = steer(model, x, "conv2", direction, 2.5, target=4)
+    patched, _ = _by_hand(model, x, x, "conv2", lambda out, _s: out + 2.5 * direction.view(1, 12, 1, 1))
+    torch.testing.assert_close(r.logits, patched, rtol=0, atol=1e-6)
+    assert r.target == 4
+    with pytest.raises(CodedError) as caught:
+        steer(model, x, "conv2", torch.ones(8), 1.0)
+    assert caught.value.code == "patching_direction"
+    assert str(caught.value) == ("The direction has 8 values but layer conv2 has 12 channels: "
+                                 "give one value per channel.")
+    assert count_hooks(model) == 0
+
+
+def test_vit_tokens_are_patched_on_their_last_dim_and_patch_grid() -> None:
+    model = _vit()
+    x, source = _photos(side=32)
+    layer = "encoder.layers.encoder_layer_0"  # (N, 1 + 4 * 4, 16): class token first
+
+    def channels(out: torch.Tensor, src: torch.Tensor) -> torch.Tensor:
+        new = out.clone()
+        new[:, :, [0, 9]] = src[:, :, [0, 9]]
+        return new
+
+    def region(out: torch.Tensor, src: torch.Tensor) -> torch.Tensor:
+        # rows 1-2, columns 2-3 of the 4 x 4 patch grid: tokens 1 + 4 * row + column
+        tokens = [1 + 4 * row + col for row in (1, 2) for col in (2, 3)]
+        new = out.clone()
+        new[:, tokens] = src[:, tokens]
+        return new
+
+    for kwargs, put in (({"channels": [0, 9]}, channels), ({"region": (1, 2, 3, 4)}, region),
+                        ({}, _replace)):
+        r = patch(model, x, source, layer, **kwargs)
+        patched, _ = _by_hand(model, x, source, layer, put)
+        torch.testing.assert_close(r.logits, patched, rtol=0, atol=1e-5)
+        assert (r.logits - r.clean).abs().max() > 1e-3  # the patch changed the answer
+    assert count_hooks(model) == 0
+
+
+def test_swin_channels_last_maps_are_patched_on_their_last_dim() -> None:
+    model = _swin()
+    x, source = _photos(side=32)
+    layer = "features.1"  # a stage of blocks: (N, 8, 8, 8), channels last
+
+    def channels(out: torch.Tensor, src: torch.Tensor) -> torch.Tensor:
+        new = out.clone()
+        new[..., [1, 6]] = src[..., [1, 6]]
+        return new
+
+    def region(out: torch.Tensor, src: torch.Tensor) -> torch.Tensor:
+        new = out.clone()
+        new[:, 0:3, 5:8, :] = src[:, 0:3, 5:8, :]
+        return new
+
+    for kwargs, put in (({"channels": [1, 6]}, channels), ({"region": (0, 5, 3, 8)}, region)):
+        r = patch(model, x, source, layer, **kwargs)
+        patched, _ = _by_hand(model, x, source, layer, put)
+        torch.testing.assert_close(r.logits, patched, rtol=0, atol=1e-5)
+        assert (r.logits - r.clean).abs().max() > 1e-3  # the patch changed the answer
+    assert count_hooks(model) == 0
+
+
+def test_different_shapes_are_one_sentence_and_leave_no_hooks() -> None:
+    model = _tiny()
+    x = _photos(1, side=16)[0]
+    bigger = _photos(1, side=20)[0]
+    with pytest.raises(CodedError) as caught:
+        patch(model, x, bigger, "conv2")
+    assert caught.value.code == "patching_shapes"
+    assert str(caught.value) == "The two photos give conv2 maps of 8x8 and 10x10: use the same size."
+    assert count_hooks(model) == 0
+    # after global pooling both sizes give the same shape: that layer can be patched
+    assert patch(model, x, bigger, "flat").restored == pytest.approx(1.0, abs=1e-5)
+    with pytest.raises(CodedError) as caught:
+        mean_ablate(model, x, "conv3", bigger)
+    assert caught.value.code == "patching_mean_shapes"
+    assert str(caught.value) == "The sample photos give conv3 maps of 10x10 and this photo 8x8: use the same size."
+    assert count_hooks(model) == 0
+
+
+@pytest.mark.parametrize(("call", "error", "code"), [
+    (lambda m, x, s: patch(m, x, s, "conv9"), UnknownLayerError, None),
+    (lambda m, x, s: patch(m, x, s, "conv2", channels=[12]), CodedError, "patching_channel"),
+    (lambda m, x, s: patch(m, x, s, "conv2", region=(0, 0, 9, 2)), CodedError, "patching_region"),
+    (lambda m, x, s: patch(m, x, s, "conv2", channels=[]), ValueError, None),
+    (lambda m, x, s: patch(m, torch.cat([x, x]), s, "conv2"), ValueError, None),
+    (lambda m, x, s: sweep(m, x, s, ["conv1", "conv2"], batch_size=0), ValueError, None),
+    (lambda m, x, s: patch(m, x, s, "conv2", target=10), ValueError, None),
+    (lambda m, x, s: mean_ablate(m, x, "conv2", []), ValueError, None),
+    (lambda m, x, s: mean_ablate(m, "photo.jpg", "conv2", s), ValueError, None),
+    (lambda m, x, s: steer(m, x, "conv2", torch.ones(2, 6), 1.0), ValueError, None),
+])
+def test_refusals_are_sentences_and_leave_the_model_as_it_was(call: Callable[..., Any], error: type[Exception],
+                                                              code: str | None) -> None:
+    model = _tiny()
+    model.train()
+    x, source = _photos()
+    with pytest.raises(error) as caught:
+        call(model, x, source)
+    if code is not None:
+        assert getattr(caught.value, "code", None) == code
+    message = str(caught.value)
+    assert message.endswith(".") and "\n" not in message
+    assert count_hooks(model) == 0
+    assert all(m.training for m in model.modules())
+    assert all(p.requires_grad for p in model.parameters())
+
+
+def test_a_model_in_training_mode_is_patched_in_eval_mode_and_put_back() -> None:
+    model = _tiny().train()
+    x, source = _photos()
+    r = patch(model, x, source, "conv2")
+    model.eval()
+    patched, _ = _by_hand(model, x, source, "conv2", _replace)
+    torch.testing.assert_close(r.logits, patched, rtol=0, atol=1e-6)
+    model.train()
+    sweep(model, x, source, ["conv1", "conv3"])
+    mean_ablate(model, x, "conv1", source)
+    steer(model, x, "conv1", torch.ones(8), 0.5)
+    assert all(m.training for m in model.modules())
+    assert all(p.requires_grad and p.grad is None for p in model.parameters())
+    assert count_hooks(model) == 0
+
+
+def test_the_mean_cache_holds_a_few_sets_per_model() -> None:
+    model = _tiny()
+    x = _photos(1)[0]
+    for seed in range(patching._MEANS_PER_MODEL + 3):
+        mean_ablate(model, x, "conv1", _photos(1, seed=100 + seed)[0])
+    assert len(patching._means[model]) == patching._MEANS_PER_MODEL

@@ -1,0 +1,521 @@
+"""Activation patching: run photo A with one layer's output taken from photo B, and see how much
+of B's answer comes back. Swept over the layers, it shows *where* the network decides.
+
+- :func:`patch`: ``x`` with ``layer``'s output replaced by ``source``'s output at that layer (all
+  of it, some channels, or a region of the layer's map).
+- :func:`sweep`: the same for many layers. The source's outputs are captured once (one forward
+  with a hook on every layer), then the patched runs are batched: one forward per batch of layers,
+  copy ``i`` of ``x`` patched at layer ``i`` only.
+- :func:`mean_ablate`: a layer's output replaced by its mean over a set of photos (the mean is
+  computed once per model, layer and set, and cached).
+- :func:`steer`: ``scale * direction`` added to a layer's channels at every position.
+
+Channels are where vizhooks puts them everywhere (:func:`vizhooks.models.maps.channel_dim`: dim 1 of
+conv maps, the last dim of ViT tokens, Linear outputs and Swin's channels-last maps); a region is
+``(top, left, bottom, right)`` of the layer's map as :func:`vizhooks.models.maps.as_map` draws it
+(a ViT's patch grid, without the class token), end-exclusive.
+
+Like every hook user here: through :func:`vizhooks._hooks.hooked` (the model's lock, eval mode
+inside with the state put back afterwards, every handle removed in ``finally``).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import math
+import threading
+import weakref
+from collections import OrderedDict
+from collections.abc import Callable, Iterable, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import torch
+from torch import nn
+
+from vizhooks._hooks import Hooks, check_input, check_ran, first_tensor, hooked, keep, model_device, replace_first
+from vizhooks.errors import CodedError
+from vizhooks.models.layers import resolve_layers
+from vizhooks.models.maps import as_map, channel_dim, channels_last_modules
+
+__all__ = ["EditResult", "PatchResult", "mean_ablate", "patch", "steer", "sweep"]
+
+Region = tuple[int, int, int, int]
+#: What an edit does to the ``call``-th output of its layer in one pass: ``edit(call, output)``.
+Edit = Callable[[int, torch.Tensor], torch.Tensor]
+
+
+@dataclass(frozen=True)
+class PatchResult:
+    """One patched run beside the two plain ones, for one image (CPU tensors).
+
+    Attributes:
+        layer: the patched layer.
+        logits: ``x``'s logits with the layer patched, 1-d.
+        clean: ``x``'s own logits.
+        source: the source's logits.
+        target: the class :attr:`restored` is measured on.
+    """
+
+    layer: str
+    logits: torch.Tensor
+    clean: torch.Tensor
+    source: torch.Tensor
+    target: int
+
+    @property
+    def restored(self) -> float:
+        """How much of the way from ``x``'s target logit to the source's the patch went:
+        ``(patched - clean) / (source - clean)``; 1 is all of it, 0 none; NaN when the two agree."""
+        gap = float(self.source[self.target] - self.clean[self.target])
+        if gap == 0:
+            return math.nan
+        return float(self.logits[self.target] - self.clean[self.target]) / gap
+
+
+@dataclass(frozen=True)
+class EditResult:
+    """``x``'s logits with one layer edited (mean ablation, steering) beside its own (CPU, 1-d).
+
+    Attributes:
+        layer: the edited layer.
+        logits: with the edit.
+        clean: without it.
+        target: the class :attr:`change` is measured on (default ``x``'s top-1).
+    """
+
+    layer: str
+    logits: torch.Tensor
+    clean: torch.Tensor
+    target: int
+
+    @property
+    def change(self) -> float:
+        """The target logit with the edit minus without."""
+        return float(self.logits[self.target] - self.clean[self.target])
+
+
+class _Layer:
+    """One layer's output layout: where its channels are, and which positions a region covers."""
+
+    def __init__(self, name: str, module: nn.Module, channels_last: bool) -> None:
+        self.name, self.module, self.channels_last = name, module, channels_last
+
+    def dim(self, t: torch.Tensor) -> int:
+        return channel_dim(self.module, t, self.channels_last)
+
+    def mask(self, t: torch.Tensor, input_hw: tuple[int, int], channels: Sequence[int] | None,
+             region: Region | None) -> torch.Tensor | None:
+        """Where ``t`` (one image's output, batch dim 1) is replaced: a boolean tensor that
+        broadcasts against ``t``, or None for all of it."""
+        if channels is None and region is None:
+            return None
+        dim = self.dim(t)
+        mask = torch.ones([1] * t.ndim, dtype=torch.bool, device=t.device)
+        if channels is not None:
+            count = t.shape[dim]
+            bad = [c for c in channels if not 0 <= c < count]
+            if bad:
+                raise CodedError(code="patching_channel", layer=self.name, channel=bad[0], count=count,
+                                 last=count - 1)
+            shape = [1] * t.ndim
+            shape[dim] = count
+            chosen = torch.zeros(count, dtype=torch.bool, device=t.device)
+            chosen[list(channels)] = True
+            mask = mask & chosen.view(shape)
+        if region is not None:
+            # number the positions, lay the numbers out as the layer's map, read the region's
+            shape = list(t.shape)
+            shape[dim] = 1
+            ids = torch.arange(math.prod(shape), dtype=torch.float64).view(shape)
+            if ids.ndim == 3 and dim == 1:  # (N, C, L) channels-first: as_map reads (N, L, C)
+                ids = ids.transpose(1, 2)
+            laid = as_map(ids, input_hw, channels_last=dim == 3 if ids.ndim == 4 else None)[0, 0]
+            top, left, bottom, right = region
+            height, width = laid.shape
+            if not (0 <= top < bottom <= height and 0 <= left < right <= width):
+                raise CodedError(code="patching_region", layer=self.name, region=f"{tuple(region)}",
+                                 height=height, width=width)
+            inside = torch.zeros(math.prod(shape), dtype=torch.bool)
+            inside[laid[top:bottom, left:right].flatten().long()] = True
+            mask = mask & inside.view(shape).to(t.device)
+        return mask
+
+
+def _size(out: torch.Tensor, input_hw: tuple[int, int], channels_last: bool) -> str:
+    """A layer output's map size for a sentence ("14x14"), or its whole shape."""
+    try:
+        shown = as_map(out[:1], input_hw, channels_last=channels_last if out.ndim == 4 else None)
+    except ValueError:
+        shown = out[:1]
+    return "x".join(str(s) for s in (shown.shape[2:] or shown.shape[1:]))
+
+
+def _check_same(layer: _Layer, a: list[torch.Tensor], b: list[torch.Tensor], hw_a: tuple[int, int],
+                hw_b: tuple[int, int], code: str) -> None:
+    if [t.shape[1:] for t in a] == [t.shape[1:] for t in b]:
+        return
+    size_a, size_b = _size(a[0], hw_a, layer.channels_last), _size(b[0], hw_b, layer.channels_last)
+    if size_a == size_b:  # same map, other channels or calls
+        size_a, size_b = "x".join(map(str, a[0].shape[1:])), "x".join(map(str, b[0].shape[1:]))
+    raise CodedError(code=code, layer=layer.name, a=size_a, b=size_b)
+
+
+def _one_image(x: torch.Tensor, name: str) -> None:
+    check_input(x)
+    if x.shape[0] != 1:
+        raise ValueError(f"{name} must be one image, (1, 3, H, W), not a batch of {x.shape[0]}; "
+                         "patch one pair at a time.")
+
+
+def _channels(channels: Iterable[int] | None) -> list[int] | None:
+    if channels is None:
+        return None
+    chosen = [int(c) for c in channels]
+    if not chosen:
+        raise ValueError("channels is empty; name at least one channel index (0 or more), or leave it out for all.")
+    return chosen
+
+
+def _region(region: Sequence[int] | None) -> Region | None:
+    if region is None:
+        return None
+    if len(region) != 4:
+        raise ValueError(f"region must be (top, left, bottom, right) in the layer's map, not {tuple(region)!r}.")
+    top, left, bottom, right = (int(v) for v in region)
+    return top, left, bottom, right
+
+
+def _layers(model: nn.Module, names: Iterable[str]) -> list[_Layer]:
+    modules = dict(model.named_modules())
+    last = channels_last_modules(model)
+    return [_Layer(name, modules[name], name in last) for name in names]
+
+
+def _capture(hooks: Hooks, model: nn.Module, x: torch.Tensor,
+             layers: Sequence[_Layer]) -> tuple[torch.Tensor, dict[str, list[torch.Tensor]]]:
+    """One forward of ``x`` with a hook on every layer: its logits and each layer's outputs (one per
+    call of the module, kept on the model's device)."""
+    kept: dict[str, list[torch.Tensor]] = {layer.name: [] for layer in layers}
+    for layer in layers:
+        store = kept[layer.name]
+        # a copy: in-place ops after the layer (ReLU(inplace=True), out += identity) rewrite its output
+        hooks.forward_hook(layer.module,
+                           lambda m, a, out, store=store: store.append(first_tensor(out).detach().clone()))
+    with torch.inference_mode():
+        logits = first_tensor(model(x))
+    hooks.remove()
+    check_ran([layer.name for layer in layers], [name for name, outs in kept.items() if outs])
+    return logits, kept
+
+
+def sweep(
+    model: nn.Module,
+    x: torch.Tensor,
+    source: torch.Tensor,
+    layers: str | Iterable[str],
+    *,
+    target: int | None = None,
+    channels: Iterable[int] | None = None,
+    region: Sequence[int] | None = None,
+    batch_size: int = 16,
+) -> list[PatchResult]:
+    """:func:`patch` for each of ``layers``, in their order, in few forward passes.
+
+    The source and ``x`` run once each with a hook on every layer (the source's outputs to put in,
+    ``x``'s shapes to check them against); then copies of ``x`` run in batches of ``batch_size``
+    layers, copy ``i`` patched at layer ``i`` only. A module that runs several times in one pass
+    has each of its calls replaced by the source's same call.
+
+    Args:
+        model: any ``nn.Module`` whose first output is the logits; eval mode inside.
+        x: the image to patch, ``(1, 3, H, W)``.
+        source: the image whose outputs go in, ``(1, 3, H', W')``; each layer must give both the
+            same shape.
+        layers: module names (duplicates dropped), or ``"all"`` for every conv.
+        target: the class to measure; default the source's top-1.
+        channels: only these channel indices are patched; default all.
+        region: only ``(top, left, bottom, right)`` of each layer's map (end-exclusive) is patched.
+        batch_size: copies of ``x`` per forward pass.
+
+    Returns:
+        One :class:`PatchResult` per layer (``.layer``, ``.restored``, ``.logits`` ...).
+
+    Raises:
+        UnknownLayerError: a name the model lacks. CodedError (a ValueError): a layer that gives
+        the two photos different shapes, a channel or region outside a layer. ValueError: bad
+        inputs, a layer that did not run.
+
+    Example:
+        >>> for r in sweep(bundle.model, cat, dog, "all"):
+        ...     print(r.layer, round(r.restored, 2))
+    """
+    _one_image(x, "x")
+    _one_image(source, "source")
+    chosen, box = _channels(channels), _region(region)
+    if isinstance(batch_size, bool) or not isinstance(batch_size, int) or batch_size < 1:
+        raise ValueError(f"batch_size must be a whole number >= 1, not {batch_size!r}.")
+    hw_x = (int(x.shape[-2]), int(x.shape[-1]))
+    hw_s = (int(source.shape[-2]), int(source.shape[-1]))
+    with hooked(model) as hooks:
+        names = resolve_layers(model, layers)
+        unique = _layers(model, names)
+        by_name = {layer.name: layer for layer in unique}
+        device = model_device(model)
+        xd = x.to(device)
+        source_logits, kept = _capture(hooks, model, source.to(device), unique)
+        clean_logits, clean_outs = _capture(hooks, model, xd, unique)
+        masks: dict[str, list[torch.Tensor | None]] = {}
+        for layer in unique:
+            _check_same(layer, clean_outs[layer.name], kept[layer.name], hw_x, hw_s, "patching_shapes")
+            masks[layer.name] = [layer.mask(t, hw_x, chosen, box) for t in kept[layer.name]]
+        del clean_outs
+        if target is None:
+            target = int(source_logits[0].argmax())
+        elif not 0 <= target < source_logits.shape[-1]:
+            raise ValueError(f"target must be a class index from 0 to {source_logits.shape[-1] - 1}, not {target!r}.")
+
+        def patcher(name: str, rows: list[int]) -> Callable[..., Any]:
+            calls = [0]
+            sources, layer_masks = kept[name], masks[name]
+
+            def hook(module: nn.Module, args: Any, output: Any) -> Any:
+                call = calls[0]
+                calls[0] += 1
+                out = first_tensor(output)
+                new = out.clone()
+                src, mask = sources[call], layer_masks[call]
+                new[rows] = src.expand(len(rows), *src.shape[1:]) if mask is None else torch.where(mask, src, out[rows])
+                return replace_first(output, new)
+
+            return hook
+
+        patched: list[torch.Tensor] = []
+        for start in range(0, len(names), batch_size):
+            batch = names[start:start + batch_size]
+            for i, name in enumerate(batch):
+                hooks.forward_hook(by_name[name].module, patcher(name, [i]))
+            with torch.inference_mode():
+                patched.extend(first_tensor(model(xd.repeat(len(batch), 1, 1, 1))))
+            hooks.remove()
+    clean, src = keep(clean_logits[0]), keep(source_logits[0])
+    return [PatchResult(layer=name, logits=keep(logits), clean=clean, source=src, target=target)
+            for name, logits in zip(names, patched, strict=True)]
+
+
+def patch(
+    model: nn.Module,
+    x: torch.Tensor,
+    source: torch.Tensor,
+    layer: str,
+    *,
+    target: int | None = None,
+    channels: Iterable[int] | None = None,
+    region: Sequence[int] | None = None,
+) -> PatchResult:
+    """Run ``x`` with ``layer``'s output replaced by ``source``'s output at that layer.
+
+    Args:
+        model: any ``nn.Module`` whose first output is the logits; eval mode inside.
+        x: the image to patch, ``(1, 3, H, W)``.
+        source: the image whose output goes in; ``layer`` must give both the same shape.
+        layer: a module name.
+        target: the class :attr:`PatchResult.restored` is measured on; default the source's top-1.
+        channels: only these channel indices (0-based, on the layer's channel dim); default all.
+        region: only ``(top, left, bottom, right)`` of the layer's map, end-exclusive (a ViT's
+            patch grid without the class token; Swin's maps as vizhooks shows them).
+
+    Returns:
+        A :class:`PatchResult`: ``.logits`` patched, ``.clean``, ``.source``, ``.target``, ``.restored``.
+
+    Raises:
+        UnknownLayerError: a name the model lacks. CodedError (a ValueError): the two photos give
+        the layer different shapes; a channel or region outside the layer. ValueError: bad inputs.
+
+    Example:
+        >>> r = patch(bundle.model, cat, dog, "layer3.0.conv1")
+        >>> r.restored  # 1.0: all of the dog came back; 0.0: none of it
+    """
+    if not isinstance(layer, str):
+        raise TypeError(f"layer must be one module name, not {type(layer).__name__}; sweep() takes many.")
+    return sweep(model, x, source, [layer], target=target, channels=channels, region=region, batch_size=1)[0]
+
+
+# The mean outputs of mean_ablate: {model: {(layer, digest of the photos): means per call}}, a few per model.
+_means: weakref.WeakKeyDictionary[nn.Module, OrderedDict[tuple[str, str], list[torch.Tensor]]] = (
+    weakref.WeakKeyDictionary())
+_means_guard = threading.Lock()
+_MEANS_PER_MODEL = 16
+
+
+def _photo_batch(photos: Any, preprocess: Callable[[Any], torch.Tensor] | None) -> torch.Tensor:
+    if isinstance(photos, torch.Tensor):
+        items: list[Any] = [photos] if photos.ndim == 4 else [photos[None]] if photos.ndim == 3 else []
+        if not items:
+            raise ValueError(f"The photos must be (N, 3, H, W) image tensors, not {tuple(photos.shape)}.")
+    else:
+        items = list(photos)
+    if not items:
+        raise ValueError("No photos to take the mean over; give at least one.")
+    tensors = []
+    for item in items:
+        if not isinstance(item, torch.Tensor):
+            if preprocess is None:
+                raise ValueError("The photos are not tensors; pass preprocess= (e.g. bundle.preprocess) "
+                                 "to turn them into tensors.")
+            item = preprocess(item)
+        tensors.append(item[None] if item.ndim == 3 else item)
+    shapes = {tuple(t.shape[1:]) for t in tensors}
+    if len(shapes) != 1:
+        raise ValueError("The photos have different sizes; preprocess them to one size first.")
+    batch = torch.cat(tensors)
+    check_input(batch)
+    return batch
+
+
+def _mean_outputs(hooks: Hooks, model: nn.Module, layer: _Layer, photos: torch.Tensor) -> list[torch.Tensor]:
+    """The layer's output (per call) averaged over ``photos``, on the model's device; cached."""
+    data = photos.detach().to("cpu", torch.float32).contiguous()
+    digest = hashlib.sha1(data.numpy().tobytes()).hexdigest() + str(tuple(data.shape))
+    key = (layer.name, digest)
+    with _means_guard:
+        cached = _means.setdefault(model, OrderedDict())
+        if key in cached:
+            cached.move_to_end(key)
+            return cached[key]
+    device = model_device(model)
+    sums: list[torch.Tensor] = []
+    for start in range(0, len(photos), 16):
+        _, outs = _capture(hooks, model, photos[start:start + 16].to(device), [layer])
+        parts = [t.sum(0, keepdim=True) for t in outs[layer.name]]
+        sums = parts if not sums else [a + b for a, b in zip(sums, parts, strict=True)]
+    means = [s / len(photos) for s in sums]
+    with _means_guard:
+        cached[key] = means
+        while len(cached) > _MEANS_PER_MODEL:
+            cached.popitem(last=False)
+    return means
+
+
+def _edit_run(model: nn.Module, x: torch.Tensor, layer_name: str, *, target: int | None,
+              make_edit: Callable[[Hooks, _Layer, list[torch.Tensor]], Edit]) -> EditResult:
+    """``x`` plainly and with every call of ``layer_name``'s output replaced by ``edit(call, output)``."""
+    _one_image(x, "x")
+    with hooked(model) as hooks:
+        layer = _layers(model, resolve_layers(model, [layer_name]))[0]
+        xd = x.to(model_device(model))
+        clean, outs = _capture(hooks, model, xd, [layer])
+        edit = make_edit(hooks, layer, outs[layer.name])
+        calls = [0]
+
+        def hook(module: nn.Module, args: Any, output: Any) -> Any:
+            call = calls[0]
+            calls[0] += 1
+            return replace_first(output, edit(call, first_tensor(output)))
+
+        hooks.forward_hook(layer.module, hook)
+        with torch.inference_mode():
+            edited = first_tensor(model(xd))
+    if target is None:
+        target = int(clean[0].argmax())
+    elif not 0 <= target < clean.shape[-1]:
+        raise ValueError(f"target must be a class index from 0 to {clean.shape[-1] - 1}, not {target!r}.")
+    return EditResult(layer=layer.name, logits=keep(edited[0]), clean=keep(clean[0]), target=target)
+
+
+def mean_ablate(
+    model: nn.Module,
+    x: torch.Tensor,
+    layer: str,
+    images_or_tensors: Any,
+    *,
+    target: int | None = None,
+    channels: Iterable[int] | None = None,
+    preprocess: Callable[[Any], torch.Tensor] | None = None,
+) -> EditResult:
+    """Run ``x`` with ``layer``'s output (or only ``channels`` of it) replaced by its mean over photos.
+
+    The mean is each position's average over the photos, computed once per model, layer and set of
+    photos and cached (the last 16 per model).
+
+    Args:
+        x: the image, ``(1, 3, H, W)``.
+        layer: a module name; the photos must give it the shape ``x`` gives it.
+        images_or_tensors: an ``(N, 3, H, W)`` tensor, or a list of image tensors or of pictures
+            (PIL images, with ``preprocess``).
+        target: the class :attr:`EditResult.change` is measured on; default ``x``'s top-1.
+        channels: only these channel indices are replaced; default all.
+        preprocess: turns a picture into a ``(3, H, W)`` or ``(1, 3, H, W)`` tensor (``bundle.preprocess``).
+
+    Returns:
+        An :class:`EditResult` (``.logits`` with the mean, ``.clean``, ``.target``, ``.change``).
+
+    Raises:
+        UnknownLayerError: a name the model lacks. CodedError: the photos give the layer another
+        shape than ``x``; a channel outside the layer. ValueError: bad inputs.
+
+    Example:
+        >>> r = mean_ablate(bundle.model, cat, "layer4", samples, preprocess=bundle.preprocess)
+        >>> r.change  # how far the cat logit fell
+    """
+    _one_image(x, "x")
+    chosen = _channels(channels)
+    photos = _photo_batch(images_or_tensors, preprocess)
+    hw_x = (int(x.shape[-2]), int(x.shape[-1]))
+    hw_p = (int(photos.shape[-2]), int(photos.shape[-1]))
+
+    def make_edit(hooks: Hooks, layer: _Layer, outs: list[torch.Tensor]) -> Edit:
+        means = _mean_outputs(hooks, model, layer, photos)
+        _check_same(layer, outs, means, hw_x, hw_p, "patching_mean_shapes")
+        masks = [layer.mask(t, hw_x, chosen, None) for t in means]
+
+        def edit(call: int, out: torch.Tensor) -> torch.Tensor:
+            mask = masks[call]
+            return means[call].expand_as(out) if mask is None else torch.where(mask, means[call], out)
+
+        return edit
+
+    return _edit_run(model, x, layer, target=target, make_edit=make_edit)
+
+
+def steer(model: nn.Module, x: torch.Tensor, layer: str, direction: torch.Tensor, scale: float, *,
+          target: int | None = None) -> EditResult:
+    """Run ``x`` with ``scale * direction`` added to ``layer``'s channels at every position.
+
+    Args:
+        x: the image, ``(1, 3, H, W)``.
+        layer: a module name.
+        direction: a ``(C,)`` vector over the layer's channels: a concept, or the difference of two
+            classes' mean activations.
+        scale: how much of it to add (negative subtracts).
+        target: the class :attr:`EditResult.change` is measured on; default ``x``'s top-1.
+
+    Returns:
+        An :class:`EditResult`.
+
+    Raises:
+        UnknownLayerError: a name the model lacks. CodedError: ``direction`` does not have one value
+        per channel of the layer. ValueError: bad inputs.
+
+    Example:
+        >>> r = steer(bundle.model, x, "layer4", dog_mean - cat_mean, 2.0, target=dog_class)
+    """
+    if not isinstance(direction, torch.Tensor) or direction.ndim != 1:
+        shape = tuple(direction.shape) if isinstance(direction, torch.Tensor) else type(direction).__name__
+        raise ValueError(f"direction must be a (C,) tensor with one value per channel of the layer, not {shape}.")
+    if isinstance(scale, bool) or not isinstance(scale, (int, float)) or math.isnan(scale):
+        raise ValueError(f"scale must be a number, not {scale!r}.")
+
+    def make_edit(hooks: Hooks, layer: _Layer, outs: list[torch.Tensor]) -> Edit:
+        shifts = []
+        for out in outs:
+            dim = layer.dim(out)
+            if out.shape[dim] != direction.numel():
+                raise CodedError(code="patching_direction", layer=layer.name, count=out.shape[dim],
+                                 given=direction.numel())
+            shape = [1] * out.ndim
+            shape[dim] = out.shape[dim]
+            shifts.append((scale * direction.to(out.device, out.dtype)).view(shape))
+        return lambda call, out: out + shifts[call]
+
+    return _edit_run(model, x, layer, target=target, make_edit=make_edit)
