@@ -56,6 +56,9 @@ ENGINES = ("local",)
 
 #: ``progress(done, total)``: pictures done so far.
 Progress = Callable[[int, int], None]
+#: ``on_batch(rows, maps)``: each batch's prediction rows and maps as soon as they are known (a caller
+#: that writes them as it goes keeps what was finished when a long run stops).
+OnBatch = Callable[[list[dict[str, Any]], dict[str, np.ndarray]], None]
 
 _WNID = re.compile(r"^n\d{8}$")
 
@@ -401,6 +404,7 @@ def audit(
     batch_size: int = 32,
     map_size: int = 16,
     progress: Progress | None = None,
+    on_batch: OnBatch | None = None,
 ) -> Audit:
     """Predictions, confusion, explanation maps and SpRAy clusters of a labelled folder.
 
@@ -418,6 +422,7 @@ def audit(
         batch_size: pictures per forward (and, for Grad-CAM, backward) pass.
         map_size: side of the down-sampled maps.
         progress: ``progress(done, total)`` after each batch.
+        on_batch: ``on_batch(rows, maps)`` with each batch's new prediction rows and maps.
 
     Raises:
         AuditError: a missing folder, no class sub-folders, an empty class folder, a class folder
@@ -448,6 +453,7 @@ def audit(
         if outputs is None:
             outputs = match_classes(names, net.categories, int(logits.shape[-1]), root)
         probs = torch.softmax(logits, dim=1)
+        first = len(rows)
         for (rel, label, _), row, m in zip(batch, probs, found, strict=True):
             index = int(row.argmax())
             predicted = (names[outputs.index(index)] if index in outputs
@@ -456,6 +462,8 @@ def audit(
                          "confidence": float(row[index]), "correct": outputs[names.index(label)] == index})
             maps[rel] = _downsample(m, map_size)
         batch.clear()
+        if on_batch is not None:
+            on_batch(rows[first:], {r["path"]: maps[r["path"]] for r in rows[first:]})
         if progress is not None:
             progress(len(rows) + len(skipped), len(todo))
 
@@ -493,5 +501,5 @@ def audit(
                  method=method, layer=layer, map_size=map_size)
 
 
-__all__ = ["AUTO_RANGE", "OFF_CENTRE", "OTHER", "REGIONS", "Audit", "AuditError", "Cluster", "audit",
-           "class_folders", "eigengap", "gradcam_batch", "match_classes", "normalised", "region", "spray"]
+__all__ = ["AUTO_RANGE", "OFF_CENTRE", "OTHER", "REGIONS", "Audit", "AuditError", "Cluster", "OnBatch", "Progress",
+           "audit", "class_folders", "eigengap", "gradcam_batch", "match_classes", "normalised", "region", "spray"]
