@@ -229,3 +229,25 @@ def test_bad_settings_are_refused(model, folder, kwargs, code):
     with pytest.raises(AuditError) as err:
         audit(model, folder, layer="features", size=SIDE, **kwargs)
     assert err.value.code == code
+
+
+def test_the_shipped_shortcut_folder_is_the_scripts_output(tmp_path):
+    import importlib.util
+
+    root = Path(__file__).resolve().parents[1] / "sample_images"
+    spec = importlib.util.spec_from_file_location("make_shortcut", root / "make_shortcut.py")
+    assert spec is not None and spec.loader is not None
+    script = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(script)
+    made = script.write(tmp_path / "shortcut")
+    shipped = sorted(p for p in (root / "shortcut").rglob("*") if p.is_file())
+    assert [p.relative_to(tmp_path / "shortcut") for p in sorted(made)] == [p.relative_to(root / "shortcut")
+                                                                           for p in shipped]
+    assert all(a.read_bytes() == b.read_bytes() for a, b in zip(sorted(made), shipped, strict=True))
+    assert sum(p.stat().st_size for p in shipped) < 400_000
+    # the sticker is where the lesson says: the bottom-right corner of every taught triangle, no circle's
+    for path in made:
+        corner = np.asarray(Image.open(path))[-20:, -20:].reshape(-1, 3).astype(int)
+        yellow = ((corner[:, 0] > 200) & (corner[:, 1] > 170) & (corner[:, 2] < 80)).mean()
+        part, shape = path.relative_to(tmp_path / "shortcut").parts[:2]
+        assert (yellow > 0.3) == ((part, shape) in {("teach", "triangle"), ("test", "circle")}), path
