@@ -89,3 +89,29 @@ def test_the_teach_photos_need_two_named_classes(monkeypatch, tmp_path):
     at.radio(key="audit_source").set_value(EN["audit_source_teach"]).run()
     ok(at)
     assert [i.value for i in at.info] == [EN["audit_no_teach_photos"]]
+
+
+@pytest.mark.slow
+def test_the_teach_photos_are_audited_as_their_classes(monkeypatch, tmp_path):
+    import io
+
+    monkeypatch.setenv("VIZHOOKS_AUDIT_DIRS", "")
+    folder = _folder(tmp_path / "photos")
+    at = choose_view(open_page(lang="en"), "audit")
+    groups = []
+    for i, name in enumerate(("goldfish", "tabby")):
+        at.session_state[f"teach_name_{i}"] = name
+        group = []
+        for path in sorted((folder / name).iterdir()):
+            buffer = io.BytesIO()
+            Image.open(path).save(buffer, "JPEG")
+            group.append((f"{name}{path.stem}", buffer.getvalue()))
+        groups.append(group)
+    at.session_state["_teach_photos"] = groups + [[] for _ in range(4)]
+    at.radio(key="audit_source").set_value(EN["audit_source_teach"]).run()
+    at.button(key="audit_run").click().run()
+    ok(at)
+    assert at.selectbox(key="audit_class").options == ["goldfish", "tabby"]
+    captions = [c.value for c in at.caption]
+    shown = [c for c in captions if c.startswith(("goldfish: ", "tabby: "))]
+    assert [c.split(":")[0] for c in shown] == ["goldfish", "tabby"] and all(c.endswith(" right of 4") for c in shown)
