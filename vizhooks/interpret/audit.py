@@ -25,7 +25,7 @@ from __future__ import annotations
 import re
 import warnings
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -126,7 +126,6 @@ class Audit:
     method: str = "gradcam"
     layer: str = ""
     map_size: int = 16
-    notes: list[str] = field(default_factory=list)
 
     def accuracy(self) -> dict[str, float]:
         """Each class's share of pictures predicted right (NaN for a class whose pictures were all skipped)."""
