@@ -25,7 +25,9 @@ OLD_LINKS = {
     "lesson": "learn", "teach": "learn", "code": "learn",
     "gradients": "hood", "backward": "hood", "table": "hood",
 }
-MENU = {"look": ["maps", "overview", "inspector", "convolution", "atlas"], "explain": ["gradcam", "explain"],
+#: Views added since, and their groups.
+NEW_VIEWS = {"audit": "explain"}
+MENU = {"look": ["maps", "overview", "inspector", "convolution", "atlas"], "explain": ["gradcam", "explain", "audit"],
         "change": ["intervene", "compare"], "learn": ["lesson", "teach", "code"],
         "hood": ["gradients", "backward", "table"]}
 VIEWS_DIR = Path(__file__).resolve().parents[1] / "vizhooks" / "page" / "views"
@@ -62,7 +64,7 @@ def test_the_menu_speaks_the_pages_language():
     at = open_page(size="128", layers="conv1", lang="zh", view="explain")
     ok(at)
     assert at.segmented_control(key="view_group").options == [ZH[f"group_{g}"] for g in MENU]
-    assert at.pills(key="view").options == [ZH["view_gradcam"], ZH["view_explain"]]
+    assert at.pills(key="view").options == [ZH["view_gradcam"], ZH["view_explain"], ZH["view_audit"]]
     at.segmented_control(key="lang").set_value("en").run()
     ok(at)
     assert at.segmented_control(key="view_group").options == [EN[f"group_{g}"] for g in MENU]
@@ -71,14 +73,14 @@ def test_the_menu_speaks_the_pages_language():
 
 def test_the_registry_is_every_view_module_in_menu_order():
     modules = sorted(p.stem for p in VIEWS_DIR.glob("*.py") if p.stem != "__init__")
-    assert sorted(v.name for v in REGISTRY) == modules == sorted(OLD_LINKS)
+    assert sorted(v.name for v in REGISTRY) == modules == sorted(OLD_LINKS | NEW_VIEWS)
     assert [v.name for v in REGISTRY] == [name for group in MENU for name in MENU[group]]
     assert list(GROUPS) == list(MENU)
     for view in REGISTRY:
         assert view.label in EN and view.label in ZH, view.name
     for group in GROUPS:
         assert EN[f"group_{group}"] and ZH[f"group_{group}"] and EN[f"group_{group}"] != ZH[f"group_{group}"]
-    assert [v.name for v in REGISTRY if v.own_area] == ["teach"]
+    assert [v.name for v in REGISTRY if v.own_area] == ["audit", "teach"]
     with pytest.raises(ValueError, match="use one of look, explain"):
         View("new", group="other", order=1, label="view_new", show=print)
 
@@ -101,4 +103,4 @@ def test_no_view_module_reaches_the_link_parser():
 def test_any_page_module_can_be_imported_first(first):
     code = f"import {first}; from vizhooks.page.urlstate import VIEWS; print(len(VIEWS))"
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=300)
-    assert done.returncode == 0 and done.stdout.strip() == str(len(OLD_LINKS)), done.stderr[-2000:]
+    assert done.returncode == 0 and done.stdout.strip() == str(len(OLD_LINKS | NEW_VIEWS)), done.stderr[-2000:]

@@ -665,6 +665,115 @@ def _explain_summary(out: os.PathLike[str], names: list[str], columns: list[str]
         print(method.ljust(14) + f"  {len(mine):6d}  " + "  ".join(cells))
 
 
+def _audit_arguments(p: argparse.ArgumentParser) -> None:
+    p.description = (
+        "Audit a labelled folder: every picture's prediction, the confusion matrix, the explanation map of\n"
+        "each predicted class, and per class the clusters of those maps (SpRAy); a cluster whose heat sits at an\n"
+        "edge or in a corner is a possible shortcut. FOLDER holds one sub-folder per true class, named after a\n"
+        "class of the model, its index or its WordNet id. Writes predictions.csv, confusion.csv, clusters.csv,\n"
+        "maps.parquet and skipped.txt into --out; predictions and maps as each batch finishes.")
+    p.epilog = ("Examples:\n"
+                f"  {PROG} audit sample_images/shortcut/ --model resnet18 --weights my_model.pth --out audit/\n"
+                f"  {PROG} audit photos/ --model resnet50 --layer layer4 --clusters 3 --out audit50/")
+    p.add_argument("folder", metavar="FOLDER", help="a folder with one sub-folder of pictures per true class")
+    p.add_argument("--model", default="resnet18", metavar="NAME", help="the model (default: resnet18)")
+    p.add_argument("--weights", default="auto", help="auto | imagenet | none | PATH (default: auto)")
+    p.add_argument("--labels", metavar="FILE", help="class names of --weights PATH, one per line (default: the "
+                   ".txt beside it, as teach writes it)")
+    p.add_argument("--layer", metavar="NAME", help="the layer of the map (default: the last block)")
+    p.add_argument("--method", default="gradcam", metavar="NAME", help="the explanation method (default: gradcam)")
+    p.add_argument("--size", type=_whole_number("--size", MIN_SIZE, MAX_SIZE), default=224,
+                   help="the shorter side pictures are seen at (default: 224)")
+    p.add_argument("--clusters", default="auto", help="auto (2 to 8 by the eigengap) or a number per class")
+    p.add_argument("--engine", default="local", choices=["local"], help="where it runs (default: local)")
+    p.add_argument("--batch", type=_whole_number("--batch", 1, 1024), default=32,
+                   help="pictures per pass (default: 32)")
+    p.add_argument("--device", default="auto", help="auto, cpu, cuda, cuda:N or mps")
+    p.add_argument("--out", required=True, metavar="DIR", help="the folder to write into")
+
+
+def _audit(args: argparse.Namespace) -> int:
+    import csv
+    from pathlib import Path
+
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    from vizhooks.i18n import english
+    from vizhooks.interpret.audit import audit, class_folders
+    from vizhooks.interpret.methods import METHODS
+
+    folder, out = Path(args.folder), Path(args.out)
+    class_folders(folder)  # the folder's and the method's refusals before a model is loaded
+    if args.method not in METHODS:
+        raise UsageError(f"Unknown explanation method {args.method!r}; choose from {', '.join(METHODS)}")
+    clusters: int | str = args.clusters
+    if clusters != "auto":
+        if not str(clusters).isdigit() or int(clusters) < 1:
+            raise UsageError(f"--clusters must be auto or a whole number of at least 1, not {clusters!r}")
+        clusters = int(clusters)
+    labels = args.labels
+    if labels is None and args.weights not in ("auto", "imagenet", "none") and Path(args.weights).with_suffix(
+            ".txt").is_file():
+        labels = str(Path(args.weights).with_suffix(".txt"))
+    if labels and args.weights in ("auto", "imagenet", "none"):
+        raise UsageError("--labels goes with --weights PATH (your own checkpoint)")
+    bundle = load_model(args.model, weights=args.weights, device=args.device, labels=labels)
+    print(f"Model: {bundle.name} on {bundle.device}. {bundle.weights_status}", file=sys.stderr)
+    out.mkdir(parents=True, exist_ok=True)
+    columns = ["path", "label", "predicted", "predicted_index", "confidence", "correct"]
+    writer: list[pq.ParquetWriter] = []
+    with open(out / "predictions.csv", "w", newline="", encoding="utf-8") as f:
+        table = csv.writer(f)
+        table.writerow(columns)
+
+        def keep(rows: list[dict], maps: dict) -> None:
+            table.writerows([r[c] if c != "confidence" else f"{r[c]:.6g}" for c in columns] for r in rows)
+            f.flush()
+            schema = pa.schema([("path", pa.string()), ("label", pa.string()), ("predicted", pa.string()),
+                                ("map", pa.list_(pa.float32()))])
+            batch = pa.table({"path": [r["path"] for r in rows], "label": [r["label"] for r in rows],
+                              "predicted": [r["predicted"] for r in rows],
+                              "map": [maps[r["path"]].ravel().tolist() for r in rows]}, schema=schema)
+            if not writer:
+                writer.append(pq.ParquetWriter(out / "maps.parquet", batch.schema))
+            writer[0].write_table(batch)
+
+        def bar(done: int, total: int) -> None:
+            print(f"\rpictures: {done}/{total}", end="\n" if done >= total else "", file=sys.stderr, flush=True)
+
+        try:
+            found = audit(bundle, folder, layer=args.layer, method=args.method, size=args.size, clusters=clusters,
+                          engine=args.engine, batch_size=args.batch, progress=bar, on_batch=keep)
+        finally:
+            if writer:
+                writer[0].close()
+    with open(out / "confusion.csv", "w", newline="", encoding="utf-8") as f:
+        table = csv.writer(f)
+        table.writerow(["true", *found.columns])
+        table.writerows([name, *row] for name, row in zip(found.classes, found.confusion.tolist(), strict=True))
+    with open(out / "clusters.csv", "w", newline="", encoding="utf-8") as f:
+        table = csv.writer(f)
+        table.writerow(["class", "cluster", "rank", "path", "distance", "size", "where", "shortcut"])
+        for name, groups in found.groups.items():
+            for c in groups:
+                table.writerows([name, c.id, rank, path, f"{d:.6g}", c.size, c.where, c.shortcut]
+                                for rank, (path, d) in enumerate(zip(c.members, c.distances, strict=True)))
+    (out / "skipped.txt").write_text("".join(f"{path}: {reason}\n" for path, reason in found.skipped),
+                                     encoding="utf-8")
+    print("per-class accuracy:")
+    for name, accuracy in found.accuracy().items():
+        print(f"  {name}: {accuracy:.0%} of {int(found.confusion[found.classes.index(name)].sum())}")
+    for name, c in found.suspicious():
+        print(english("audit_shortcut", where=english(f"audit_where_{c.where}"), name=name, cluster=c.id, n=c.size))
+    if not found.suspicious():
+        print("no cluster's heat sits away from the centre")
+    if found.skipped:
+        print(f"{len(found.skipped)} file(s) skipped (see skipped.txt)", file=sys.stderr)
+    print(out)
+    return 0
+
+
 @dataclass(frozen=True)
 class Command:
     """One subcommand: the one line ``--help`` lists for it, the function that declares its arguments
@@ -691,6 +800,8 @@ COMMANDS: tuple[Command, ...] = (
             "my_photos/ --model resnet18 --out my_model.pth"),
     Command("explain", "explanation methods scored on a folder of photos", _explain_arguments, _explain,
             "photos/ --methods gradcam,saliency --out scores.csv"),
+    Command("audit", "a labelled folder: mistakes, maps and shortcuts", _audit_arguments, _audit,
+            "photos/ --model resnet18 --out audit/"),
 )
 #: First arguments the top-level parser answers itself; anything else that is not a command is maps.
 _TOP_LEVEL = ("-h", "--help", "--version")

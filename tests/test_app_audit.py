@@ -1,0 +1,117 @@
+"""The Audit view through AppTest, in both languages: an operator's folder (VIZHOOKS_AUDIT_DIRS) audited
+with the session's model shows the library's per-class accuracy, a confusion matrix, a cell picker
+whose pictures are that cell's, and the clusters of a class; a folder the model cannot read is one
+sentence; the Teach view's photos are offered only once two classes have names and photos."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from PIL import Image
+
+from tests.helpers import choose_view, ok, open_page
+from vizhooks.interpret.audit import OTHER, audit
+from vizhooks.page.results import get_bundle
+from vizhooks.page.texts import EN, ZH
+
+
+def _folder(root):
+    rng = np.random.default_rng(1)
+    for name in ("goldfish", "tabby"):
+        (root / name).mkdir(parents=True)
+        for i in range(4):
+            Image.fromarray(rng.integers(0, 255, (64, 64, 3), dtype=np.uint8)).save(root / name / f"{i}.png")
+    return root
+
+
+def _audit_page(lang, monkeypatch, folder):
+    monkeypatch.setenv("VIZHOOKS_AUDIT_DIRS", str(folder))
+    at = choose_view(open_page(lang=lang), "audit")
+    texts = EN if lang == "en" else ZH
+    at.radio(key="audit_source").set_value(texts["audit_source_dir"].format(path=str(folder))).run()
+    at.button(key="audit_run").click().run()
+    return at, texts
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("lang", ["en", "zh"])
+def test_audit_shows_the_librarys_findings(lang, monkeypatch, tmp_path):
+    folder = _folder(tmp_path / "photos")
+    at, texts = _audit_page(lang, monkeypatch, folder)
+    ok(at)
+    want = audit(get_bundle("resnet18"), folder, size=224)
+    captions = [c.value for c in at.caption]
+    for name, accuracy in want.accuracy().items():
+        n = int(want.confusion[want.classes.index(name)].sum())
+        assert texts["audit_accuracy"].format(name=name, acc=accuracy, n=n) in captions
+    cells = at.selectbox(key="audit_cell")
+    assert len(cells.options) == int((want.confusion > 0).sum())
+    # each cell's pictures: as many as the library counts there (up to 8), most confident first
+    for option in list(cells.options):
+        at.selectbox(key="audit_cell").set_value(option).run()
+        ok(at)
+        i, j = at.selectbox(key="audit_cell").value
+        column = want.columns[j]
+        pictures = [r for r in want.predictions if r["label"] == want.classes[i] and (
+            r["predicted"] == column or (column == OTHER and r["predicted"] not in want.classes))]
+        assert len(pictures) == want.confusion[i, j] > 0
+        pictures.sort(key=lambda r: -r["confidence"])
+        wanted = [texts["audit_picture"].format(guess=r["predicted"], conf=r["confidence"]) for r in pictures[:8]]
+        assert _image_captions(at)[1:1 + len(wanted)] == wanted  # after the confusion matrix
+    # the clusters of the chosen class: one caption each, the library's sizes
+    name = at.selectbox(key="audit_class").value
+    sizes = sorted(c.size for c in want.groups[name])
+    head = texts["audit_cluster"].split("{")[0]
+    shown = [c for c in _image_captions(at) if c.startswith(head)]
+    assert sorted(int(c.split(":")[1].split()[0]) for c in shown) == sizes if lang == "en" else len(shown) == len(sizes)
+
+
+def _image_captions(at) -> list[str]:
+    found = []
+    for node in at.image:
+        found += [img.caption for img in node.proto.imgs if img.caption]
+    return found
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("lang", ["en", "zh"])
+def test_a_folder_the_model_cannot_read_is_one_sentence(lang, monkeypatch, tmp_path):
+    folder = _folder(tmp_path / "photos")
+    (folder / "tabby").rename(folder / "zebra crossing")
+    at, texts = _audit_page(lang, monkeypatch, folder)
+    assert not at.exception
+    assert len(at.error) == 1 and "zebra crossing" in at.error[0].value
+
+
+def test_the_teach_photos_need_two_named_classes(monkeypatch, tmp_path):
+    monkeypatch.setenv("VIZHOOKS_AUDIT_DIRS", "")
+    at = choose_view(open_page(lang="en"), "audit")
+    at.radio(key="audit_source").set_value(EN["audit_source_teach"]).run()
+    ok(at)
+    assert [i.value for i in at.info] == [EN["audit_no_teach_photos"]]
+
+
+@pytest.mark.slow
+def test_the_teach_photos_are_audited_as_their_classes(monkeypatch, tmp_path):
+    import io
+
+    monkeypatch.setenv("VIZHOOKS_AUDIT_DIRS", "")
+    folder = _folder(tmp_path / "photos")
+    at = choose_view(open_page(lang="en"), "audit")
+    groups = []
+    for i, name in enumerate(("goldfish", "tabby")):
+        at.session_state[f"teach_name_{i}"] = name
+        group = []
+        for path in sorted((folder / name).iterdir()):
+            buffer = io.BytesIO()
+            Image.open(path).save(buffer, "JPEG")
+            group.append((f"{name}{path.stem}", buffer.getvalue()))
+        groups.append(group)
+    at.session_state["_teach_photos"] = groups + [[] for _ in range(4)]
+    at.radio(key="audit_source").set_value(EN["audit_source_teach"]).run()
+    at.button(key="audit_run").click().run()
+    ok(at)
+    assert at.selectbox(key="audit_class").options == ["goldfish", "tabby"]
+    captions = [c.value for c in at.caption]
+    shown = [c for c in captions if c.startswith(("goldfish: ", "tabby: "))]
+    assert [c.split(":")[0] for c in shown] == ["goldfish", "tabby"] and all(c.endswith(" right of 4") for c in shown)

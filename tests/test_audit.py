@@ -1,0 +1,253 @@
+"""The folder audit against independent answers: the model's own forward, a confusion matrix counted
+by hand from how the folder was built, Grad-CAM called one picture at a time, scikit-learn's spectral
+clustering called directly, and a planted shortcut (a red sticker in a corner that the model reads)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+import pytest
+import torch
+import torch.nn.functional as F
+from helpers import count_hooks
+from PIL import Image
+from torch import nn
+
+from vizhooks.interpret.audit import OTHER, AuditError, audit, eigengap, normalised, spray
+from vizhooks.interpret.cam import grad_cam
+from vizhooks.models.images import load_image, preprocess
+
+SIDE = 32
+GREY = (128, 128, 128)
+
+
+class Planted(nn.Module):
+    """Three colour detectors (a 1x1 conv + ReLU, cut at 0.2) and a head that reads their means:
+    "cat" is the red detector, "dog" the green one, "bird" the blue one. Grad-CAM at ``features``
+    therefore lies exactly where the deciding colour is."""
+
+    categories = ["cat", "dog", "bird"]
+    mean_std = ((0.0, 0.0, 0.0), (1.0, 1.0, 1.0))
+
+    def __init__(self) -> None:
+        super().__init__()
+        conv = nn.Conv2d(3, 3, 1)
+        with torch.no_grad():
+            conv.weight.copy_((torch.eye(3) * 1.5 - 0.5).view(3, 3, 1, 1))  # each colour minus the other two's mean
+            conv.bias.fill_(-0.2)
+        self.features = nn.Sequential(conv, nn.ReLU())
+        self.pool = nn.AdaptiveAvgPool2d(1)
+        self.head = nn.Linear(3, 3)
+        with torch.no_grad():
+            self.head.weight.copy_(torch.eye(3) * 100)
+            self.head.bias.zero_()
+        self.eval()
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return self.head(self.pool(self.features(x)).flatten(1))
+
+
+def picture(seed: int, *, sticker: str | None = None, blob: tuple[int, int, int] | None = None) -> Image.Image:
+    """A noisy grey picture, a coloured blob in the middle, and a 6 x 6 red sticker in a corner."""
+    rng = np.random.default_rng(seed)
+    arr = np.clip(rng.normal(128, 6, (SIDE, SIDE, 3)), 0, 255).astype(np.uint8)
+    if blob is not None:
+        c = SIDE // 2 + int(rng.integers(-2, 3))
+        arr[c - 5:c + 5, c - 5:c + 5] = blob
+    if sticker == "top-left":
+        arr[1:7, 1:7] = (255, 0, 0)
+    elif sticker == "bottom-right":
+        arr[-7:-1, -7:-1] = (255, 0, 0)
+    return Image.fromarray(arr)
+
+
+def write_folder(root: Path) -> Path:
+    """cat: 10 stickers top-left, 10 bottom-right, over a grey blob; dog: 10 green blobs, one with a
+    sticker and a grey blob (predicted cat), two blue blobs (predicted bird: "other"); and two unreadable files."""
+    (root / "cat").mkdir(parents=True)
+    (root / "Dog").mkdir()
+    for i in range(10):
+        picture(i, sticker="top-left", blob=GREY).save(root / "cat" / f"tl{i:02d}.png")
+        picture(100 + i, sticker="bottom-right", blob=GREY).save(root / "cat" / f"br{i:02d}.png")
+        picture(200 + i, blob=(0, 200, 0)).save(root / "Dog" / f"g{i:02d}.png")
+    picture(300, blob=GREY, sticker="bottom-right").save(root / "Dog" / "sticker.png")
+    picture(301, blob=(0, 0, 220)).save(root / "Dog" / "blue1.png")
+    picture(302, blob=(0, 0, 220)).save(root / "Dog" / "blue2.png")
+    (root / "Dog" / "broken.jpg").write_bytes(b"not a picture")
+    (root / "cat" / "empty.png").write_bytes(b"")
+    return root
+
+
+@pytest.fixture(scope="module")
+def folder(tmp_path_factory) -> Path:
+    return write_folder(tmp_path_factory.mktemp("audit") / "photos")
+
+
+@pytest.fixture(scope="module")
+def model() -> Planted:
+    return Planted()
+
+
+@pytest.fixture(scope="module")
+def found(model, folder):
+    return audit(model, folder, layer="features", size=SIDE, batch_size=8)
+
+
+def _x(folder: Path, rel: str) -> torch.Tensor:
+    return preprocess(load_image(folder / rel), SIDE, mean=Planted.mean_std[0], std=Planted.mean_std[1])
+
+
+def test_predictions_are_the_models_own_forward(found, model, folder):
+    assert len(found.predictions) == 33
+    for row in found.predictions:
+        with torch.no_grad():
+            probs = torch.softmax(model(_x(folder, row["path"])), dim=1)[0]
+        index = int(probs.argmax())
+        assert row["predicted_index"] == index
+        assert row["predicted"] == {0: "cat", 1: "Dog", 2: "bird"}[index]
+        assert row["confidence"] == pytest.approx(float(probs[index]), rel=1e-5)
+        assert row["correct"] == (index == {"cat": 0, "Dog": 1}[row["label"]])
+    assert count_hooks(model) == 0
+
+
+def test_confusion_counts_what_the_folder_was_built_with(found):
+    assert found.classes == ["Dog", "cat"]  # ImageFolder's order; "Dog" matched to "dog" ignoring case
+    assert found.outputs == [1, 0]
+    assert found.columns == ["Dog", "cat", OTHER]
+    # rows: Dog (10 green right, 1 with a sticker -> cat, 2 blue -> bird), cat (20 right)
+    assert found.confusion.tolist() == [[10, 1, 2], [0, 20, 0]]
+    assert found.accuracy() == {"Dog": pytest.approx(10 / 13), "cat": 1.0}
+    assert [m["path"] for m in found.mistakes()][:1] and {m["path"] for m in found.mistakes()} == {
+        "Dog/sticker.png", "Dog/blue1.png", "Dog/blue2.png"}
+
+
+def test_unreadable_files_are_skipped_and_listed(found):
+    assert sorted(p for p, _ in found.skipped) == ["Dog/broken.jpg", "cat/empty.png"]
+    assert all(reason for _, reason in found.skipped)
+
+
+def test_maps_are_grad_cam_of_the_predicted_class(found, model, folder):
+    for row in found.predictions[::4]:
+        x = _x(folder, row["path"])
+        want = grad_cam(model, x, "features", target=row["predicted_index"])
+        small = F.adaptive_avg_pool2d(want[None, None], (16, 16))[0, 0].numpy()
+        assert found.maps[row["path"]].shape == (16, 16)
+        np.testing.assert_allclose(found.maps[row["path"]], small, atol=1e-5)
+
+
+def test_clusters_are_scikit_learns_spectral_clustering(found):
+    from sklearn.cluster import SpectralClustering
+    from sklearn.metrics import adjusted_rand_score
+
+    for name in found.classes:
+        paths = [r["path"] for r in found.predictions if r["label"] == name]
+        maps = np.stack([found.maps[p] for p in paths]).reshape(len(paths), -1)
+        rows = maps / np.abs(maps).max(axis=1, keepdims=True)
+        k = len(found.groups[name])
+        want = SpectralClustering(n_clusters=k, affinity="nearest_neighbors", n_neighbors=min(10, len(paths) - 1),
+                                  random_state=0).fit_predict(rows)
+        got = [found.clusters[name][p] for p in paths]
+        assert adjusted_rand_score(want, got) == 1.0
+
+
+def test_eigengap_is_the_largest_jump_of_the_laplacian(found):
+    from scipy.sparse.csgraph import laplacian
+    from sklearn.neighbors import kneighbors_graph
+
+    paths = [r["path"] for r in found.predictions if r["label"] == "cat"]
+    feats = normalised(np.stack([found.maps[p] for p in paths]))
+    graph = kneighbors_graph(feats, 10, include_self=True).toarray()
+    values = np.sort(np.linalg.eigvalsh(laplacian((graph + graph.T) / 2, normed=True)))
+    assert eigengap(feats) == 2 + int(np.argmax(np.diff(values)[1:8]))
+
+
+def test_planted_shortcut_is_a_flagged_corner_cluster(found):
+    cats = found.groups["cat"]
+    assert 2 <= len(cats) <= 4
+    by_where = {c.where: c for c in cats if c.shortcut}
+    assert set(by_where) >= {"top-left", "bottom-right"}
+    for where, prefix in (("top-left", "cat/tl"), ("bottom-right", "cat/br")):
+        members = by_where[where].members
+        purity = sum(m.startswith(prefix) for m in members) / len(members)
+        assert purity >= 0.95 and len(members) >= 9
+        heat = by_where[where].mean
+        corner = heat[:5, :5] if where == "top-left" else heat[-5:, -5:]
+        assert corner.sum() > 0.8 * heat.clip(0).sum()
+        assert by_where[where].distances == sorted(by_where[where].distances)
+    # the green blobs of "Dog" sit in the middle: nothing flagged for their biggest cluster
+    assert found.groups["Dog"][0].where == "centre" and not found.groups["Dog"][0].shortcut
+    assert ("cat", by_where["top-left"]) in found.suspicious()
+
+
+def test_two_clusters_when_asked_separate_the_corners(model, folder):
+    two = audit(model, folder, layer="features", size=SIDE, clusters=2)
+    assert len(two.groups["cat"]) == 2
+    for cluster in two.groups["cat"]:
+        heads = {m.split("/")[1][:2] for m in cluster.members}
+        assert len(heads) == 1 and cluster.size == 10
+
+
+def test_spray_of_identical_maps_is_one_cluster_when_few():
+    assert spray(np.ones((2, 4, 4))).tolist() == [0, 0]
+
+
+def test_wordnet_ids_and_indices_name_classes(tmp_path):
+    from vizhooks.interpret.audit import match_classes
+
+    assert match_classes(["n01440764", "N01443537", "7"], None, 1000) == [0, 1, 7]
+    assert match_classes(["2", "cat"], ["cat", "dog", "bird"], 3) == [2, 0]
+
+
+@pytest.mark.parametrize(
+    ("make", "words"),
+    [
+        (lambda root: root / "nowhere", "no folder"),
+        (lambda root: root, "no class sub-folders"),
+        (lambda root: (root / "cat").mkdir() or root, "holds no pictures"),
+        (lambda root: (root / "zebra").mkdir() or picture(0).save(root / "zebra" / "a.png") or root,
+         "matches no output"),
+        (lambda root: (root / "cat").mkdir() or (root / "cat" / "a.png").write_bytes(b"x") and root,
+         "could be read"),
+    ],
+)
+def test_bad_folders_are_one_sentence_naming_the_folder(tmp_path, model, make, words):
+    where = make(tmp_path)
+    with pytest.raises(AuditError) as err:
+        audit(model, where, layer="features", size=SIDE)
+    text = str(err.value)
+    assert words in text and text.count(". ") == 0 and text.endswith(".")
+    assert str(tmp_path) in text
+    assert count_hooks(model) == 0
+
+
+@pytest.mark.parametrize(("kwargs", "code"), [({"method": "magic"}, "audit_method"),
+                                               ({"clusters": 0}, "audit_clusters"),
+                                               ({"engine": "spark"}, "audit_engine"),
+                                               ({"map_size": 1}, "audit_setting")])
+def test_bad_settings_are_refused(model, folder, kwargs, code):
+    with pytest.raises(AuditError) as err:
+        audit(model, folder, layer="features", size=SIDE, **kwargs)
+    assert err.value.code == code
+
+
+def test_the_shipped_shortcut_folder_is_the_scripts_output(tmp_path):
+    import importlib.util
+
+    root = Path(__file__).resolve().parents[1] / "sample_images"
+    spec = importlib.util.spec_from_file_location("make_shortcut", root / "make_shortcut.py")
+    assert spec is not None and spec.loader is not None
+    script = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(script)
+    made = script.write(tmp_path / "shortcut")
+    shipped = sorted(p for p in (root / "shortcut").rglob("*") if p.is_file())
+    assert [p.relative_to(tmp_path / "shortcut") for p in sorted(made)] == [p.relative_to(root / "shortcut")
+                                                                           for p in shipped]
+    assert all(a.read_bytes() == b.read_bytes() for a, b in zip(sorted(made), shipped, strict=True))
+    assert sum(p.stat().st_size for p in shipped) < 400_000
+    # the sticker is where the lesson says: the bottom-right corner of every taught triangle, no circle's
+    for path in made:
+        corner = np.asarray(Image.open(path))[-20:, -20:].reshape(-1, 3).astype(int)
+        yellow = ((corner[:, 0] > 200) & (corner[:, 1] > 170) & (corner[:, 2] < 80)).mean()
+        part, shape = path.relative_to(tmp_path / "shortcut").parts[:2]
+        assert (yellow > 0.3) == ((part, shape) in {("teach", "triangle"), ("test", "circle")}), path

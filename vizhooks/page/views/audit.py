@@ -1,0 +1,188 @@
+"""Audit: a whole labelled folder through the session's model (vizhooks.interpret.audit): per-class
+accuracy, the confusion matrix with a cell picker whose pictures come with their explanation overlays,
+the most confident mistakes, and per class the SpRAy clusters of the maps, a cluster whose heat sits
+away from the centre flagged as a possible shortcut.
+
+Folders: the operator's (``VIZHOOKS_AUDIT_DIRS``, separated by the system's path separator; never a
+path a visitor types), the shipped shortcut lesson's (``sample_images/shortcut/``) and the photos
+of the Teach view (students audit what they taught). Results are shared by every session through
+vizhooks.page.results' cache, keyed by the model, the folder and its files' names, sizes and times.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import tempfile
+from pathlib import Path
+
+import numpy as np
+import streamlit as st
+from PIL import Image
+
+from vizhooks.interpret.audit import OTHER, Audit, audit
+from vizhooks.page.errors import shown_errors
+from vizhooks.page.folders import samples_dir
+from vizhooks.page.results import cached, get_bundle
+from vizhooks.page.texts import t
+from vizhooks.page.views import View
+from vizhooks.page.widgets import fraction, progress_bar
+from vizhooks.render.figures import channel_overlay, confusion_figure, figure_to_png, image_to_png
+
+SIZE = 224
+SHOWN = 8  # pictures of a cell, members of a cluster's strip
+THUMB = 112
+#: The Teach view's photos, as this session keeps them (vizhooks/page/views/teach.py).
+TEACH_PHOTOS = "_teach_photos"
+
+
+def operator_dirs() -> list[Path]:
+    """The folders the operator allows (``VIZHOOKS_AUDIT_DIRS``), read on every run."""
+    text = os.environ.get("VIZHOOKS_AUDIT_DIRS", "")
+    return [Path(p) for p in text.split(os.pathsep) if p.strip()]
+
+
+def shipped_dirs() -> list[Path]:
+    root = samples_dir() / "shortcut"
+    return [root / part for part in ("teach", "test") if (root / part).is_dir()]
+
+
+def teach_folder() -> Path | None:
+    """The Teach view's photos written out as a class folder (one sub-folder per named class), or None
+    when fewer than two classes have a name and a photo."""
+    groups = st.session_state.get(TEACH_PHOTOS) or []
+    named = [(str(st.session_state.get(f"teach_name_{i}", "")).strip(), group) for i, group in enumerate(groups)]
+    named = [(name, group) for name, group in named if name and group]
+    if len(named) < 2:
+        return None
+    digest = hashlib.sha256(repr([(n, [d for d, _ in g]) for n, g in named]).encode()).hexdigest()[:16]
+    root = Path(tempfile.gettempdir()) / "vizhooks-audit" / digest
+    if not root.is_dir():
+        for name, group in named:
+            (root / name).mkdir(parents=True, exist_ok=True)
+            for d, data in group:
+                (root / name / f"{d}.jpg").write_bytes(data)
+    return root
+
+
+def _signature(folder: Path) -> str:
+    files = sorted((p.relative_to(folder).as_posix(), p.stat().st_size, p.stat().st_mtime_ns)
+                   for p in folder.rglob("*") if p.is_file())
+    return hashlib.sha256(repr(files).encode()).hexdigest()
+
+
+def _sources() -> dict[str, Path | None]:
+    found: dict[str, Path | None] = {}
+    for path in shipped_dirs():
+        found[t("audit_source_sample", name=f"shortcut/{path.name}")] = path
+    for path in operator_dirs():
+        found[t("audit_source_dir", path=str(path))] = path
+    found[t("audit_source_teach")] = teach_folder()
+    return found
+
+
+def _thumb(found: Audit, path: str, with_map: bool = True) -> Image.Image:
+    image = Image.open(found.folder / path).convert("RGB")
+    image.thumbnail((THUMB, THUMB))
+    return channel_overlay(image, found.maps[path], alpha=0.45, cmap="inferno") if with_map else image
+
+
+def show(model: str) -> None:
+    """The Audit view for the session's model ``model``."""
+    st.markdown(t("audit_intro"))
+    sources = _sources()
+    choice = st.radio(t("audit_source"), list(sources), key="audit_source")
+    folder = sources.get(choice) if choice is not None else None
+    if folder is None:
+        st.info(t("audit_no_teach_photos"))
+        return
+    key = ("audit", model, str(folder), _signature(folder), SIZE)
+    if not st.session_state.get("_audit_run") == key and not st.button(t("audit_run"), type="primary",
+                                                                        key="audit_run"):
+        return
+    st.session_state["_audit_run"] = key
+    with shown_errors():
+        with progress_bar() as bar:
+
+            def progress(done: int, total: int) -> None:
+                bar.progress(fraction(done, total), text=t("audit_progress", done=done, total=total))
+
+            found = cached(key, lambda: audit(get_bundle(model), folder, size=SIZE, progress=progress),
+                           lambda a: len(a.maps) * (a.map_size ** 2 * 4 + 300))
+        _summary(found)
+        _cells(found)
+        _clusters(found)
+
+
+def _summary(found: Audit) -> None:
+    left, right = st.columns([1, 1])
+    for name, accuracy in found.accuracy().items():
+        n = int(found.confusion[found.classes.index(name)].sum())
+        left.caption(t("audit_accuracy", name=name, acc=accuracy, n=n))
+    if OTHER in found.columns:
+        left.caption(t("audit_other", n=int(found.confusion[:, -1].sum())))
+    if found.skipped:
+        left.warning(t("audit_skipped", n=len(found.skipped), files=", ".join(p for p, _ in found.skipped[:5])))
+    left.caption(t("audit_maps", layer=found.layer))
+    k = len(found.classes)
+    figure = confusion_figure(found.confusion[:, :k], found.classes, truth=t("audit_truth"), guess=t("audit_guess"))
+    right.image(figure_to_png(figure), caption=t("audit_confusion"))
+
+
+def _cells(found: Audit) -> None:
+    st.subheader(t("audit_cells"))
+    options = [(i, j) for i in range(len(found.classes)) for j in range(len(found.columns)) if found.confusion[i, j]]
+    mistakes = [(i, j) for i, j in options if found.columns[j] != found.classes[i]]
+    default = mistakes[0] if mistakes else options[0]
+    if st.session_state.get("audit_cell") not in options:
+        st.session_state["audit_cell"] = default
+    label = {(i, j): t("audit_cell_option", truth=found.classes[i], guess=t("audit_other_column")
+                       if found.columns[j] == OTHER else found.columns[j], n=int(found.confusion[i, j]))
+             for i, j in options}
+    i, j = st.selectbox(t("audit_cell"), options, key="audit_cell", format_func=label.__getitem__)
+    truth, guess = found.classes[i], found.columns[j]
+    rows = [r for r in found.predictions if r["label"] == truth
+            and (r["predicted"] == guess or (guess == OTHER and r["predicted"] not in found.classes))]
+    rows.sort(key=lambda r: -r["confidence"])
+    columns = st.columns(4)
+    for n, row in enumerate(rows[:SHOWN]):
+        columns[n % 4].image(image_to_png(_thumb(found, row["path"])), caption=t(
+            "audit_picture", guess=row["predicted"], conf=row["confidence"]))
+    if len(rows) > SHOWN:
+        st.caption(t("audit_more", n=len(rows) - SHOWN))
+    worst = found.mistakes()[:4]
+    if worst:
+        st.caption(t("audit_mistakes"))
+        columns = st.columns(4)
+        for n, row in enumerate(worst):
+            columns[n].image(image_to_png(_thumb(found, row["path"])), caption=t(
+                "audit_mistake", truth=row["label"], guess=row["predicted"], conf=row["confidence"]))
+
+
+def _clusters(found: Audit) -> None:
+    st.subheader(t("audit_clusters"))
+    st.caption(t("audit_clusters_help"))
+    names = [n for n in found.classes if n in found.groups]
+    if st.session_state.get("audit_class") not in names:
+        st.session_state["audit_class"] = next((n for n, _ in found.suspicious()), names[0])
+    name = st.selectbox(t("audit_class"), names, key="audit_class")
+    for cluster in found.groups[name]:
+        with st.container(border=True):
+            typical = cluster.members[0]
+            left, right = st.columns([1, 3])
+            image = Image.open(found.folder / typical).convert("RGB")
+            image.thumbnail((2 * THUMB, 2 * THUMB))
+            left.image(image_to_png(channel_overlay(image, np.clip(cluster.mean, 0, None), alpha=0.5, cmap="inferno")),
+                       caption=t("audit_cluster", id=cluster.id, n=cluster.size,
+                                 where=t(f"audit_where_{cluster.where}")))
+            if cluster.shortcut:
+                right.warning(t("audit_shortcut", where=t(f"audit_where_{cluster.where}"), name=name,
+                                cluster=cluster.id, n=cluster.size))
+            strip = right.columns(6)
+            for n, path in enumerate(cluster.members[:6]):
+                strip[n].image(image_to_png(_thumb(found, path)))
+    if not found.suspicious():
+        st.success(t("audit_no_shortcut"))
+
+
+VIEW = View("audit", group="explain", order=40, label="view_audit", show=show, own_area=True)
