@@ -117,8 +117,9 @@ def _build(arch: str, weights: str) -> tuple[Any, str, str, bool]:
         close = difflib.get_close_matches(arch, open_clip.list_models(), n=3, cutoff=0.6)
         hint = f" Did you mean: {', '.join(close)}?" if close else ""
         raise ValueError(f"open_clip has no model named {arch!r}.{hint} open_clip.list_models() lists them.")
-    fix = (f"To use real weights, run `make weights CLIP={arch}:TAG` once on a machine with internet "
-           f"(open_clip keeps them in the Hugging Face cache, HF_HOME; HF_ENDPOINT names a mirror).")
+    fix = (f"To use real weights, run `python -c \"import open_clip; open_clip.create_model('{arch}', "
+           f"pretrained='TAG')\"` once on a machine with internet (open_clip keeps them in the Hugging Face "
+           f"cache, HF_HOME; HF_ENDPOINT names a mirror).")
     if weights == "none":
         status = f"Random weights (seeded) for {arch}, as asked: predictions are meaningless."
         return _random(open_clip, arch), "random", status, False
