@@ -232,3 +232,17 @@ def test_the_cli_draws_an_hf_models_blocks(folders, tmp_path, capsys):
     assert code == 0 and "hf.vit.layers.0" in out and "hf.vit.embeddings.patch_embeddings.projection" in out
     code, _, err = run_cli(capsys, photo, "--model", "hf:no/such-model")
     assert code == 2 and "HF_HUB_OFFLINE" in err and "Traceback" not in err
+
+
+@pytest.mark.slow
+def test_the_page_shows_an_operators_hf_model_in_its_views(folders, tmp_path, monkeypatch):
+    from tests.helpers import choose_view, layer_headings, ok, open_page
+
+    (tmp_path / "models.toml").write_text(f'[[model]]\nname = "Tiny ViT"\nhf = "{folders["vit"]}"\n')
+    monkeypatch.setenv("VIZHOOKS_MODELS", str(tmp_path / "models.toml"))
+    at = open_page(model="Tiny ViT")
+    ok(at)
+    assert layer_headings(at) == ["hf.vit.layers.0", "hf.vit.layers.1"]  # the blocks, by their HF names
+    for view in ("explain", "overview"):
+        choose_view(at, view)
+        ok(at)
