@@ -123,5 +123,8 @@ def test_bad_prompts_arch_and_weights_are_refused_with_a_sentence():
         zero_shot("vizhooks-tiny-vt", PROMPTS, weights="none")
     with pytest.raises(WeightsError, match="no weights 'openai'"):
         zero_shot("vizhooks-tiny-rn", PROMPTS, weights="openai")
+    with pytest.raises(WeightsError, match="HF_HUB_OFFLINE is set.*openai weights of RN50") as info:
+        zero_shot("RN50", PROMPTS, weights="openai")  # refused before anything is built
+    assert "\n" not in str(info.value) and "create_model('RN50', pretrained='TAG')" in str(info.value)
     auto = zero_shot("vizhooks-tiny-rn", PROMPTS)  # no pretrained tag: random, and it says so
     assert not auto.pretrained and auto.weights_status.startswith("Random weights")
