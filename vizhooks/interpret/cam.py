@@ -50,7 +50,7 @@ def grad_cam(
         >>> cam, cls = grad_cam(bundle.model, x, "layer4.1.conv2", return_target=True)
         >>> bundle.categories[cls], cam.shape
     """
-    result = gradient_pass(model, x, [layer], target=target)
+    result = gradient_pass(model, x, [layer], target=target, as_maps=True)  # token layers (ViT) too, as on the page
     cam = cams_from(result, x.shape[-2:])[layer]
     return (cam, result.target) if return_target else cam
 

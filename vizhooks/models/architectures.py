@@ -1,11 +1,15 @@
-"""Building a torchvision or timm network: seeded random weights, any device (the meta device for
-shapes only). Imports no other vizhooks module, so weights, models and layers can all build on it.
+"""Building a torchvision, timm or Hugging Face network: seeded random weights, any device (the meta
+device for shapes only). Imports no other vizhooks module, so weights, models and layers can all build
+on it. Nothing here downloads: a Hugging Face model is built from a folder or the Hugging Face cache.
 """
 
 from __future__ import annotations
 
 import functools
+import json
+import os
 import threading
+from pathlib import Path
 from types import ModuleType
 from typing import Any
 
@@ -14,6 +18,8 @@ from torch import nn
 from torchvision import models as tvm
 
 TIMM_PREFIX = "timm:"
+#: ``"hf:ID_OR_DIR"``: a Hugging Face image classifier from a ``save_pretrained`` folder or the Hub.
+HF_PREFIX = "hf:"
 #: The seed of every randomly initialised model (a shown code snippet repeats it).
 SEED = 0
 
@@ -25,6 +31,86 @@ def timm_module() -> ModuleType:
     except ImportError:
         raise ValueError("timm models need the timm package: pip install timm.") from None
     return timm
+
+
+class HFClassifier(nn.Module):
+    """A Hugging Face image classifier that returns the logits tensor, as every vizhooks model does.
+
+    The Hugging Face model is the child ``hf``, so its layers keep their own names under ``hf.``
+    (``hf.vit.layers.0``, ``hf.resnet.encoder.stages.1``): the names in links and the CLI are the
+    Hugging Face names.
+    """
+
+    def __init__(self, hf: nn.Module) -> None:
+        super().__init__()
+        self.hf = hf
+
+    @property
+    def config(self) -> Any:
+        return self.hf.config
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        out = self.hf(pixel_values=x)
+        return out.logits if hasattr(out, "logits") else out[0]
+
+
+def hf_file(ref: str, filename: str) -> Path | None:
+    """``filename`` of the Hugging Face model ``ref`` (a folder or a Hub id) on this machine: in the
+    folder, or in the Hugging Face cache (HF_HOME); None when it is not here. Never downloads."""
+    folder = Path(os.path.expanduser(ref))
+    if folder.is_dir():
+        path = folder / filename
+        return path if path.is_file() else None
+    from huggingface_hub import try_to_load_from_cache
+
+    try:
+        found = try_to_load_from_cache(ref, filename)
+    except ValueError:  # not a valid repository id
+        return None
+    return Path(found) if isinstance(found, str) else None
+
+
+def hf_json(ref: str, filename: str) -> dict[str, Any] | None:
+    """A JSON file of ``ref`` (``config.json``, ``preprocessor_config.json``) from this machine, or None."""
+    path = hf_file(ref, filename)
+    if path is None:
+        return None
+    try:
+        data = json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return None
+    return data if isinstance(data, dict) else None
+
+
+def hf_config(ref: str) -> Any:
+    """The ``transformers`` config of ``ref`` from its folder or the Hugging Face cache.
+
+    Raises:
+        ValueError: the config is not on this machine, or is not an image classifier's.
+    """
+    path = hf_file(ref, "config.json")
+    if path is None:
+        raise ValueError(f"Hugging Face model {ref} is not on this machine (no config.json in its folder or the "
+                         f"Hugging Face cache); load it once with weights='auto' while online.")
+    from transformers import AutoConfig
+
+    try:
+        return AutoConfig.from_pretrained(str(path.parent), local_files_only=True)
+    except (OSError, ValueError, KeyError) as exc:
+        raise ValueError(f"Hugging Face model {ref}: its config.json could not be read "
+                         f"({str(exc).splitlines()[0][:160]}).") from None
+
+
+def hf_from_config(config: Any) -> HFClassifier:
+    """A Hugging Face image classifier of ``config`` with the default (random) initialisation, wrapped."""
+    from transformers import AutoModelForImageClassification
+
+    try:
+        model = AutoModelForImageClassification.from_config(config)
+    except ValueError as exc:
+        raise ValueError(f"{type(config).__name__} is not an image-classification model that transformers "
+                         f"builds ({str(exc).splitlines()[0][:160]}).") from None
+    return HFClassifier(model)
 
 
 def imagenet_weights(arch: str) -> tvm.WeightsEnum:
@@ -81,7 +167,8 @@ def build(arch: str, *, num_classes: int | None = None, device: torch.device | s
     ``"meta"`` device nothing is allocated (shapes only).
 
     Args:
-        arch: a torchvision classifier name, or ``"timm:NAME"``.
+        arch: a torchvision classifier name, ``"timm:NAME"``, or ``"hf:ID_OR_DIR"`` (its config must be
+            in the folder or the Hugging Face cache).
         num_classes: rows of the head; default the ImageNet head.
         device: where the parameters are created.
         drop_aux: remove auxiliary classifiers (GoogLeNet, Inception v3).
@@ -90,7 +177,8 @@ def build(arch: str, *, num_classes: int | None = None, device: torch.device | s
         The model in eval mode.
 
     Raises:
-        ValueError: not a torchvision classifier, or a timm model without timm installed.
+        ValueError: not a torchvision classifier, a timm model without timm installed, or a Hugging
+            Face model whose config is not on this machine.
 
     Example:
         >>> build("resnet18", device="meta").fc.out_features
@@ -100,7 +188,12 @@ def build(arch: str, *, num_classes: int | None = None, device: torch.device | s
         _regnet_params_on_cpu()
     with torch.random.fork_rng(devices=[]), torch.device(device):
         torch.manual_seed(SEED)
-        if arch.startswith(TIMM_PREFIX):
+        if arch.startswith(HF_PREFIX):
+            config = hf_config(arch.removeprefix(HF_PREFIX))
+            if num_classes is not None:
+                config.num_labels = num_classes
+            model = hf_from_config(config)
+        elif arch.startswith(TIMM_PREFIX):
             kwargs: dict[str, object] = {} if num_classes is None else {"num_classes": num_classes}
             model = timm_module().create_model(arch.removeprefix(TIMM_PREFIX), pretrained=False, **kwargs)
         else:

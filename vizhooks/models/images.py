@@ -11,8 +11,9 @@ import os
 import struct
 import warnings
 import zipfile
+from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import BinaryIO
+from typing import Any, BinaryIO
 
 import numpy as np
 import torch
@@ -54,6 +55,51 @@ class InputSpec:
     interpolation: str = "bilinear"
     fixed_size: int | None = None
     min_size: int = 1
+
+
+#: PIL's resampling numbers, as Hugging Face image processors save them.
+_PIL_RESAMPLE = {0: "nearest", 1: "lanczos", 2: "bilinear", 3: "bicubic"}
+
+
+def processor_spec(processor: Mapping[str, Any] | None, image_size: object = None) -> InputSpec:
+    """How a Hugging Face model wants its pictures, from its saved image processor
+    (``preprocessor_config.json``).
+
+    Fields used: ``image_mean`` and ``image_std`` (unless ``do_normalize`` is false), ``resample``,
+    ``size`` and, with ``do_center_crop``, ``crop_size``. A ``size`` of ``{"height", "width"}`` (ViT,
+    DeiT, BEiT, Swin) means a fixed square input of that side (or of the crop's side); a
+    ``{"shortest_edge"}`` size (ConvNeXt, ResNet) means the model takes any size, so the page's size
+    applies. Without a processor: ImageNet mean and std, bilinear, and a fixed side of the config's
+    ``image_size`` when it has one.
+    """
+    if not processor:
+        side = image_size if isinstance(image_size, int) and not isinstance(image_size, bool) else None
+        return InputSpec(fixed_size=side)
+    mean, std = IMAGENET_MEAN, IMAGENET_STD
+    if processor.get("do_normalize", True):
+        mean = _triple(processor.get("image_mean"), IMAGENET_MEAN)
+        std = _triple(processor.get("image_std"), IMAGENET_STD)
+    else:
+        mean, std = (0.0, 0.0, 0.0), (1.0, 1.0, 1.0)
+    interpolation = _PIL_RESAMPLE.get(processor.get("resample"), "bilinear")  # type: ignore[arg-type]
+    size = processor.get("size")
+    fixed = None
+    if isinstance(size, Mapping) and "height" in size:
+        crop = processor.get("crop_size")
+        if processor.get("do_center_crop") and isinstance(crop, Mapping) and "height" in crop:
+            size = crop
+        fixed = int(size["height"])
+    elif isinstance(size, int) and not isinstance(size, bool):  # an old processor's single number
+        fixed = size
+    return InputSpec(mean, std, interpolation, fixed, 1)
+
+
+def _triple(value: object, default: tuple[float, float, float]) -> tuple[float, float, float]:
+    if isinstance(value, (int, float)):
+        return (float(value),) * 3
+    if isinstance(value, (list, tuple)) and len(value) == 3:
+        return (float(value[0]), float(value[1]), float(value[2]))
+    return default
 
 
 def _read_bytes(source: ImageSource) -> bytes:

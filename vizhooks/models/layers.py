@@ -34,6 +34,14 @@ BLOCK_TYPES: frozenset[str] = frozenset({
     "Inception", "InceptionA", "InceptionB", "InceptionC", "InceptionD", "InceptionE",  # GoogLeNet, Inception v3
     "Fire",  # SqueezeNet
     "ResBottleneckBlock",  # RegNet
+    # Hugging Face transformers (hf:ID_OR_DIR)
+    "ViTLayer", "DeiTLayer", "BeitLayer", "Data2VecVisionLayer", "Dinov2Layer",  # ViT family
+    "SwinLayer", "Swinv2Layer",  # Swin
+    "ConvNextLayer", "ConvNextV2Layer",  # ConvNeXt
+    "ResNetBasicLayer", "ResNetBottleNeckLayer",  # ResNet
+    "MobileViTInvertedResidual", "MobileViTLayer",  # MobileViT: its MobileNet blocks and its transformer stages
+    "EfficientNetBlock", "RegNetXLayer", "RegNetYLayer", "PoolFormerLayer",
+    "ResidualAttentionBlock",  # open_clip's ViT image tower (its ResNet's are Bottlenecks)
 })
 
 #: Aliases accepted by :func:`find_layers`.

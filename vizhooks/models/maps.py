@@ -71,11 +71,15 @@ def as_map(t: torch.Tensor, input_hw: tuple[int, int], *, channels_last: bool | 
 
 
 def channels_last_modules(model: nn.Module) -> set[str]:
-    """Modules known to output (N, H, W, C): torchvision Swin's blocks, stages and patch embedding."""
-    names = set()
+    """Modules known to output (N, H, W, C): torchvision Swin's blocks, stages and patch embedding;
+    the norm and pointwise layers inside Hugging Face ConvNeXt blocks."""
+    names: set[str] = set()
     for name, module in model.named_modules():
         kind = type(module).__name__
-        if kind.startswith("SwinTransformerBlock") or kind in ("PatchMerging", "PatchMergingV2"):
+        if kind in ("ConvNextLayer", "ConvNextV2Layer"):  # permuted after dwconv, back at the block's end
+            prefix = f"{name}." if name else ""
+            names.update(prefix + child for child, _ in module.named_children() if child not in ("dwconv", "drop_path"))
+        elif kind.startswith("SwinTransformerBlock") or kind in ("PatchMerging", "PatchMergingV2"):
             names.add(name)
         elif kind == "Permute":  # to NHWC only: Swin's last Permute turns its maps back to NCHW
             if list(getattr(module, "dims", ())) == [0, 2, 3, 1]:

@@ -4,6 +4,7 @@ operator's list; how each one is built, fed and named; device choice.
 Names:
     ``"resnet18"``, ``"vgg16"``, ``"vit_b_16"``, ... any ``torchvision.models`` classifier;
     ``"timm:convnext_tiny"`` any timm model (when timm is installed);
+    ``"hf:ID_OR_DIR"`` a Hugging Face image classifier (a ``save_pretrained`` folder or a Hub id);
     an operator entry's name from ``VIZHOOKS_MODELS`` (a TOML file).
 """
 
@@ -26,8 +27,18 @@ from PIL import Image
 from torch import nn
 from torchvision import models as tvm
 
-from vizhooks.models.architectures import TIMM_PREFIX, build, drop_aux_heads, meta_build, timm_module
-from vizhooks.models.images import IMAGENET_MEAN, IMAGENET_STD, InputSpec, fit_to_model, to_tensor
+from vizhooks.models.architectures import (
+    HF_PREFIX,
+    TIMM_PREFIX,
+    HFClassifier,
+    build,
+    drop_aux_heads,
+    hf_config,
+    hf_json,
+    meta_build,
+    timm_module,
+)
+from vizhooks.models.images import IMAGENET_MEAN, IMAGENET_STD, InputSpec, fit_to_model, processor_spec, to_tensor
 from vizhooks.models.weights import (
     DOWNLOAD_TIMEOUT_S,
     WeightsError,
@@ -37,6 +48,8 @@ from vizhooks.models.weights import (
     checkpoint_path,
     download_allowed,
     fetch_command,
+    hf_ensure_config,
+    hf_pretrained,
     imagenet_chain,
     imagenet_weights,
     offline,
@@ -63,6 +76,7 @@ FAMILIES: tuple[tuple[str, tuple[str, ...]], ...] = (
     ("MaxViT", ("maxvit",)),
 )
 OPERATOR_FAMILY = "This server's models"
+HF_FAMILY = "Hugging Face"
 #: A taught model's name: the backbone's name, this mark, and its head's key (vizhooks.teach).
 TAUGHT_MARK = "+my:"
 
@@ -81,6 +95,10 @@ class ModelEntry:
     def is_timm(self) -> bool:
         return self.arch.startswith(TIMM_PREFIX)
 
+    @property
+    def is_hf(self) -> bool:
+        return self.arch.startswith(HF_PREFIX)
+
 
 @dataclass
 class ModelBundle:
@@ -98,6 +116,8 @@ class ModelBundle:
         weights_source: ``"file"``, ``"env"``, ``"cache"``, ``"download"``, ``"timm"`` or ``"random"``.
         arch: the architecture (torchvision name or ``"timm:..."``).
         input: how the model wants its pictures (see :class:`InputSpec`).
+        clip: for a CLIP zero-shot model (:func:`vizhooks.models.zero_shot.zero_shot`), the open_clip
+            model; else None.
     """
 
     model: nn.Module
@@ -111,6 +131,7 @@ class ModelBundle:
     weights_source: str = "random"
     arch: str = ""
     input: InputSpec = field(default_factory=InputSpec)
+    clip: nn.Module | None = None
 
     def __post_init__(self) -> None:
         self.arch = self.arch or self.name
@@ -170,6 +191,8 @@ def family(name: str) -> str:
     arch = name.removeprefix(TIMM_PREFIX)
     if name.startswith(TIMM_PREFIX):
         return "timm"
+    if name.startswith(HF_PREFIX):
+        return HF_FAMILY
     i = _family_index(arch)
     return FAMILIES[i][0] if i < len(FAMILIES) else "Other"
 
@@ -195,6 +218,10 @@ def operator_models() -> tuple[dict[str, ModelEntry], list[str]]:
         weights = "/srv/models/cats.pth"
         labels = "/srv/models/cats.txt"
         description = "Fine-tuned in week 3"
+
+        [[model]]
+        name = "Birds (ViT)"
+        hf = "/srv/models/birds-vit"   # a save_pretrained folder, or a Hugging Face Hub id
     """
     return _operator_models(_models_file(), _mtime(_models_file()))
 
@@ -236,7 +263,8 @@ def _operator_models(path: str, mtime: float) -> tuple[dict[str, ModelEntry], li
             return None if p is None else str((base / os.path.expanduser(p)).resolve())
 
         name = cast(str, name)  # _entry_problem has checked it
-        entries[name] = ModelEntry(name=name, arch=item["arch"], weights=resolve(item.get("weights")) or "auto",
+        arch = item["arch"] if "hf" not in item else HF_PREFIX + _hf_ref(item["hf"], base)
+        entries[name] = ModelEntry(name=name, arch=arch, weights=resolve(item.get("weights")) or "auto",
                                    labels=resolve(item.get("labels")), description=str(item.get("description", "")))
     return entries, warnings
 
@@ -244,17 +272,35 @@ def _operator_models(path: str, mtime: float) -> tuple[dict[str, ModelEntry], li
 def _entry_problem(item: object, base: Path) -> str | None:
     if not isinstance(item, Mapping):
         return "it is not a table."
-    for key in ("name", "arch"):
+    if "hf" in item:
+        if "arch" in item or "weights" in item:
+            return "an 'hf' entry takes no 'arch' or 'weights' (the Hugging Face model has its own)."
+        if not isinstance(item["hf"], str) or not _hf_ref(item["hf"], base):
+            return "'hf' must be a save_pretrained folder or a Hugging Face Hub id (owner/name)."
+    for key in ("name",) if "hf" in item else ("name", "arch"):
         if not isinstance(item.get(key), str) or not item[key].strip():
             return f"'{key}' is missing."
-    arch = item["arch"]
-    if not arch.startswith(TIMM_PREFIX) and arch not in torchvision_models():
+    arch = item.get("arch", HF_PREFIX)
+    if not arch.startswith((TIMM_PREFIX, HF_PREFIX)) and arch not in torchvision_models():
         return f"arch {arch!r} is not a torchvision classifier (or 'timm:NAME')."
     for key in ("weights", "labels"):
         value = item.get(key)
         if value is not None and (not isinstance(value, str) or not (base / os.path.expanduser(value)).is_file()):
             return f"its {key} file {value!r} does not exist."
     return None
+
+
+_HUB_ID = re.compile(r"[A-Za-z0-9][\w.-]*(/[A-Za-z0-9][\w.-]*)?")
+
+
+def _hf_ref(ref: str, base: Path | None = None) -> str:
+    """A Hugging Face model reference as vizhooks keeps it: an existing folder as its absolute path
+    (relative to ``base``, the operator file's folder), else a Hub id; "" for neither."""
+    ref = ref.strip()
+    folder = (base or Path.cwd()) / os.path.expanduser(ref)
+    if ref and folder.is_dir():
+        return str(folder.resolve())
+    return ref if _HUB_ID.fullmatch(ref) and ".." not in ref else ""
 
 
 def taught_name(backbone: str, key: str) -> str:
@@ -280,6 +326,12 @@ def resolve_entry(name: str) -> ModelEntry:
     entries = operator_models()[0]
     if name in entries:
         return entries[name]
+    if name.startswith(HF_PREFIX):
+        ref = _hf_ref(name.removeprefix(HF_PREFIX))
+        if not ref:
+            raise ValueError(f"{name} names neither a folder nor a Hugging Face Hub id: give hf:FOLDER (made by "
+                             f"save_pretrained) or hf:OWNER/NAME.")
+        return ModelEntry(name=name, arch=HF_PREFIX + ref)
     if name.startswith(TIMM_PREFIX):
         bare = name.removeprefix(TIMM_PREFIX)
         if not timm_module().is_model(bare):
@@ -302,6 +354,8 @@ def meta_model(name: str) -> tuple[nn.Module, threading.Lock]:
     """The model of ``name`` on the meta device (no memory, no weights), with a lock for hooking
     it. One builder for the memory budget, the layer lists and the shapes. Cached."""
     entry = resolve_entry(name)
+    if entry.is_hf:
+        hf_ensure_config(entry.arch.removeprefix(HF_PREFIX))
     return meta_build(entry.arch, _checkpoint_classes(entry))
 
 
@@ -336,6 +390,8 @@ def _head_classes(arch: str, state: Mapping[str, torch.Tensor]) -> int | None:
 
 
 def _default_classes(arch: str) -> int:
+    if arch.startswith(HF_PREFIX):
+        return int(hf_config(arch.removeprefix(HF_PREFIX)).num_labels)
     if arch.startswith(TIMM_PREFIX):
         return int(getattr(meta_build(arch, None)[0], "num_classes", 1000))
     return len(imagenet_weights(arch).meta["categories"])
@@ -343,7 +399,12 @@ def _default_classes(arch: str) -> int:
 
 def input_spec(arch: str, model: nn.Module | None = None) -> InputSpec:
     """Mean, std, interpolation and size rule of ``arch``, from torchvision's weights transforms
-    (or timm's data config)."""
+    (timm's data config; a Hugging Face model's saved image processor, see
+    :func:`vizhooks.models.images.processor_spec`)."""
+    if arch.startswith(HF_PREFIX):
+        ref = arch.removeprefix(HF_PREFIX)
+        return processor_spec(hf_json(ref, "preprocessor_config.json"),
+                              getattr(hf_config(ref), "image_size", None))
     if arch.startswith(TIMM_PREFIX):
         timm = timm_module()
         model = model if model is not None else meta_build(arch, None)[0]
@@ -533,6 +594,8 @@ def load_model(
     entry = resolve_entry(name)
     dev = resolve_device(device)
     weights = os.fspath(weights)
+    if entry.is_hf:
+        return _load_hf(entry, weights, dev, labels)
     if weights == "auto" and entry.weights != "auto":
         weights = entry.weights
     labels = labels if labels is not None else entry.labels
@@ -589,6 +652,44 @@ def load_model(
     return ModelBundle(
         model=model, name=entry.name, device=dev, pretrained=pretrained, weights_status=status,
         categories=cats, mean=spec.mean, std=spec.std, weights_source=source, arch=arch, input=spec,
+    )
+
+
+def _load_hf(entry: ModelEntry, weights: str, dev: torch.device, labels: str | os.PathLike | None) -> ModelBundle:
+    """:func:`load_model` for ``hf:ID_OR_DIR``: the Hugging Face model wrapped so that it returns
+    logits, its categories from ``id2label``, its input from its saved image processor."""
+    ref = entry.arch.removeprefix(HF_PREFIX)
+    fix = (f"To use its own weights, load {entry.name} once on a machine with internet (it stays in the Hugging "
+           f"Face cache, HF_HOME; HF_ENDPOINT names a mirror), or save_pretrained it into a folder and load "
+           f"hf:FOLDER.")
+    if weights == "none":
+        hf_ensure_config(ref)
+        model, source, pretrained = build(entry.arch), "random", False
+        status = f"Random weights (seeded) for {entry.name}, as asked: predictions are meaningless."
+    elif weights in ("auto", "imagenet"):
+        try:
+            hf_model, source, status = hf_pretrained(ref)
+            model, pretrained = hf_model.eval(), True
+        except WeightsError as exc:
+            if weights == "imagenet" or hf_json(ref, "config.json") is None:
+                raise WeightsError(f"{str(exc).rstrip('.')}. {fix}") from None
+            model, source, pretrained = build(entry.arch), "random", False
+            status = (f"Random weights: the weights of {entry.name} could not be loaded. {str(exc).rstrip('.')}. {fix} "
+                      f"Until then, feature maps show an untrained network and predictions are meaningless.")
+    else:
+        raise ValueError(f"{entry.name} is a Hugging Face model: weights must be 'auto' or 'none'; for other "
+                         f"weights, save_pretrained the model into a folder and load hf:FOLDER.")
+    config = cast(HFClassifier, model).config
+    classes = int(config.num_labels)
+    if labels is not None:
+        cats = read_labels(labels, classes)
+    else:
+        id2label = {str(k): str(v) for k, v in (getattr(config, "id2label", None) or {}).items()}
+        cats = [id2label.get(str(i), f"class {i}") for i in range(classes)]
+    spec = input_spec(entry.arch, model)
+    return ModelBundle(
+        model=model.to(dev).eval(), name=entry.name, device=dev, pretrained=pretrained, weights_status=status,
+        categories=cats, mean=spec.mean, std=spec.std, weights_source=source, arch=entry.arch, input=spec,
     )
 
 

@@ -21,13 +21,13 @@ import urllib.parse
 import urllib.request
 from collections.abc import Callable, Mapping
 from pathlib import Path
-from typing import Any, TextIO, TypeVar
+from typing import Any, TextIO, TypeVar, cast
 
 import torch
 from torch import nn
 
 from vizhooks.errors import CodedError
-from vizhooks.models.architectures import imagenet_weights, meta_build
+from vizhooks.models.architectures import HFClassifier, hf_file, imagenet_weights, meta_build
 
 #: Seconds the automatic download may wait for a connection and for each chunk of data.
 #: The "auto" chain gives up after this and falls back to random weights.
@@ -363,3 +363,90 @@ def fetch_weights(names: list[str], *, stream: TextIO = sys.stderr) -> list[Path
         stream.write(f"\n{name}: saved {path}\n")
         paths.append(path)
     return paths
+
+
+# ----------------------------------------------------------------------------------------------
+# Hugging Face models (``hf:ID_OR_DIR``): a folder, the Hugging Face cache, a bounded download
+
+
+def hf_offline() -> bool:
+    """True when ``HF_HUB_OFFLINE`` is set (Hugging Face's own switch; read now, not at import)."""
+    from huggingface_hub import constants
+
+    return bool(constants.HF_HUB_OFFLINE) or os.environ.get("HF_HUB_OFFLINE", "").strip().lower() in (
+        "1", "true", "yes", "on")
+
+
+def _hf_load(where: str) -> HFClassifier:
+    from transformers import AutoModelForImageClassification
+
+    return HFClassifier(AutoModelForImageClassification.from_pretrained(where, local_files_only=True))
+
+
+def hf_download(ref: str, *, weights: bool = True) -> HFClassifier | None:
+    """Fetch the Hub model ``ref`` into the Hugging Face cache (``HF_ENDPOINT`` names a mirror): its
+    config first, awaited at most ``DOWNLOAD_TIMEOUT_S`` seconds, then its image processor and (with
+    ``weights``) its weights while they keep arriving. Returns the loaded model, or None without weights.
+
+    Raises:
+        WeightsError: downloads are off (``VIZHOOKS_OFFLINE``, ``HF_HUB_OFFLINE``), failed a moment
+            ago, or failed now; one sentence.
+    """
+    notes: list[str] = []
+    if hf_offline():
+        notes.append("Downloads are switched off (HF_HUB_OFFLINE is set)")
+    if notes or not download_allowed(notes):
+        raise WeightsError(f"{notes[0]}, and Hugging Face model {ref} is not in the Hugging Face cache.")
+
+    def work(started: Callable[[], None]) -> HFClassifier | None:
+        from huggingface_hub import hf_hub_download
+        from huggingface_hub.errors import EntryNotFoundError
+
+        hf_hub_download(ref, "config.json")
+        started()
+        try:
+            hf_hub_download(ref, "preprocessor_config.json")
+        except EntryNotFoundError:  # a model without a saved processor: ImageNet defaults apply
+            pass
+        if not weights:
+            return None
+        from transformers import AutoModelForImageClassification
+
+        return HFClassifier(AutoModelForImageClassification.from_pretrained(ref))
+
+    try:
+        model = bounded(work, DOWNLOAD_TIMEOUT_S, ref)
+    except WeightsError as exc:
+        remember_download(exc)
+        raise WeightsError(f"The download of Hugging Face model {ref} failed ({str(exc).rstrip('.')}).") from None
+    remember_download(None)
+    return model
+
+
+def hf_ensure_config(ref: str) -> None:
+    """Make sure the config (and image processor) of ``ref`` is on this machine: the folder, the
+    cache, or a bounded download (see :func:`hf_download`)."""
+    if hf_file(ref, "config.json") is None:
+        hf_download(ref, weights=False)
+
+
+def hf_pretrained(ref: str) -> tuple[HFClassifier, str, str]:
+    """The Hugging Face model ``ref`` with its own weights: from its folder, the Hugging Face cache, or
+    a bounded download. Returns (model, source, status sentence).
+
+    Raises:
+        WeightsError: not in the folder or cache and not downloadable; one sentence.
+    """
+    folder = Path(os.path.expanduser(ref))
+    if folder.is_dir():
+        try:
+            return _hf_load(str(folder)), "file", f"Weights for {ref} from its folder."
+        except (OSError, ValueError) as exc:
+            raise WeightsError(f"Hugging Face model folder {ref} could not be loaded "
+                               f"({short_reason(exc)}).") from None
+    try:
+        return _hf_load(ref), "cache", f"Weights for {ref} from the Hugging Face cache."
+    except (OSError, ValueError):
+        pass  # not (completely) in the cache
+    model = cast(HFClassifier, hf_download(ref))  # asked with weights: a model
+    return model, "download", f"Weights for {ref}, downloaded from Hugging Face."

@@ -1,0 +1,248 @@
+"""Hugging Face image classifiers as vizhooks models (``load_model("hf:ID_OR_DIR")``): tiny models
+built from a config offline (random weights), saved with an image processor, and compared with the
+Hugging Face model's own outputs."""
+
+from __future__ import annotations
+
+import os
+import time
+
+import pytest
+import torch
+from PIL import Image
+
+from tests.helpers import count_hooks, run_cli
+from vizhooks.hooks.capture import capture
+from vizhooks.interpret.cam import grad_cam
+from vizhooks.models import weights as weights_module
+from vizhooks.models.layers import block_layers, conv_layers, resolve_layers
+from vizhooks.models.maps import channels_last_modules
+from vizhooks.models.registry import family, load_model, meta_model, operator_models
+from vizhooks.models.weights import WeightsError
+
+os.environ["HF_HUB_OFFLINE"] = "1"  # before transformers is imported: no test reaches the Hub
+
+KINDS = ("vit", "convnext", "swin", "resnet")
+LABELS = ["cat", "dog", "mug"]
+
+
+def _config(kind: str):
+    import transformers as tf
+
+    labels = {"id2label": dict(enumerate(LABELS)), "label2id": {n: i for i, n in enumerate(LABELS)}}
+    if kind == "vit":
+        return tf.ViTConfig(hidden_size=32, num_hidden_layers=2, num_attention_heads=2, intermediate_size=64,
+                            image_size=32, patch_size=8, **labels)
+    if kind == "convnext":  # channels 16 and 24 at 8x8 and 4x4: no shape is ambiguous
+        return tf.ConvNextConfig(hidden_sizes=[16, 24], depths=[1, 1], num_stages=2, **labels)
+    if kind == "swin":
+        return tf.SwinConfig(image_size=32, patch_size=4, embed_dim=16, depths=[1, 1], num_heads=[2, 2],
+                             window_size=4, **labels)
+    return tf.ResNetConfig(embedding_size=8, hidden_sizes=[16, 24], depths=[1, 1], layer_type="basic", **labels)
+
+
+def _processor(kind: str):
+    import transformers as tf
+
+    if kind in ("vit", "swin"):  # what these families' checkpoints save: a fixed square size
+        return tf.ViTImageProcessor(size={"height": 32, "width": 32}, image_mean=[0.5, 0.4, 0.3],
+                                    image_std=[0.2, 0.25, 0.3], resample=2)
+    return tf.ConvNextImageProcessor(size={"shortest_edge": 32}, resample=3)
+
+
+@pytest.fixture(autouse=True)
+def _hub_offline(monkeypatch):
+    monkeypatch.setenv("HF_HUB_OFFLINE", "1")
+
+
+@pytest.fixture(scope="module")
+def folders(tmp_path_factory):
+    """{kind: save_pretrained folder} of four tiny random models, each with its image processor."""
+    from transformers import AutoModelForImageClassification
+
+    out = {}
+    for kind in KINDS:
+        torch.manual_seed(7)
+        model = AutoModelForImageClassification.from_config(_config(kind))
+        folder = tmp_path_factory.mktemp(kind)
+        model.save_pretrained(folder)
+        _processor(kind).save_pretrained(folder)
+        out[kind] = folder
+    return out
+
+
+@pytest.fixture(scope="module")
+def bundles(folders):
+    return {kind: load_model(f"hf:{folder}", device="cpu") for kind, folder in folders.items()}
+
+
+def _hf_own(folder):
+    from transformers import AutoModelForImageClassification
+
+    return AutoModelForImageClassification.from_pretrained(folder).eval()
+
+
+def _x(seed: int = 0) -> torch.Tensor:
+    return torch.randn(1, 3, 32, 32, generator=torch.Generator().manual_seed(seed))
+
+
+@pytest.mark.parametrize("kind", KINDS)
+def test_logits_equal_the_hf_models_own_and_categories_come_from_id2label(kind, folders, bundles):
+    bundle = bundles[kind]
+    x = _x()
+    with torch.no_grad():
+        ours = bundle.model(x)
+        theirs = _hf_own(folders[kind])(pixel_values=x).logits
+    assert isinstance(ours, torch.Tensor)
+    torch.testing.assert_close(ours, theirs, rtol=0, atol=0)
+    assert bundle.categories == LABELS
+    assert (bundle.pretrained, bundle.weights_source) == (True, "file")
+    assert family(bundle.name) == "Hugging Face"
+    # the HF names under one prefix
+    hf_names = {n for n, _ in _hf_own(folders[kind]).named_modules() if n}
+    assert {n.removeprefix("hf.") for n, _ in bundle.model.named_modules() if n.startswith("hf.")} == hf_names
+
+
+def _hidden_maps(kind, folder, x) -> list[torch.Tensor]:
+    """The Hugging Face model's own per-block outputs as (1, C, H, W) maps (every test config has
+    one block per stage for the staged families)."""
+    model = _hf_own(folder)
+    with torch.no_grad():
+        if kind == "swin":
+            out = model(pixel_values=x, output_hidden_states=True, output_hidden_states_before_downsampling=True)
+            return list(out.reshaped_hidden_states[1:])
+        out = model(pixel_values=x, output_hidden_states=True)
+    states = list(out.hidden_states[1:])
+    if kind == "vit":  # (1, 1 + 16, 32): class token first, then a 4 x 4 patch grid
+        return [h[:, 1:, :].transpose(1, 2).reshape(1, 32, 4, 4) for h in states]
+    return states
+
+
+@pytest.mark.parametrize("kind", KINDS)
+def test_captured_blocks_are_the_hidden_states_as_maps(kind, folders, bundles):
+    bundle = bundles[kind]
+    x = _x(1)
+    blocks = [b.name for b in block_layers(bundle.model)]
+    expected = _hidden_maps(kind, folders[kind], x)
+    assert len(blocks) == len(expected)
+    maps = capture(bundle.model, x, "blocks", as_maps=True)
+    assert list(maps) == blocks
+    for name, want in zip(blocks, expected, strict=True):
+        torch.testing.assert_close(maps[name], want, rtol=1e-5, atol=1e-5)
+    assert count_hooks(bundle.model) == 0
+
+
+def test_convs_are_found_and_channels_last_outputs_are_permuted(bundles):
+    model = bundles["convnext"].model
+    assert [c.name for c in conv_layers(model)][0] == "hf.convnext.embeddings.patch_embeddings"
+    inner = "hf.convnext.encoder.stages.1.layers.0.pwconv2"  # (1, 4, 4, 24) inside the block
+    maps = capture(model, _x(2), [inner], as_maps=True)
+    raw = capture(model, _x(2), [inner])
+    assert raw[inner].shape == (1, 4, 4, 24)
+    torch.testing.assert_close(maps[inner], raw[inner].permute(0, 3, 1, 2))
+    # known, not guessed (a (1, 8, 8, 8) output would be ambiguous); the block and its dwconv are NCHW
+    known = channels_last_modules(model)
+    assert inner in known and "hf.convnext.encoder.stages.1.layers.0.layernorm" in known
+    assert not known & {"hf.convnext.encoder.stages.1.layers.0", "hf.convnext.encoder.stages.1.layers.0.dwconv"}
+
+
+@pytest.mark.parametrize("kind", KINDS)
+def test_grad_cam_runs_and_leaves_no_hooks(kind, bundles):
+    bundle = bundles[kind]
+    layer = block_layers(bundle.model)[-1].name
+    x = _x(3)
+    cam, target = grad_cam(bundle.model, x, layer, return_target=True)
+    assert cam.shape == (32, 32) and torch.isfinite(cam).all()
+    assert target == int(bundle.model(x).argmax())
+    assert count_hooks(bundle.model) == 0
+    assert all(p.grad is None for p in bundle.model.parameters())
+
+
+def test_preprocessing_comes_from_the_saved_image_processor(folders, bundles):
+    from transformers import AutoImageProcessor
+
+    vit, convnext = bundles["vit"].input, bundles["convnext"].input
+    assert (vit.fixed_size, vit.interpolation, vit.mean, vit.std) == (32, "bilinear", (0.5, 0.4, 0.3),
+                                                                       (0.2, 0.25, 0.3))
+    assert (convnext.fixed_size, convnext.interpolation) == (None, "bicubic")
+    # a picture already the model's size: the processor's own tensor, pixel for pixel
+    g = torch.Generator().manual_seed(4)
+    image = Image.fromarray(torch.randint(0, 256, (32, 32, 3), generator=g, dtype=torch.uint8).numpy())
+    theirs = AutoImageProcessor.from_pretrained(folders["vit"])(image, return_tensors="pt").pixel_values
+    torch.testing.assert_close(bundles["vit"].preprocess(image), theirs, rtol=0, atol=1e-5)
+
+
+def test_random_weights_are_built_from_the_config_and_the_meta_model_lists_the_same_layers(folders, bundles):
+    name = f"hf:{folders['resnet']}"
+    random = load_model(name, weights="none", device="cpu")
+    assert (random.pretrained, random.weights_source, random.categories) == (False, "random", LABELS)
+    assert not torch.equal(random.model(_x()), bundles["resnet"].model(_x()))
+    meta, _ = meta_model(name)
+    assert [b.name for b in block_layers(meta)] == [b.name for b in block_layers(bundles["resnet"].model)]
+    assert resolve_layers(meta, "blocks") == [f"hf.resnet.encoder.stages.{i}.layers.0" for i in (0, 1)]
+
+
+def test_a_hub_id_offline_fails_in_one_sentence():
+    with pytest.raises(WeightsError) as info:
+        load_model("hf:someone/not-on-this-machine", device="cpu")
+    message = str(info.value)
+    assert "HF_HUB_OFFLINE" in message and "someone/not-on-this-machine" in message and "\n" not in message
+
+
+def test_a_hub_download_waits_a_bounded_time(monkeypatch):
+    import huggingface_hub
+
+    monkeypatch.delenv("HF_HUB_OFFLINE")
+    monkeypatch.delenv("VIZHOOKS_OFFLINE")
+    monkeypatch.setattr(huggingface_hub.constants, "HF_HUB_OFFLINE", False)
+    monkeypatch.setattr(weights_module, "DOWNLOAD_TIMEOUT_S", 0.3)
+    monkeypatch.setattr(weights_module, "_offline_since", None)
+    monkeypatch.setattr(huggingface_hub, "hf_hub_download", lambda *a, **k: time.sleep(5))
+    start = time.monotonic()
+    with pytest.raises(WeightsError, match="No answer from the download server within 0.3 s"):
+        load_model("hf:someone/silent-server", device="cpu")
+    assert time.monotonic() - start < 3
+    # remembered: the next load does not wait again
+    with pytest.raises(WeightsError, match="failed a moment ago"):
+        load_model("hf:someone/silent-server", device="cpu")
+
+
+def test_an_operator_file_offers_hf_entries(folders, tmp_path, monkeypatch):
+    (tmp_path / "models.toml").write_text(
+        '[[model]]\nname = "Tiny ViT (小模型)"\ndescription = "猫, 狗, 杯子"\n'
+        f'hf = "{os.path.relpath(folders["vit"], tmp_path)}"\n\n'
+        '[[model]]\nname = "Broken"\nhf = "x/y"\narch = "resnet18"\n', encoding="utf-8")
+    monkeypatch.setenv("VIZHOOKS_MODELS", str(tmp_path / "models.toml"))
+    entries, warnings = operator_models()
+    entry = entries["Tiny ViT (小模型)"]
+    assert entry.arch == f"hf:{folders['vit'].resolve()}" and entry.description == "猫, 狗, 杯子"
+    assert len(warnings) == 1 and "Broken" in warnings[0] and "'hf' entry takes no 'arch'" in warnings[0]
+    bundle = load_model("Tiny ViT (小模型)", device="cpu")
+    torch.testing.assert_close(bundle.model(_x()), _hf_own(folders["vit"])(pixel_values=_x()).logits)
+
+
+def test_the_cli_draws_an_hf_models_blocks(folders, tmp_path, capsys):
+    photo = tmp_path / "photo.png"
+    Image.new("RGB", (40, 48), (200, 30, 30)).save(photo)
+    name = f"hf:{folders['vit']}"
+    code, out, err = run_cli(capsys, photo, "--model", name, "--layers", "hf.vit.layers.1", "--out", tmp_path / "out")
+    assert code == 0, err
+    assert (tmp_path / "out" / "hf.vit.layers.1.png").is_file()
+    code, out, _ = run_cli(capsys, "--list-layers", "--model", name)
+    assert code == 0 and "hf.vit.layers.0" in out and "hf.vit.embeddings.patch_embeddings.projection" in out
+    code, _, err = run_cli(capsys, photo, "--model", "hf:no/such-model")
+    assert code == 2 and "HF_HUB_OFFLINE" in err and "Traceback" not in err
+
+
+@pytest.mark.slow
+def test_the_page_shows_an_operators_hf_model_in_its_views(folders, tmp_path, monkeypatch):
+    from tests.helpers import choose_view, layer_headings, ok, open_page
+
+    (tmp_path / "models.toml").write_text(f'[[model]]\nname = "Tiny ViT"\nhf = "{folders["vit"]}"\n')
+    monkeypatch.setenv("VIZHOOKS_MODELS", str(tmp_path / "models.toml"))
+    at = open_page(model="Tiny ViT")
+    ok(at)
+    assert layer_headings(at) == ["hf.vit.layers.0", "hf.vit.layers.1"]  # the blocks, by their HF names
+    for view in ("explain", "overview"):
+        choose_view(at, view)
+        ok(at)

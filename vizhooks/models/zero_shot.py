@@ -1,0 +1,231 @@
+"""CLIP zero-shot: a classifier whose classes are the words you type, through open_clip.
+
+The model's logits for a picture are ``logit_scale.exp() * cos(image embedding, prompt embedding)``,
+one per prompt, as in CLIP's paper; the prompts' embeddings are computed once per prompt set (one
+text forward for the whole set) and cached, so a page that shows the same class names again runs
+no text forward. The vizhooks model holds only the image tower (``visual.*`` layers), so every view
+shows what CLIP's image encoder does, Grad-CAM for "a photo of a red mug" included.
+"""
+
+from __future__ import annotations
+
+import functools
+import os
+import threading
+from collections import OrderedDict
+from collections.abc import Sequence
+from typing import Any
+
+import torch
+import torch.nn.functional as F
+from torch import nn
+
+from vizhooks._hooks import share_lock
+from vizhooks.models.architectures import SEED
+from vizhooks.models.images import InputSpec
+from vizhooks.models.registry import ModelBundle, resolve_device
+from vizhooks.models.weights import (
+    DOWNLOAD_TIMEOUT_S,
+    WeightsError,
+    bounded,
+    download_allowed,
+    hf_offline,
+    remember_download,
+)
+
+#: Prompt sets whose text embeddings each CLIP model keeps.
+PROMPT_SETS_KEPT = 32
+MAX_PROMPTS = 1000
+
+
+class ZeroShotCLIP(nn.Module):
+    """CLIP's image tower and a fixed set of prompt embeddings: ``model(x)`` returns
+    ``logit_scale.exp() * cos(image embedding, prompt embedding)`` for each prompt, shape (N, prompts).
+
+    ``visual`` is open_clip's image encoder itself (ResNet or ViT), shared with the CLIP model.
+    """
+
+    def __init__(self, clip: Any, prompt_features: torch.Tensor) -> None:
+        super().__init__()
+        self.visual: nn.Module = clip.visual
+        self.logit_scale: nn.Parameter = clip.logit_scale
+        self.prompts: torch.Tensor
+        self.register_buffer("prompts", F.normalize(prompt_features.detach(), dim=-1), persistent=False)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        image = self.visual(x)
+        image = image[0] if isinstance(image, tuple) else image
+        return self.logit_scale.exp() * F.normalize(image, dim=-1) @ self.prompts.t()
+
+
+def _open_clip() -> Any:
+    try:
+        import open_clip  # type: ignore[import-untyped]
+    except ImportError:
+        raise ValueError("CLIP zero-shot needs the open_clip package: pip install open-clip-torch.") from None
+    return open_clip
+
+
+def _check_prompts(prompts: Sequence[str]) -> tuple[str, ...]:
+    if isinstance(prompts, str):
+        raise TypeError("prompts must be a list of class names, not one string.")
+    cleaned = tuple(str(p).strip() for p in prompts)
+    if len(cleaned) < 2 or len(cleaned) > MAX_PROMPTS or not all(cleaned):
+        raise ValueError(f"Give from 2 to {MAX_PROMPTS} class names, none of them empty (one per line on the page).")
+    if len(set(cleaned)) != len(cleaned):
+        raise ValueError("Each class name must be different: remove the repeated one.")
+    return cleaned
+
+
+def _pretrained_file(arch: str, tag: str) -> tuple[str, str]:
+    """The checkpoint file of open_clip's pretrained tag: the cache, or a download whose first
+    answer is awaited at most DOWNLOAD_TIMEOUT_S seconds. Returns (path, source)."""
+    open_clip = _open_clip()
+    cfg = open_clip.get_pretrained_cfg(arch, tag)
+    if not cfg:
+        tags = ", ".join(open_clip.list_pretrained_tags_by_model(arch)) or "none"
+        raise WeightsError(f"open_clip has no weights {tag!r} for {arch} (it has: {tags})")
+    hub = str(cfg.get("hf_hub", ""))
+    if hub:
+        from huggingface_hub import try_to_load_from_cache
+
+        repo, filename = os.path.split(hub)  # "owner/name/" or "owner/name/file", as open_clip reads it
+        for name in (filename, "open_clip_model.safetensors", "open_clip_pytorch_model.bin"):
+            found = try_to_load_from_cache(repo, name) if name else None
+            if isinstance(found, str):
+                return found, "cache"
+    notes: list[str] = []
+    if hf_offline():
+        notes.append("Downloads are switched off (HF_HUB_OFFLINE is set)")
+    if notes or not download_allowed(notes):
+        raise WeightsError(f"{notes[0]}, and the {tag} weights of {arch} are not in the cache")
+    try:
+        path = bounded(lambda started: open_clip.download_pretrained(cfg), DOWNLOAD_TIMEOUT_S, arch)
+    except WeightsError as exc:
+        remember_download(exc)
+        raise WeightsError(f"The download of the {tag} weights of {arch} failed ({str(exc).rstrip('.')})") from None
+    remember_download(None)
+    return str(path), "download"
+
+
+def _build(arch: str, weights: str) -> tuple[Any, str, str, bool]:
+    """(open_clip model in eval mode, weights source, status sentence, pretrained)."""
+    open_clip = _open_clip()
+    if arch not in open_clip.list_models():
+        import difflib
+
+        close = difflib.get_close_matches(arch, open_clip.list_models(), n=3, cutoff=0.6)
+        hint = f" Did you mean: {', '.join(close)}?" if close else ""
+        raise ValueError(f"open_clip has no model named {arch!r}.{hint} open_clip.list_models() lists them.")
+    fix = (f"To use real weights, run `python -c \"import open_clip; open_clip.create_model('{arch}', "
+           f"pretrained='TAG')\"` once on a machine with internet (open_clip keeps them in the Hugging Face "
+           f"cache, HF_HOME; HF_ENDPOINT names a mirror).")
+    if weights == "none":
+        status = f"Random weights (seeded) for {arch}, as asked: predictions are meaningless."
+        return _random(open_clip, arch), "random", status, False
+    if os.path.isfile(weights):
+        model = open_clip.create_model(arch, pretrained=weights).eval()
+        return model, "file", f"Weights for {arch} from {weights}.", True
+    tags = open_clip.list_pretrained_tags_by_model(arch)
+    tag = tags[0] if weights == "auto" and tags else weights
+    try:
+        if weights == "auto" and not tags:
+            raise WeightsError(f"open_clip lists no pretrained weights for {arch}")
+        path, source = _pretrained_file(arch, tag)
+        model = open_clip.create_model(arch, pretrained=path)
+        return model.eval(), source, f"The {tag} weights of {arch} ({path}).", True
+    except WeightsError as exc:
+        if weights != "auto":
+            raise WeightsError(f"{str(exc).rstrip('.')}. {fix}") from None
+        status = (f"Random weights: the weights of {arch} could not be loaded. {str(exc).rstrip('.')}. {fix} Until "
+                  f"then, the class names are matched by an untrained network and predictions are meaningless.")
+        return _random(open_clip, arch), "random", status, False
+
+
+def _random(open_clip: Any, arch: str) -> Any:
+    with torch.random.fork_rng(devices=[]):
+        torch.manual_seed(SEED)
+        return open_clip.create_model(arch, pretrained=None).eval()
+
+
+class _Loaded:
+    """One CLIP model on one device, with its tokenizer and its cache of prompt embeddings."""
+
+    def __init__(self, arch: str, weights: str, device: torch.device) -> None:
+        self.clip, self.source, self.status, self.pretrained = _build(arch, weights)
+        self.clip.to(device)
+        self.tokenizer = _open_clip().get_tokenizer(arch)
+        self.device = device
+        self.lock = threading.Lock()
+        self.prompts: OrderedDict[tuple[str, ...], torch.Tensor] = OrderedDict()
+
+    def features(self, prompts: tuple[str, ...]) -> torch.Tensor:
+        """The prompts' text embeddings: one text forward for a new set, none for a known one."""
+        with self.lock:
+            if prompts in self.prompts:
+                self.prompts.move_to_end(prompts)
+                return self.prompts[prompts]
+        with torch.no_grad():
+            tokens = self.tokenizer(list(prompts)).to(self.device)
+            found = self.clip.encode_text(tokens).float()
+        with self.lock:
+            self.prompts[prompts] = found
+            while len(self.prompts) > PROMPT_SETS_KEPT:
+                self.prompts.popitem(last=False)
+        return found
+
+
+@functools.lru_cache(maxsize=2)
+def _loaded(arch: str, weights: str, device: torch.device) -> _Loaded:
+    return _Loaded(arch, weights, device)
+
+
+def _input_spec(visual: Any) -> InputSpec:
+    """open_clip's preprocessing of the image tower: mean, std, interpolation, a fixed square side."""
+    cfg = getattr(visual, "preprocess_cfg", None) or {}
+    mean = tuple(float(v) for v in cfg.get("mean", visual.image_mean))
+    std = tuple(float(v) for v in cfg.get("std", visual.image_std))
+    size = cfg.get("size", visual.image_size)
+    side = int(size if isinstance(size, int) else size[0])
+    return InputSpec(mean, std, str(cfg.get("interpolation", "bicubic")), side, 1)  # type: ignore[arg-type]
+
+
+def zero_shot(arch: str, prompts: Sequence[str], *, weights: str | os.PathLike = "auto",
+              device: str | torch.device | None = None) -> ModelBundle:
+    """A CLIP model as a classifier of the class names (prompts) you give.
+
+    Args:
+        arch: an open_clip model name (``open_clip.list_models()``), e.g. ``"RN50"`` or ``"ViT-B-32"``.
+        prompts: 2 or more class names or sentences ("a photo of a red mug"), in a language the model reads.
+        weights: ``"auto"`` (the model's first open_clip pretrained tag: the Hugging Face cache, then a
+            bounded download, else seeded random weights with a sentence saying so), a tag such as
+            ``"openai"`` (an error instead of random weights), ``"none"`` (seeded random, offline) or a
+            checkpoint file.
+        device: ``"auto"`` / None or any torch device string.
+
+    Returns:
+        A :class:`ModelBundle` whose ``model(x)`` returns ``logit_scale.exp() * cos(image, prompt)``
+        per prompt, whose ``categories`` are the prompts and whose ``clip`` is the open_clip model.
+
+    Raises:
+        ValueError: unknown model, fewer than 2 or repeated prompts, or open_clip missing.
+        WeightsError: a named tag or file that cannot be loaded.
+
+    Example:
+        >>> bundle = zero_shot("RN50", ["a cat", "a dog", "a red mug"], weights="none", device="cpu")
+        >>> bundle.model(bundle.preprocess(photo)).softmax(-1)
+    """
+    names = _check_prompts(prompts)
+    dev = resolve_device(device or "auto")
+    loaded = _loaded(arch, os.fspath(weights), dev)
+    model = ZeroShotCLIP(loaded.clip, loaded.features(names)).to(dev).eval()
+    share_lock(model, loaded.clip)  # every prompt set's model runs the same image tower
+    spec = _input_spec(loaded.clip.visual)
+    return ModelBundle(
+        model=model, name=f"CLIP {arch}", device=dev, pretrained=loaded.pretrained, weights_status=loaded.status,
+        categories=list(names), mean=spec.mean, std=spec.std, weights_source=loaded.source, arch=f"clip:{arch}",
+        input=spec, clip=loaded.clip,
+    )
+
+
+__all__ = ["ZeroShotCLIP", "zero_shot"]
