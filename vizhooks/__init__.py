@@ -38,6 +38,7 @@ from vizhooks.models.images import InvalidImageError, load_image
 from vizhooks.models.layers import LayerInfo, UnknownLayerError, describe_layers, find_layers
 from vizhooks.models.registry import ModelBundle, list_models, load_model
 from vizhooks.models.weights import WeightsError
+from vizhooks.models.zero_shot import zero_shot
 from vizhooks.render.figures import feature_grid, figure_to_png
 from vizhooks.teaching import Taught, teach
 
@@ -73,10 +74,11 @@ __all__ = [
     "load_model",
     "sanity_check",
     "teach",
+    "zero_shot",
 ]
 
 #: Namespaces reachable as attributes, imported on first use (OpenCV, Ray, pyarrow stay unloaded).
-_NAMESPACES = ("atlas", "classroom", "live", "ops", "video")
+_NAMESPACES = ("atlas", "audit", "classroom", "exporting", "live", "ops", "patching", "video")
 
 def __getattr__(name: str) -> ModuleType:
     if name in _NAMESPACES:
