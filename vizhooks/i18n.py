@@ -118,11 +118,14 @@ def language() -> str:
 
 
 def language_from_locale(locale: str | None) -> str:
-    """A browser's locale as a catalogue language: ``"zh-CN"``, ``"zh_TW"``, ``"zh"`` -> ``"zh"``; an exact
-    match (``"zh-Hant"``) first, then the language's first part; anything else (or nothing) -> ``"en"``."""
+    """A browser's locale as a catalogue language: ``"zh-CN"``, ``"zh"`` -> ``"zh"``; an exact match
+    (``"zh-Hant"``) first, then Traditional script (``"zh-Hant-HK"``, ``"zh_TW"``, ``"zh-HK"``, ``"zh-MO"`` ->
+    ``"zh-Hant"``), then the language's first part; anything else (or nothing) -> ``"en"``."""
     tag = (locale or "").lower().replace("_", "-")
     by_tag = {lang.lower(): lang for lang in languages()}
-    return by_tag.get(tag) or by_tag.get(tag.split("-")[0]) or SOURCE
+    parts = tag.split("-")
+    traditional = parts[0] == "zh" and bool({"hant", "tw", "hk", "mo"} & set(parts[1:])) and "hans" not in parts
+    return by_tag.get(tag) or (traditional and by_tag.get("zh-hant")) or by_tag.get(parts[0]) or SOURCE
 
 
 def t(key: str, **values: object) -> str:
