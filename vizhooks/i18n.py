@@ -21,6 +21,9 @@ Adding a language needs no code:
    switch); keep every ``{placeholder}`` and its format spec.
 3. ``tests/test_catalogue.py`` checks that every key is translated with the same placeholders.
 
+繁體中文 (``zh_Hant``) is not written this way: ``python -m vizhooks.hant`` generates it from ``zh.po``
+(OpenCC s2twp and reviewed overrides); re-run it after ``zh.po`` changes.
+
 The page calls the language by its folder's name with ``-`` for ``_`` (``zh_Hant`` -> ``zh-Hant``).
 After English texts change, ``python -m vizhooks.i18n`` rewrites the template from ``en.po`` and
 ``pybabel update -w 100 -i vizhooks/locale/vizhooks.pot -d vizhooks/locale -D vizhooks -l zh`` carries the new
