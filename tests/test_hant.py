@@ -90,6 +90,16 @@ def test_class_names_and_lesson_comments_are_converted():
     assert render("clamp", "en", **code).count("#") == converted.count("#")
 
 
+def _hant_names() -> list[str]:
+    from vizhooks.models.labels import class_labels
+    from vizhooks.models.registry import imagenet_categories
+
+    return class_labels(imagenet_categories(), "zh-Hant")
+
+
+HANT_NAMES = _hant_names()
+
+
 def _simplified_only(text: str) -> set[str]:
     return {ch for ch in text if S2TWP.convert(ch) != ch} - SHARED
 
@@ -107,6 +117,16 @@ def test_the_page_in_traditional_chinese():
     assert len(chinese) > 5
     assert {text: _simplified_only(text) for text in chinese if _simplified_only(text)} == {}
     assert _simplified_only(ZH["title"] + ZH["subtitle"])  # the check finds Simplified where it is
+    # the top-5 bars name the classes in Traditional characters: s2twp of the 简体中文 names
+    from vizhooks.models.labels import chinese_categories
+    from vizhooks.models.registry import imagenet_categories
+
+    english, simplified = list(imagenet_categories()), chinese_categories()
+    shown = [bar.proto.text for bar in at.get("progress")]
+    assert len(shown) == 5
+    for line in shown:
+        name, _share = line.rsplit(" · ", 1)
+        assert name == S2TWP.convert(simplified[HANT_NAMES.index(name)]) and name not in english
 
 
 @pytest.mark.slow
