@@ -42,6 +42,7 @@ ENGLISH = entries(catalogue(i18n.SOURCE))
 
 def test_shipped_languages_and_their_names():
     assert LANGS[0] == "en" and "zh" in LANGS
+    assert "zh-Hant" in LANGS and i18n.LANGUAGE_NAMES["zh-Hant"] == "繁體中文"  # so every test here covers it
     assert list(i18n.LANGUAGES) == list(LANGS) == list(i18n.LANGUAGE_NAMES)
     assert (i18n.LANGUAGE_NAMES["en"], i18n.LANGUAGE_NAMES["zh"]) == ("English", "简体中文")
     names = [i18n.table(lang).get("language_name") for lang in LANGS]  # a new language names itself in its .po

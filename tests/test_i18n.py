@@ -26,8 +26,11 @@ def test_same_placeholders(key):
 
 
 def test_locale_decides_without_a_link():
+    # zh_TW gave "zh" while 简体中文 was the only Chinese; with 繁體中文 shipped it is Traditional
     assert [language_from_locale(x) for x in ("zh-CN", "zh_TW", "zh", "ZH-hans", "en-US", "de", "", None)] == \
-        ["zh", "zh", "zh", "zh", "en", "en", "en", "en"]
+        ["zh", "zh-Hant", "zh", "zh", "en", "en", "en", "en"]
+    assert [language_from_locale(x) for x in ("zh-HK", "zh-Hant", "zh-Hant-TW", "zh-Hans-TW", "zh-SG")] == \
+        ["zh-Hant", "zh-Hant", "zh-Hant", "zh", "zh"]
 
 
 VIEWS = ("maps", "inspector", "atlas", "gradients", "gradcam", "backward", "table", "intervene", "compare", "code")

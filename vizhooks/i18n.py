@@ -21,6 +21,9 @@ Adding a language needs no code:
    switch); keep every ``{placeholder}`` and its format spec.
 3. ``tests/test_catalogue.py`` checks that every key is translated with the same placeholders.
 
+繁體中文 (``zh_Hant``) is not written this way: ``python -m vizhooks.hant`` generates it from ``zh.po``
+(OpenCC s2twp and reviewed overrides); re-run it after ``zh.po`` changes.
+
 The page calls the language by its folder's name with ``-`` for ``_`` (``zh_Hant`` -> ``zh-Hant``).
 After English texts change, ``python -m vizhooks.i18n`` rewrites the template from ``en.po`` and
 ``pybabel update -w 100 -i vizhooks/locale/vizhooks.pot -d vizhooks/locale -D vizhooks -l zh`` carries the new
@@ -118,11 +121,14 @@ def language() -> str:
 
 
 def language_from_locale(locale: str | None) -> str:
-    """A browser's locale as a catalogue language: ``"zh-CN"``, ``"zh_TW"``, ``"zh"`` -> ``"zh"``; an exact
-    match (``"zh-Hant"``) first, then the language's first part; anything else (or nothing) -> ``"en"``."""
+    """A browser's locale as a catalogue language: ``"zh-CN"``, ``"zh"`` -> ``"zh"``; an exact match
+    (``"zh-Hant"``) first, then Traditional script (``"zh-Hant-HK"``, ``"zh_TW"``, ``"zh-HK"``, ``"zh-MO"`` ->
+    ``"zh-Hant"``), then the language's first part; anything else (or nothing) -> ``"en"``."""
     tag = (locale or "").lower().replace("_", "-")
     by_tag = {lang.lower(): lang for lang in languages()}
-    return by_tag.get(tag) or by_tag.get(tag.split("-")[0]) or SOURCE
+    parts = tag.split("-")
+    traditional = parts[0] == "zh" and bool({"hant", "tw", "hk", "mo"} & set(parts[1:])) and "hans" not in parts
+    return by_tag.get(tag) or (traditional and by_tag.get("zh-hant")) or by_tag.get(parts[0]) or SOURCE
 
 
 def t(key: str, **values: object) -> str:

@@ -500,7 +500,7 @@ def handout(lesson: Lesson) -> str:
                   f"<div class='question'><p><strong>{html.escape(t('lesson_question'))}</strong> "
                   f"{html.escape(t(f'lesson_{step.id}_q'))}</p><p><em>{html.escape(t('lesson_answer'))}:</em></p>"
                   f"{_inline(t(f'lesson_{step.id}_a'))}</div>"]
-    lang = "zh-CN" if c.lang == "zh" else "en"
+    lang = {"zh": "zh-CN", "zh-Hant": "zh-Hant-TW"}.get(c.lang, "en")
     return (f'<!DOCTYPE html>\n<html lang="{lang}"><head><meta charset="utf-8">'
             '<meta name="viewport" content="width=device-width, initial-scale=1">'
             f"<title>{html.escape(title)}</title><style>{_STYLE}</style></head>\n<body>\n"

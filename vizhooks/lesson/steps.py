@@ -65,13 +65,13 @@ def command_arguments(p: argparse.ArgumentParser) -> None:
     prog = p.prog
     p.description = ("The page's step-by-step lesson on hooks for one photo and model, to take home: a Jupyter\n"
                      "notebook (text and code; it runs offline) or one self-contained HTML handout (text, code\n"
-                     "and this photo's pictures; prints on A4), in English or Chinese.")
+                     "and this photo's pictures; prints on A4), in English, 简体中文 or 繁體中文.")
     p.epilog = ("Examples:\n"
                 f"  {prog} --photo sample_images/chelsea.jpg --format ipynb --out lesson.ipynb\n"
                 f"  {prog} --lang zh --model resnet18 --photo cat.jpg --format html --out lesson.html")
     p.add_argument("--photo", required=True, metavar="PATH", help="the photo (png, jpg, webp, bmp, gif, tiff)")
-    p.add_argument("--lang", default="en", choices=tuple(LANGUAGES), help="language of the text and comments "
-                   "(default: en)")
+    p.add_argument("--lang", default="en", choices=tuple(LANGUAGES), help="language of the text and comments: "
+                   f"{', '.join(LANGUAGES)} (default: en)")
     p.add_argument("--model", default="resnet18", metavar="NAME", help="model name, as for the main command "
                    "(default: resnet18)")
     p.add_argument("--weights", default="auto", help="auto | imagenet | none | PATH (default: auto)")

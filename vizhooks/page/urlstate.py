@@ -10,6 +10,7 @@ import re
 from collections.abc import Mapping, Sequence
 
 from vizhooks.classroom.core import ALPHABET, CODE_LENGTH, normalise_code
+from vizhooks.i18n import languages
 from vizhooks.interpret.methods import METHODS as EXPLAIN_METHODS
 from vizhooks.lesson.steps import STEPS
 from vizhooks.models.layers import architecture_layers
@@ -26,7 +27,8 @@ CHANNEL_CHOICES: tuple[int | str, ...] = (1, 2, 4, 8, 16, 32, 64, 128, 256, 512,
 WHATS = ("output", "input")
 #: The page's views, in menu order (read from the views' own modules: vizhooks.page.views).
 VIEWS = tuple(view.name for view in REGISTRY)
-LANGS = ("en", "zh")
+#: The page's languages, one per catalogue (``?lang=zh-Hant``): a new .po file joins the switch and the links.
+LANGS = languages()
 #: Settings of one view, kept in the link while that view is shown (their session keys are the names).
 VIEW_KEYS: dict[str, tuple[str, ...]] = {view.name: view.keys for view in REGISTRY if view.keys}
 
