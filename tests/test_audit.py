@@ -14,7 +14,7 @@ from helpers import count_hooks
 from PIL import Image
 from torch import nn
 
-from vizhooks.interpret.audit import OTHER, AuditError, audit, eigengap, normalised, spray
+from vizhooks.interpret.audit import OTHER, AuditError, audit, class_folders, eigengap, normalised, spray
 from vizhooks.interpret.cam import grad_cam
 from vizhooks.models.images import load_image, preprocess
 
@@ -251,3 +251,17 @@ def test_the_shipped_shortcut_folder_is_the_scripts_output(tmp_path):
         yellow = ((corner[:, 0] > 200) & (corner[:, 1] > 170) & (corner[:, 2] < 80)).mean()
         part, shape = path.relative_to(tmp_path / "shortcut").parts[:2]
         assert (yellow > 0.3) == ((part, shape) in {("teach", "triangle"), ("test", "circle")}), path
+
+
+def test_pictures_in_memory_give_the_folders_audit(found, model, folder):
+    """A page's photos are audited from memory (never written to the server's disk) exactly as the same
+    files in a folder: same predictions, maps and clusters, paths ``class/file``."""
+    photos = {name: [(p.name, p.read_bytes()) for p in paths] for name, paths in class_folders(folder).items()}
+    again = audit(model, photos, layer="features", size=SIDE, batch_size=8)
+    assert again.predictions == found.predictions
+    assert again.maps.keys() == found.maps.keys()
+    for path, m in found.maps.items():
+        np.testing.assert_allclose(again.maps[path], m, atol=1e-6)
+    assert again.clusters == found.clusters and again.skipped == found.skipped
+    with pytest.raises(AuditError, match="holds no pictures"):
+        audit(model, {**photos, "empty": []}, layer="features", size=SIDE)

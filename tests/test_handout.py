@@ -348,7 +348,8 @@ def test_prepare_reads_the_page_layers_for_the_model():
 
 
 @pytest.mark.slow
-# ViT-B/32: the same VisionTransformer class and code path as B/16, with 49 tokens instead of 196 (a quarter of the work)
+# ViT-B/32: the same VisionTransformer class and code path as B/16, with 49 tokens instead of 196
+# (a quarter of the work)
 @pytest.mark.parametrize("model", ["vgg16", "mobilenet_v3_small", "vit_b_32"])
 def test_the_lesson_of_other_families_in_chinese(model, tmp_path):
     """The notebook and the handout of VGG-16, MobileNet (depthwise convs) and ViT (blocks as maps; its

@@ -91,8 +91,9 @@ def _from_imports() -> list[tuple[str, list[str], str]]:
 
 
 def test_every_from_import_that_docs_show_runs():
-    """In sentences and the manual, ``vizhooks.explain`` resolves as an attribute (the function), yet ``from vizhooks.explain import``
-    fails: a sentence that shows an import must name a module that has those names."""
+    """In sentences and the manual, ``vizhooks.explain`` resolves as an attribute (the function), yet
+    ``from vizhooks.explain import`` fails: a sentence that shows an import must name a module that has
+    those names."""
     broken = []
     for module, names, place in _from_imports():
         if not _is_module(module):

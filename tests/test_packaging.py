@@ -49,6 +49,12 @@ LAZY_EXTRAS = {
     "timm": "timm",  # load_model("timm:NAME")
     "huggingface_hub": "timm",  # timm's pretrained checkpoints
     "safetensors": "timm",
+    "zennit": "interpret",  # channel relevance by LRP
+    "sklearn": "interpret",  # concepts (NMF), the audit's spectral clustering
+    "scipy": "interpret",  # the audit's eigengap, concepts' non-negative least squares
+    "transformers": "hf",  # load_model("hf:ID_OR_DIR")
+    "open_clip": "clip",  # zero_shot()
+    "onnx": "export",  # a taught model as ONNX
 }
 #: Library modules that are an optional engine as a whole: no module imports them at module level
 #: (tests/test_architecture.py), so all their imports belong to the extra.

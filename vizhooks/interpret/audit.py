@@ -24,7 +24,7 @@ from __future__ import annotations
 
 import re
 import warnings
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -172,6 +172,24 @@ def class_folders(folder: str | Path) -> dict[str, list[Path]]:
         if not files:
             raise AuditError(f"The class folder {root / name} holds no pictures; add some or remove it.",
                              "audit_empty", folder=str(root / name))
+    return found
+
+
+#: What an in-memory audit calls its folder in sentences and in ``Audit.folder``.
+IN_MEMORY = "<photos in memory>"
+
+
+def _in_memory(classes: Mapping[str, Sequence[tuple[str, bytes]]]) -> dict[str, list[tuple[str, bytes]]]:
+    """``{class: [(file name, picture bytes), ...]}`` as :func:`audit` reads a folder: ``"class/name"`` paths."""
+    if not classes:
+        raise AuditError("No classes were given; give at least one class with pictures.", "audit_no_classes",
+                         folder=IN_MEMORY)
+    found = {}
+    for name, pictures in classes.items():
+        if not pictures:
+            raise AuditError(f"The class {name} holds no pictures; add some or remove it.", "audit_empty",
+                             folder=f"{IN_MEMORY}/{name}")
+        found[str(name)] = [(f"{name}/{file}", data) for file, data in pictures]
     return found
 
 
@@ -391,7 +409,7 @@ def _check(method: str, clusters: int | str, engine: str, batch_size: int, map_s
 
 def audit(
     model: ModelBundle | nn.Module,
-    folder: str | Path,
+    folder: str | Path | Mapping[str, Sequence[tuple[str, bytes]]],
     *,
     categories: Sequence[str] | None = None,
     layer: str | None = None,
@@ -410,7 +428,9 @@ def audit(
     Args:
         model: a :class:`ModelBundle` (its own preprocessing and categories) or an ``nn.Module``
             (its ``categories`` and ``mean_std`` attributes when it has them; ImageNet's mean and std else).
-        folder: one sub-folder per true class, named after a model class, its index or WordNet id.
+        folder: one sub-folder per true class, named after a model class, its index or WordNet id; or the
+            same in memory, ``{class: [(file name, picture bytes), ...]}`` (a page's photos, never written
+            to disk), whose paths are then ``"class/file name"``.
         categories: the model's class names (instead of the model's own).
         layer: the CAM layer; default :func:`vizhooks.interpret.methods.default_layers`.
         method: an explanation method of :data:`vizhooks.interpret.methods.METHODS`.
@@ -432,12 +452,18 @@ def audit(
         >>> found.confusion, found.suspicious()
     """
     _check(method, clusters, engine, batch_size, map_size)
-    root = Path(folder)
-    files = class_folders(root)
+    files: dict[str, list[tuple[str, Path | bytes]]]
+    if isinstance(folder, Mapping):  # pictures in memory (a page's photos): nothing is written to disk
+        root = Path(IN_MEMORY)
+        files = {name: list(pictures) for name, pictures in _in_memory(folder).items()}
+    else:
+        root = Path(folder)
+        files = {name: [(path.relative_to(root).as_posix(), path) for path in paths]
+                 for name, paths in class_folders(root).items()}
     net = _net(model, categories, size, mean_std)
     layer = resolve_layers(net.model, [layer])[0] if layer else default_layers(net.model)[0]
     names = list(files)
-    todo = [(p, name) for name in names for p in files[name]]
+    todo = [(rel, source, name) for name in names for rel, source in files[name]]
     skipped: list[tuple[str, str]] = []
     rows: list[dict[str, Any]] = []
     maps: dict[str, np.ndarray] = {}
@@ -466,10 +492,9 @@ def audit(
         if progress is not None:
             progress(len(rows) + len(skipped), len(todo))
 
-    for path, label in todo:
-        rel = path.relative_to(root).as_posix()
+    for rel, source, label in todo:
         try:
-            x = net.prepare(load_image(path))
+            x = net.prepare(load_image(source))
         except InvalidImageError as exc:
             skipped.append((rel, str(exc)))
             continue

@@ -13,7 +13,6 @@ from __future__ import annotations
 
 import hashlib
 import os
-import tempfile
 from pathlib import Path
 
 import numpy as np
@@ -21,12 +20,13 @@ import streamlit as st
 from PIL import Image
 
 from vizhooks.interpret.audit import OTHER, Audit, audit
+from vizhooks.models.images import load_image
 from vizhooks.page.errors import shown_errors
 from vizhooks.page.folders import samples_dir
 from vizhooks.page.results import cached, get_bundle
 from vizhooks.page.texts import t
 from vizhooks.page.views import View
-from vizhooks.page.widgets import fraction, progress_bar
+from vizhooks.page.widgets import fraction, keep_valid, progress_bar
 from vizhooks.render.figures import channel_overlay, confusion_figure, figure_to_png, image_to_png
 
 SIZE = 224
@@ -47,42 +47,52 @@ def shipped_dirs() -> list[Path]:
     return [root / part for part in ("teach", "test") if (root / part).is_dir()]
 
 
-def teach_folder() -> Path | None:
-    """The Teach view's photos written out as a class folder (one sub-folder per named class), or None
-    when fewer than two classes have a name and a photo."""
+#: Pictures in memory, as vizhooks.interpret.audit.audit reads them: {class: [(file name, bytes), ...]}.
+Photos = dict[str, list[tuple[str, bytes]]]
+
+
+def teach_photos() -> Photos | None:
+    """The Teach view's photos by class name (kept in memory: a visitor's photos are never written to the
+    server's disk), or None when fewer than two classes have a name and a photo."""
     groups = st.session_state.get(TEACH_PHOTOS) or []
     named = [(str(st.session_state.get(f"teach_name_{i}", "")).strip(), group) for i, group in enumerate(groups)]
     named = [(name, group) for name, group in named if name and group]
     if len(named) < 2:
         return None
-    digest = hashlib.sha256(repr([(n, [d for d, _ in g]) for n, g in named]).encode()).hexdigest()[:16]
-    root = Path(tempfile.gettempdir()) / "vizhooks-audit" / digest
-    if not root.is_dir():
-        for name, group in named:
-            (root / name).mkdir(parents=True, exist_ok=True)
-            for d, data in group:
-                (root / name / f"{d}.jpg").write_bytes(data)
-    return root
+    return {name: [(f"{d}.jpg", data) for d, data in group] for name, group in named}
 
 
-def _signature(folder: Path) -> str:
-    files = sorted((p.relative_to(folder).as_posix(), p.stat().st_size, p.stat().st_mtime_ns)
-                   for p in folder.rglob("*") if p.is_file())
+def _signature(source: Path | Photos) -> str:
+    files: list[tuple[str, ...]]
+    if isinstance(source, dict):
+        files = sorted((name, file, hashlib.sha256(data).hexdigest()) for name, pictures in source.items()
+                       for file, data in pictures)
+    else:
+        files = sorted((p.relative_to(source).as_posix(), str(p.stat().st_size), str(p.stat().st_mtime_ns))
+                       for p in source.rglob("*") if p.is_file())
     return hashlib.sha256(repr(files).encode()).hexdigest()
 
 
-def _sources() -> dict[str, Path | None]:
-    found: dict[str, Path | None] = {}
+def _open(source: Path | Photos, path: str) -> Image.Image:
+    """The picture at ``path`` of an audit (``"class/file"``), from its folder or from memory."""
+    if isinstance(source, dict):
+        name, file = path.split("/", 1)
+        return load_image(dict(source[name])[file])
+    return Image.open(source / path).convert("RGB")
+
+
+def _sources() -> dict[str, Path | Photos | None]:
+    found: dict[str, Path | Photos | None] = {}
     for path in shipped_dirs():
         found[t("audit_source_sample", name=f"shortcut/{path.name}")] = path
     for path in operator_dirs():
         found[t("audit_source_dir", path=str(path))] = path
-    found[t("audit_source_teach")] = teach_folder()
+    found[t("audit_source_teach")] = teach_photos()
     return found
 
 
-def _thumb(found: Audit, path: str, with_map: bool = True) -> Image.Image:
-    image = Image.open(found.folder / path).convert("RGB")
+def _thumb(found: Audit, source: Path | Photos, path: str, with_map: bool = True) -> Image.Image:
+    image = _open(source, path)
     image.thumbnail((THUMB, THUMB))
     return channel_overlay(image, found.maps[path], alpha=0.45, cmap="inferno") if with_map else image
 
@@ -96,7 +106,7 @@ def show(model: str) -> None:
     if folder is None:
         st.info(t("audit_no_teach_photos"))
         return
-    key = ("audit", model, str(folder), _signature(folder), SIZE)
+    key = ("audit", model, str(folder) if isinstance(folder, Path) else "teach", _signature(folder), SIZE)
     if not st.session_state.get("_audit_run") == key and not st.button(t("audit_run"), type="primary",
                                                                         key="audit_run"):
         return
@@ -110,8 +120,8 @@ def show(model: str) -> None:
             found = cached(key, lambda: audit(get_bundle(model), folder, size=SIZE, progress=progress),
                            lambda a: len(a.maps) * (a.map_size ** 2 * 4 + 300))
         _summary(found)
-        _cells(found)
-        _clusters(found)
+        _cells(found, folder)
+        _clusters(found, folder)
 
 
 def _summary(found: Audit) -> None:
@@ -129,13 +139,12 @@ def _summary(found: Audit) -> None:
     right.image(figure_to_png(figure), caption=t("audit_confusion"))
 
 
-def _cells(found: Audit) -> None:
+def _cells(found: Audit, folder: Path | Photos) -> None:
     st.subheader(t("audit_cells"))
     options = [(i, j) for i in range(len(found.classes)) for j in range(len(found.columns)) if found.confusion[i, j]]
     mistakes = [(i, j) for i, j in options if found.columns[j] != found.classes[i]]
     default = mistakes[0] if mistakes else options[0]
-    if st.session_state.get("audit_cell") not in options:
-        st.session_state["audit_cell"] = default
+    keep_valid("audit_cell", options, default)
     label = {(i, j): t("audit_cell_option", truth=found.classes[i], guess=t("audit_other_column")
                        if found.columns[j] == OTHER else found.columns[j], n=int(found.confusion[i, j]))
              for i, j in options}
@@ -146,7 +155,7 @@ def _cells(found: Audit) -> None:
     rows.sort(key=lambda r: -r["confidence"])
     columns = st.columns(4)
     for n, row in enumerate(rows[:SHOWN]):
-        columns[n % 4].image(image_to_png(_thumb(found, row["path"])), caption=t(
+        columns[n % 4].image(image_to_png(_thumb(found, folder, row["path"])), caption=t(
             "audit_picture", guess=row["predicted"], conf=row["confidence"]))
     if len(rows) > SHOWN:
         st.caption(t("audit_more", n=len(rows) - SHOWN))
@@ -155,22 +164,21 @@ def _cells(found: Audit) -> None:
         st.caption(t("audit_mistakes"))
         columns = st.columns(4)
         for n, row in enumerate(worst):
-            columns[n].image(image_to_png(_thumb(found, row["path"])), caption=t(
+            columns[n].image(image_to_png(_thumb(found, folder, row["path"])), caption=t(
                 "audit_mistake", truth=row["label"], guess=row["predicted"], conf=row["confidence"]))
 
 
-def _clusters(found: Audit) -> None:
+def _clusters(found: Audit, folder: Path | Photos) -> None:
     st.subheader(t("audit_clusters"))
     st.caption(t("audit_clusters_help"))
     names = [n for n in found.classes if n in found.groups]
-    if st.session_state.get("audit_class") not in names:
-        st.session_state["audit_class"] = next((n for n, _ in found.suspicious()), names[0])
+    keep_valid("audit_class", names, next((n for n, _ in found.suspicious()), names[0]))
     name = st.selectbox(t("audit_class"), names, key="audit_class")
     for cluster in found.groups[name]:
         with st.container(border=True):
             typical = cluster.members[0]
             left, right = st.columns([1, 3])
-            image = Image.open(found.folder / typical).convert("RGB")
+            image = _open(folder, typical)
             image.thumbnail((2 * THUMB, 2 * THUMB))
             left.image(image_to_png(channel_overlay(image, np.clip(cluster.mean, 0, None), alpha=0.5, cmap="inferno")),
                        caption=t("audit_cluster", id=cluster.id, n=cluster.size,
@@ -180,7 +188,7 @@ def _clusters(found: Audit) -> None:
                                 cluster=cluster.id, n=cluster.size))
             strip = right.columns(6)
             for n, path in enumerate(cluster.members[:6]):
-                strip[n].image(image_to_png(_thumb(found, path)))
+                strip[n].image(image_to_png(_thumb(found, folder, path)))
     if not found.suspicious():
         st.success(t("audit_no_shortcut"))
 
