@@ -218,16 +218,16 @@ def _weights(bundle: vz.ModelBundle) -> str:
 def notebook(lesson: Lesson) -> nbformat.NotebookNode:
     """The lesson as a notebook in the current language (see the module's docstring)."""
     c = lesson.choices
-    setup = with_weights_fallback(lesson.codes[plan_steps(c.plan)[0].id].setup, c.model, len(lesson.bundle.categories), c.lang)
+    steps = plan_steps(c.plan)
+    setup = with_weights_fallback(lesson.codes[steps[0].id].setup, c.model, len(lesson.bundle.categories), c.lang)
     cells = [
         v4.new_markdown_cell(f"# {t('handout_title', model=c.model, photo=c.photo_name)}\n\n"
-                             f"{t('handout_intro', n=len(plan_steps(c.plan)))}\n\n{t('handout_run')}\n\n*{_made(lesson)}*"),
+                             f"{t('handout_intro', n=len(steps))}\n\n{t('handout_run')}\n\n*{_made(lesson)}*"),
         v4.new_markdown_cell(t("handout_photo_cell", photo=c.photo_name)),
         v4.new_code_cell(_photo_cell(c.photo_name, c.photo), metadata={"jupyter": {"source_hidden": True}}),
         v4.new_markdown_cell(t("handout_setup")),
         v4.new_code_cell(setup.strip("\n")),
     ]
-    steps = plan_steps(c.plan)
     for n, step in enumerate(steps, 1):
         title = t("lesson_step", n=n, total=len(steps), title=t(f"lesson_{step.id}_title"))
         cells += [v4.new_markdown_cell(f"## {title}\n\n{t(f'lesson_{step.id}_text')}"),

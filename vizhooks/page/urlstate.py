@@ -42,9 +42,9 @@ DEFAULTS: dict[str, object] = {
 }
 
 #: The order of parameters in a shared link.
-KEYS = ("lang", "present", "view", "step", "plan", "hide", "model", "source", "sample", "compare", "layers", "what", "size", "channels",
-        "order", "cmap", "norm", "columns", "target", *(k for keys in VIEW_KEYS.values() for k in keys), "class",
-        "teacher")
+KEYS = ("lang", "present", "view", "step", "plan", "hide", "model", "source", "sample", "compare", "layers", "what",
+        "size", "channels", "order", "cmap", "norm", "columns", "target",
+        *(k for keys in VIEW_KEYS.values() for k in keys), "class", "teacher")
 
 
 def _one(value: str | Sequence[str]) -> str:
