@@ -87,3 +87,14 @@ def test_a_plan_with_no_known_step_exits_2_with_one_sentence(tmp_path, capsys):
     code = _main("lesson", "--photo", PHOTO, "--plan", "0,zz", "--out", tmp_path / "x.ipynb")
     err = capsys.readouterr().err.strip().splitlines()
     assert code == 2 and len(err) == 1 and "--plan" in err[0]
+
+
+def test_the_generated_reference_lists_plan_and_hide_and_the_manual_every_hideable_name():
+    from tests.test_docs import _hooks
+
+    hooks = _hooks()
+    keys = [key for key, _, _ in hooks.url_parameters()]
+    assert "plan" in keys and "hide" in keys
+    for page in ("class.md", "class.zh.md"):
+        text = (ROOT / "docs" / page).read_text("utf-8")
+        assert "?plan=" in text and all(f"`{name}`" in text for name in HIDEABLE)
