@@ -91,3 +91,15 @@ def test_a_follower_takes_the_teachers_plan():
     pupil.run()
     assert heading(pupil) == expected(ZH, 1, 2, 4)
     assert not [w for w in pupil.multiselect if w.key == "lesson_plan_pick"]  # the plan is the teacher's
+
+
+@pytest.mark.slow
+def test_present_mode_lists_and_walks_only_the_plan():
+    at = open_page(plan="11,4", present="1", **SMALL)
+    ok(at)
+    pick = at.selectbox(key="lesson_pick")
+    assert list(pick.options) == [f"1 · {EN['lesson_remove_title']}", f"2 · {EN['lesson_shapes_title']}"]
+    assert at.button(key="lesson_back_top").disabled
+    at.button(key="lesson_next_top").click().run()
+    ok(at)
+    assert heading(at) == expected(EN, 2, 2, 4) and at.button(key="lesson_next_top").disabled
