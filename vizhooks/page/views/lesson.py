@@ -138,7 +138,8 @@ def plan_form() -> None:
         st.caption(t("plan_help"))
         presets = [key for key, _ in PRESETS]
         st.selectbox(t("plan_preset"), presets, index=None, key="lesson_preset", on_change=_picked_preset,
-                     format_func=lambda key: f"{t(key)} · {plan_minutes(plan_steps(preset_plan(key)))} min")
+                     format_func=lambda key: t("plan_preset_option", name=t(key),
+                                                    minutes=plan_minutes(plan_steps(preset_plan(key)))))
         st.session_state["lesson_plan_pick"] = list(the_plan())
         st.multiselect(t("plan_steps"), range(1, len(STEPS) + 1), key="lesson_plan_pick", on_change=_picked_plan,
                        format_func=option)
