@@ -103,3 +103,11 @@ def test_present_mode_lists_and_walks_only_the_plan():
     at.button(key="lesson_next_top").click().run()
     ok(at)
     assert heading(at) == expected(EN, 2, 2, 4) and at.button(key="lesson_next_top").disabled
+
+
+@pytest.mark.slow
+def test_hide_view_and_lang_removes_the_menu_and_the_language_switch():
+    at = open_page(hide="view,lang", lang="zh", **SMALL)
+    ok(at)
+    assert not [w for w in at.get("button_group") if w.key in ("view", "view_group", "lang")]
+    assert heading(at) == expected(ZH, 1, len(STEPS), 1)  # the link's view, still shown
