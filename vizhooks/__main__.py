@@ -12,7 +12,7 @@ from pathlib import Path
 
 from vizhooks.cli import COMMANDS, Command
 from vizhooks.cli import main as cli_main
-from vizhooks.lesson.steps import command_arguments
+from vizhooks.lesson.steps import STEPS, command_arguments
 from vizhooks.models.images import MAX_SIZE, MIN_SIZE, InvalidImageError, load_image
 from vizhooks.models.registry import load_model
 from vizhooks.render.export import write_atomic
@@ -37,6 +37,14 @@ def _lesson(args: argparse.Namespace) -> int:
                          else f"{photo} is a folder; --photo takes a picture file")
     if not MIN_SIZE <= args.size <= MAX_SIZE:
         raise ValueError(f"--size must be from {MIN_SIZE} to {MAX_SIZE}, not {args.size}")
+    plan: tuple[int, ...] = ()
+    if args.plan is not None:
+        from vizhooks.lesson.steps import parse_plan
+
+        plan, unknown = parse_plan(args.plan)
+        if unknown or not plan:
+            raise ValueError(f"--plan names no step {', '.join(unknown) or args.plan!r}; give step numbers "
+                             f"1 to {len(STEPS)} or step ids, comma separated, e.g. --plan 1,2,4")
     data = photo.read_bytes()
     try:
         load_image(data)
@@ -45,7 +53,7 @@ def _lesson(args: argparse.Namespace) -> int:
     bundle = load_model(args.model, weights=args.weights)
     print(f"Model: {bundle.name} on {bundle.device}. {bundle.weights_status}", file=sys.stderr)
     choices = LessonChoices(model=args.model, photo=data, photo_name=photo.name, size=args.size, lang=args.lang,
-                            layers=tuple(args.layers or ()))
+                            layers=tuple(args.layers or ()), plan=plan)
     out = Path(args.out or file_name(choices, args.format))
     print(write_atomic(out, lesson_file(choices, bundle, args.format)))
     return 0

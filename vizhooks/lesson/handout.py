@@ -47,7 +47,7 @@ from vizhooks.lesson.display import (
     table_facts,
 )
 from vizhooks.lesson.i18n import in_language, known, t
-from vizhooks.lesson.steps import FORMATS, STEPS, Step
+from vizhooks.lesson.steps import FORMATS, Step, plan_steps
 from vizhooks.models.labels import class_labels
 from vizhooks.models.layers import architecture_layers, quick_picks, token_model
 from vizhooks.network.convolution import ConvStep, conv_at
@@ -87,6 +87,8 @@ class LessonChoices:
     conv: ConvPlace | None = None
     #: a taught model's new layer (the page's taught.code_head), for its code
     head: NewHead | None = None
+    #: the lesson plan: step numbers (1-based) in the teacher's order; empty: every step
+    plan: tuple[int, ...] = ()
 
 
 def step_code(step: Step, *, model: str, image: str, size: int, layers: list[str], target: int | None,
@@ -156,7 +158,7 @@ def prepare(choices: LessonChoices, bundle: vz.ModelBundle) -> Lesson:
     place = conv_of(choices, bundle, analysis, layers)
     step = conv_at(bundle.model, analysis.x, place.layer, place.channel, int(place.row or 0), int(place.col or 0))
     lesson = Lesson(choices, bundle, analysis, layers, target, clamp_at, limit, clipped, count, step)
-    for each in STEPS:
+    for each in plan_steps(choices.plan):
         lesson.codes[each.id] = step_code(
             each, model=choices.model, image=choices.photo_name, size=choices.size, layers=layers,
             target=choices.target, pretrained=bundle.pretrained, num_classes=len(bundle.categories),
@@ -216,17 +218,18 @@ def _weights(bundle: vz.ModelBundle) -> str:
 def notebook(lesson: Lesson) -> nbformat.NotebookNode:
     """The lesson as a notebook in the current language (see the module's docstring)."""
     c = lesson.choices
-    setup = with_weights_fallback(lesson.codes[STEPS[0].id].setup, c.model, len(lesson.bundle.categories), c.lang)
+    steps = plan_steps(c.plan)
+    setup = with_weights_fallback(lesson.codes[steps[0].id].setup, c.model, len(lesson.bundle.categories), c.lang)
     cells = [
         v4.new_markdown_cell(f"# {t('handout_title', model=c.model, photo=c.photo_name)}\n\n"
-                             f"{t('handout_intro', n=len(STEPS))}\n\n{t('handout_run')}\n\n*{_made(lesson)}*"),
+                             f"{t('handout_intro', n=len(steps))}\n\n{t('handout_run')}\n\n*{_made(lesson)}*"),
         v4.new_markdown_cell(t("handout_photo_cell", photo=c.photo_name)),
         v4.new_code_cell(_photo_cell(c.photo_name, c.photo), metadata={"jupyter": {"source_hidden": True}}),
         v4.new_markdown_cell(t("handout_setup")),
         v4.new_code_cell(setup.strip("\n")),
     ]
-    for n, step in enumerate(STEPS, 1):
-        title = t("lesson_step", n=n, total=len(STEPS), title=t(f"lesson_{step.id}_title"))
+    for n, step in enumerate(steps, 1):
+        title = t("lesson_step", n=n, total=len(steps), title=t(f"lesson_{step.id}_title"))
         cells += [v4.new_markdown_cell(f"## {title}\n\n{t(f'lesson_{step.id}_text')}"),
                   v4.new_code_cell(lesson.codes[step.id].steps.strip("\n")),
                   v4.new_markdown_cell(_question(step))]
@@ -485,14 +488,15 @@ def handout(lesson: Lesson) -> str:
     title = t("handout_title", model=c.model, photo=c.photo_name)
     w, h = a.picture.size
     top5 = "".join(f"<li>{html.escape(p.label)} · {p.probability:.1%}</li>" for p in top_classes(a.logits, labels, 5))
-    parts = [f"<h1>{html.escape(title)}</h1>", _inline(t("handout_intro", n=len(STEPS))),
+    parts = [f"<h1>{html.escape(title)}</h1>", _inline(t("handout_intro", n=len(plan_steps(c.plan)))),
              f"<p class='made'>{html.escape(_made(lesson))}</p>",
              f"<p>{html.escape(t('handout_photo', width=w, height=h))}</p>",
              f"<div class='pair'>{_figure(a.picture_jpeg(), c.photo_name, 'image/jpeg')}<ol>{top5}</ol></div>",
              f"<p class='caption'>{html.escape(t('handout_code_setup'))}</p>",
-             f"<pre>{html.escape(lesson.codes[STEPS[0].id].setup.strip())}</pre>"]
-    for n, step in enumerate(STEPS, 1):
-        heading = t("lesson_step", n=n, total=len(STEPS), title=t(f"lesson_{step.id}_title"))
+             f"<pre>{html.escape(lesson.codes[plan_steps(c.plan)[0].id].setup.strip())}</pre>"]
+    steps = plan_steps(c.plan)
+    for n, step in enumerate(steps, 1):
+        heading = t("lesson_step", n=n, total=len(steps), title=t(f"lesson_{step.id}_title"))
         parts += [f"<h2{' class=first' if n == 1 else ''}>{html.escape(heading)}</h2>",
                   _inline(t(f"lesson_{step.id}_text")), live_part(lesson, step, labels),
                   f"<p class='caption'>{html.escape(t('lesson_code'))}</p>",

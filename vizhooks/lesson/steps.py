@@ -46,6 +46,54 @@ def plan_minutes(steps: tuple[Step, ...] = STEPS) -> int:
     return sum(step.minutes for step in steps)
 
 
+#: Ready-made lesson plans: (catalogue key of the name, step ids in order). Data: to put a step into
+#: a preset, add its id to that preset's tuple (its minutes count by themselves, from the step).
+PRESETS: tuple[tuple[str, tuple[str, ...]], ...] = (
+    ("plan_preset_kinds", ("what", "forward", "prehook", "shapes", "conv", "tensor", "clamp", "backward", "remove")),
+    ("plan_preset_why", ("what", "forward", "shapes", "tensor", "backward", "gradcam", "sanity")),
+    ("plan_preset_all", tuple(step.id for step in STEPS)),
+)
+#: The link's ``?hide=`` names: the sidebar's controls a teacher's link can fix and hide for students.
+HIDEABLE = ("lang", "model", "source", "size", "layers", "display", "view")
+
+
+class PlanError(ValueError):
+    """A plan with no step this lesson has."""
+
+
+def parse_plan(text: str) -> tuple[tuple[int, ...], list[str]]:
+    """A lesson plan from a link or the command line: step numbers (1-based) or step ids, comma
+    separated, in the teacher's order; a step named twice is kept once.
+
+    Returns:
+        (step numbers, the parts that name no step).
+    """
+    ids = {step.id: n for n, step in enumerate(STEPS, 1)}
+    numbers: list[int] = []
+    bad: list[str] = []
+    for part in (p.strip() for p in text.split(",")):
+        if not part:
+            continue
+        n = int(part) if part.isascii() and part.isdigit() else ids.get(part.lower(), 0)
+        if 1 <= n <= len(STEPS):
+            if n not in numbers:
+                numbers.append(n)
+        else:
+            bad.append(part)
+    return tuple(numbers), bad
+
+
+def preset_plan(key: str) -> tuple[int, ...]:
+    """The step numbers of the preset named by catalogue key ``key``."""
+    ids = dict(PRESETS)[key]
+    return tuple(next(n for n, step in enumerate(STEPS, 1) if step.id == each) for each in ids)
+
+
+def plan_steps(plan: tuple[int, ...] | list[int] = ()) -> tuple[Step, ...]:
+    """The steps of ``plan`` (step numbers) in its order; an empty plan is the whole lesson."""
+    return tuple(STEPS[n - 1] for n in plan) if plan else STEPS
+
+
 def step_index(value: object) -> int:
     """A 1-based step number from a link or a widget, kept inside 1..len(STEPS)."""
     try:
@@ -78,4 +126,6 @@ def command_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--layers", nargs="+", metavar="NAME", help="module names (default: the page's tour)")
     p.add_argument("--size", type=int, default=224, help="shorter side of the model input in pixels (default: 224)")
     p.add_argument("--format", default="ipynb", choices=tuple(FORMATS), help="ipynb or html (default: ipynb)")
+    p.add_argument("--plan", metavar="STEPS", help="the lesson plan: step numbers or ids in order, e.g. 1,2,4 "
+                   "(default: every step)")
     p.add_argument("--out", metavar="FILE", help="the file to write (default: vizhooks_lesson_MODEL_PHOTO.FORMAT)")

@@ -40,7 +40,7 @@ from vizhooks.page.texts import t, use_session_language
 
 #: The session-state keys a follower takes from the teacher's page (language stays the student's own).
 FOLLOWED = ("model", "layers", "what", "size", "channels", "order", "cmap", "norm", "columns", "view",
-            "lesson_step", "target", "present")
+            "lesson_step", "lesson_plan", "target", "present")
 CHECK_SECONDS = 0.5  # how often a follower's page asks the class for news
 TEACHER_SECONDS = 2.0  # how often the teacher's panel counts followers
 PASSPHRASE_TRIES = 3  # per client address and minute, counted in the class store

@@ -48,6 +48,8 @@ def view_menu() -> str:
     # both set before the widgets are drawn: a view set by a link, the class or a button moves the group
     st.session_state["view_group"] = group
     st.session_state["view"] = view
+    if "view" in (st.session_state.get("hide") or ()):  # a teacher's link fixed the view (?hide=view)
+        return view
     with st.container(key=MENU_KEY, gap="xsmall"):
         with st.container(horizontal=True, vertical_alignment="center"):
             st.segmented_control(t("view_group"), [g for g in GROUPS if in_group(g)], key="view_group",

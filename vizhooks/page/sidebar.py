@@ -26,16 +26,21 @@ from vizhooks.render.figures import CMAPS, NORMS, ORDERS
 def sidebar() -> tuple[Choices, Any]:
     """Draw the sidebar; returns the choices and the (still empty) slot for the model's status."""
     sb = st.sidebar
+    hidden = hidden_controls()
+    if hidden:  # a teacher's link fixed these (?hide=): the student sees what, not the controls
+        sb.caption(t("plan_hidden", items=", ".join(t(f"plan_hide_{name}") for name in hidden)))
     # switching language only redraws: no cache key holds the language
-    sb.segmented_control(t("language"), LANGS, key="lang", format_func=LANGUAGE_NAMES.__getitem__,
-                         selection_mode="single", on_change=keep_a_language)
+    if "lang" not in hidden:
+        sb.segmented_control(t("language"), LANGS, key="lang", format_func=LANGUAGE_NAMES.__getitem__,
+                             selection_mode="single", on_change=keep_a_language)
     switch_pending()  # a model just taught (or uploaded) in the Teach view becomes the choice
     models = [*list_models(), *offered_models()]
     keep_valid("model", models, DEFAULTS["model"])  # an operator entry removed since
     lang = language()
-    sb.selectbox(t("model"), models, key="model", help=t("model_help"),
-                 format_func=lambda name: model_option(name, lang),
-                 on_change=model_changed)
+    if "model" not in hidden:
+        sb.selectbox(t("model"), models, key="model", help=t("model_help"),
+                     format_func=lambda name: model_option(name, lang),
+                     on_change=model_changed)
     for warning in operator_models()[1]:
         sb.warning(t("operator_warning", warning=warning), icon=":material/warning:")
     description = resolve_entry(st.session_state["model"]).description
@@ -43,40 +48,31 @@ def sidebar() -> tuple[Choices, Any]:
         sb.caption(t("model_description", description=description))
     model_slot = sb.container()  # device and weights status, filled once the model is loaded
 
-    sb.radio(t("image_source"), SOURCES, key="source", horizontal=True,
-             format_func=labels_for("source_"))
+    if "source" not in hidden:
+        sb.radio(t("image_source"), SOURCES, key="source", horizontal=True,
+                 format_func=labels_for("source_"))
     source = st.session_state["source"]
     if source == "sample":
         st.session_state.setdefault("sample", default_sample())
     if source == "video":
         video_sidebar(sb)
-    else:
+    elif "source" not in hidden:
         photo_picker(source, sb)
     if source == "live":  # the live view sets its own (smaller) input size: one size on screen
         st.session_state["size"] = st.session_state.get("size", DEFAULTS["size"])  # kept for the other sources
         sb.caption(t("live_size_where"))
-    else:
+    elif "size" not in hidden:
         sb.slider(t("size"), SIZE_MIN, SIZE_MAX, step=SIZE_STEP, key="size", help=t("size_help"))
 
-    sb.subheader(t("layers_header"))
     model = st.session_state["model"]
     infos = architecture_layers(model)
     labels = {info.name: layer_label(info) for info in infos}
     # A layer chosen for another model may not exist in this one (resnet50 has conv3s).
     st.session_state["layers"] = [n for n in st.session_state.get("layers", []) if n in labels]
-    sb.selectbox(t("quick_pick"), list(picks_for(model)), index=None, key="quick", on_change=apply_quick_pick,
-                 placeholder=t("quick_pick_placeholder"),
-                 format_func={p: pick_label(p, model) for p in picks_for(model)}.__getitem__)
-    sb.multiselect(t("layers"), list(labels), key="layers", format_func=labels.__getitem__,
-                   help=t("layers_help", side=reference_hw(model)[0]))
-    sb.radio(t("what"), ("output", "input"), key="what", format_func=labels_for("what_"))
-
-    sb.subheader(t("display_header"))
-    sb.select_slider(t("channels"), CHANNEL_CHOICES, key="channels")
-    sb.selectbox(t("order"), ORDERS, key="order", format_func=labels_for("order_"))
-    sb.selectbox(t("cmap"), CMAPS, key="cmap")
-    sb.radio(t("norm"), NORMS, key="norm", horizontal=True, format_func=labels_for("norm_"))
-    sb.number_input(t("columns"), min_value=0, max_value=64, step=1, key="columns")
+    if "layers" not in hidden:
+        layer_controls(sb, model, labels)
+    if "display" not in hidden:
+        display_controls(sb)
     sb.caption(t("share_hint"))
 
     s = st.session_state
@@ -87,6 +83,32 @@ def sidebar() -> tuple[Choices, Any]:
         channels=None if s["channels"] == "all" else int(s["channels"]), order=s["order"],
         cmap=s["cmap"], norm=s["norm"], columns=int(s["columns"]) or None,
     ), model_slot
+
+
+def hidden_controls() -> tuple[str, ...]:
+    """The sidebar's controls this session's link hides (``?hide=``, vizhooks.lesson.steps.HIDEABLE)."""
+    return tuple(st.session_state.get("hide") or ())
+
+
+def layer_controls(sb: Any, model: str, labels: dict[str, str]) -> None:
+    """The quick picks, the layers and what of them to show."""
+    sb.subheader(t("layers_header"))
+    sb.selectbox(t("quick_pick"), list(picks_for(model)), index=None, key="quick", on_change=apply_quick_pick,
+                 placeholder=t("quick_pick_placeholder"),
+                 format_func={p: pick_label(p, model) for p in picks_for(model)}.__getitem__)
+    sb.multiselect(t("layers"), list(labels), key="layers", format_func=labels.__getitem__,
+                   help=t("layers_help", side=reference_hw(model)[0]))
+    sb.radio(t("what"), ("output", "input"), key="what", format_func=labels_for("what_"))
+
+
+def display_controls(sb: Any) -> None:
+    """How the maps are drawn: how many channels, their order, colours and columns."""
+    sb.subheader(t("display_header"))
+    sb.select_slider(t("channels"), CHANNEL_CHOICES, key="channels")
+    sb.selectbox(t("order"), ORDERS, key="order", format_func=labels_for("order_"))
+    sb.selectbox(t("cmap"), CMAPS, key="cmap")
+    sb.radio(t("norm"), NORMS, key="norm", horizontal=True, format_func=labels_for("norm_"))
+    sb.number_input(t("columns"), min_value=0, max_value=64, step=1, key="columns")
 
 
 def show_model_status(slot: Any, bundle: vz.ModelBundle) -> None:

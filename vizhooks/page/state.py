@@ -68,7 +68,11 @@ def init_state() -> None:
     st.session_state["layers"] = good.get("layers") or picks_for(st.session_state["model"])["tour"]
     if "target" in good:
         st.session_state["target"] = good["target"]
-    st.session_state["lesson_step"] = good.get("step", 1)
+    raw = good.get("plan")
+    plan: tuple[int, ...] = raw if isinstance(raw, tuple) else ()
+    st.session_state["lesson_plan"] = plan  # the teacher's steps, in order (empty: all)
+    st.session_state["lesson_step"] = good.get("step", plan[0] if plan else 1)
+    st.session_state["hide"] = good.get("hide", ())  # controls a teacher's link hides
     # the link decides the language; without one, the browser's (st.context.locale), else English
     st.session_state["lang"] = good.get("lang") or language_from_locale(st.context.locale)
     st.session_state["compare"] = good.get("compare", next(s for s in names if s != st.session_state["sample"]))
@@ -125,6 +129,7 @@ def sync_url(c: Choices, view: str) -> None:
         "sample": c.sample if c.source == "sample" else None, "layers": c.layers, **shown,
         "compare": st.session_state.get("compare") if view == "compare" else None,
         "step": st.session_state.get("lesson_step", 1) if view == "lesson" else None,
+        "plan": st.session_state.get("lesson_plan") or None, "hide": st.session_state.get("hide") or None,
         "what": c.what, "size": c.size, "channels": c.channels or "all", "order": c.order,
         "cmap": c.cmap, "norm": c.norm, "columns": c.columns or 0,
         "class": st.session_state.get("_class_code"),  # a student's link keeps the class; a teacher's secret never

@@ -12,7 +12,7 @@ from collections.abc import Mapping, Sequence
 from vizhooks.classroom.core import ALPHABET, CODE_LENGTH, normalise_code
 from vizhooks.i18n import languages
 from vizhooks.interpret.methods import METHODS as EXPLAIN_METHODS
-from vizhooks.lesson.steps import STEPS
+from vizhooks.lesson.steps import HIDEABLE, STEPS, parse_plan
 from vizhooks.models.layers import architecture_layers
 from vizhooks.models.registry import list_models
 from vizhooks.page.sources import SOURCES
@@ -45,9 +45,9 @@ DEFAULTS: dict[str, object] = {
 }
 
 #: The order of parameters in a shared link.
-KEYS = ("lang", "present", "view", "step", "model", "source", "sample", "compare", "layers", "what", "size", "channels",
-        "order", "cmap", "norm", "columns", "target", *(k for keys in VIEW_KEYS.values() for k in keys), "class",
-        "teacher")
+KEYS = ("lang", "present", "view", "step", "plan", "hide", "model", "source", "sample", "compare", "layers", "what",
+        "size", "channels", "order", "cmap", "norm", "columns", "target",
+        *(k for keys in VIEW_KEYS.values() for k in keys), "class", "teacher")
 
 
 def _one(value: str | Sequence[str]) -> str:
@@ -146,6 +146,16 @@ def parse_query(
                 bad.append((key, value))
             else:
                 good[key] = parsed
+    if "plan" in params:  # the teacher's steps in the teacher's order: unknown steps are reported and dropped
+        plan, unknown = parse_plan(_one(params["plan"]))
+        bad.extend(("plan", part) for part in unknown)
+        if plan:
+            good["plan"] = plan
+    if "hide" in params:  # the controls a teacher's link hides (vizhooks.lesson.steps.HIDEABLE)
+        names = [n.strip().lower() for n in _one(params["hide"]).split(",") if n.strip()]
+        bad.extend(("hide", n) for n in dict.fromkeys(names) if n not in HIDEABLE)
+        if hidden := tuple(n for n in dict.fromkeys(names) if n in HIDEABLE):
+            good["hide"] = hidden
     valid = {c.name for c in architecture_layers(str(good.get("model", DEFAULTS["model"])))}
     convs = {c.name for c in architecture_layers(str(good.get("model", DEFAULTS["model"]))) if c.kind == "conv"}
     for key in ("insp_layer", "atlas_layer", "iv_layer", "cv_layer", "pt_layer"):  # one layer (cv_layer: a conv)

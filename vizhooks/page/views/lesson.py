@@ -14,7 +14,7 @@ from vizhooks.analysis import hook_calls_demo, lesson_sanity, sanity_bytes
 from vizhooks.interpret.methods import ExplainError
 from vizhooks.lesson.code import Code, ConvPlace
 from vizhooks.lesson.handout import LessonChoices, file_name, lesson_file, step_code
-from vizhooks.lesson.steps import FORMATS, STEPS, Step, step_index
+from vizhooks.lesson.steps import FORMATS, PRESETS, STEPS, Step, plan_minutes, plan_steps, preset_plan, step_index
 from vizhooks.page.classes import answer_hidden, poll
 from vizhooks.page.present import present_on, scroll_to_step
 from vizhooks.page.results import cached, get_analysis, get_bundle, grid_png
@@ -74,10 +74,11 @@ def take_home(ctx: Context) -> None:
     choices = LessonChoices(model=c.model, photo=data, photo_name=Path(image_path(c)).name, size=c.size,
                             lang=language(), layers=tuple(c.layers), target=chosen_target(), clamp_at=clamp_at,
                             percentile=percentile, channels=c.channels, order=c.order, cmap=c.cmap, norm=c.norm,
-                            columns=c.columns or None, conv=_conv_choice(), head=code_head(c.model))
+                            columns=c.columns or None, conv=_conv_choice(), head=code_head(c.model),
+                            plan=the_plan())
     bundle = ctx.bundle
     st.markdown(f"**{t('handout_download')}**")
-    st.caption(t("handout_download_help", n=len(STEPS)))
+    st.caption(t("handout_download_help", n=len(plan_steps(the_plan()))))
     cols = st.columns(2)
     for col, fmt in zip(cols, FORMATS, strict=True):
         col.download_button(t(f"handout_download_{fmt}"), data=functools.partial(lesson_file, choices, bundle, fmt),
@@ -99,6 +100,54 @@ def show_code(step: Step, ctx: Context) -> None:
 
 def to_step(n: int) -> None:
     st.session_state["lesson_step"] = step_index(n)
+
+
+def the_plan() -> tuple[int, ...]:
+    """This session's lesson plan (the link's ``?plan=``, the form, or the teacher's): step numbers in
+    order; empty for the whole lesson."""
+    return tuple(int(n) for n in st.session_state.get("lesson_plan") or ())
+
+
+def walked() -> list[int]:
+    """The step numbers Next and Back walk: the plan's, else every step's."""
+    return list(the_plan()) or list(range(1, len(STEPS) + 1))
+
+
+def _picked_plan() -> None:
+    st.session_state["lesson_plan"] = tuple(st.session_state["lesson_plan_pick"])
+
+
+def _picked_preset() -> None:
+    key = st.session_state.get("lesson_preset")
+    if key:
+        st.session_state["lesson_plan"] = preset_plan(key)
+        st.session_state["lesson_step"] = preset_plan(key)[0]
+    st.session_state["lesson_preset"] = None
+
+
+def option(n: int) -> str:
+    step = STEPS[n - 1]
+    return t("plan_step_option", n=n, title=t(f"lesson_{step.id}_title"), level=t(f"plan_level_{step.level}"),
+             minutes=step.minutes)
+
+
+def plan_form() -> None:
+    """The teacher's lesson plan: a preset to start from, the steps in order (each with its level and
+    minutes) and the plan's total time, kept in the link."""
+    with st.expander(t("plan_header"), expanded=bool(the_plan()), key="lesson_plan_form"):
+        st.caption(t("plan_help"))
+        presets = [key for key, _ in PRESETS]
+        st.selectbox(t("plan_preset"), presets, index=None, key="lesson_preset", on_change=_picked_preset,
+                     format_func=lambda key: t("plan_preset_option", name=t(key),
+                                                    minutes=plan_minutes(plan_steps(preset_plan(key)))))
+        st.session_state["lesson_plan_pick"] = list(the_plan())
+        st.multiselect(t("plan_steps"), range(1, len(STEPS) + 1), key="lesson_plan_pick", on_change=_picked_plan,
+                       format_func=option)
+        steps = plan_steps(the_plan())
+        if the_plan():
+            st.caption(t("plan_total", steps=len(steps), minutes=plan_minutes(steps)))
+        else:
+            st.caption(t("plan_empty"))
 
 
 def show_live_part(step: Step, ctx: Context) -> None:
@@ -183,20 +232,33 @@ def _picked_step() -> None:
 def step_nav(n: int) -> None:
     """Present mode's row above the step: Back, the list of steps, Next."""
     back, pick, nxt = st.columns([1, 3, 1], vertical_alignment="bottom")
-    back.button(t("lesson_back"), key="lesson_back_top", disabled=n == 1, on_click=to_step, args=(n - 1,))
+    order = walked()
+    at = order.index(n)
+    back.button(t("lesson_back"), key="lesson_back_top", disabled=at == 0, on_click=to_step,
+                args=(order[max(at - 1, 0)],))
     st.session_state["lesson_pick"] = n
-    pick.selectbox(t("lesson_steps"), range(1, len(STEPS) + 1), key="lesson_pick", on_change=_picked_step,
-                   format_func=lambda i: f"{i} · {t(f'lesson_{STEPS[i - 1].id}_title')}")
-    nxt.button(t("lesson_next"), key="lesson_next_top", disabled=n == len(STEPS), on_click=to_step, args=(n + 1,))
+    order = walked()
+    at = order.index(n)
+    pick.selectbox(t("lesson_steps"), order, key="lesson_pick", on_change=_picked_step,
+                   format_func=lambda i: f"{order.index(i) + 1} · {t(f'lesson_{STEPS[i - 1].id}_title')}")
+    nxt.button(t("lesson_next"), key="lesson_next_top", disabled=at == len(order) - 1, on_click=to_step,
+               args=(order[min(at + 1, len(order) - 1)],))
 
 
 def show(ctx: Context) -> None:
+    order = walked()
     n = step_index(st.session_state.get("lesson_step", 1))
+    if n not in order:  # a step the plan leaves out: its first step
+        n = order[0]
+        st.session_state["lesson_step"] = n
+    at = order.index(n)
     step = STEPS[n - 1]
     scroll_to_step(n)  # Next and Back land on the new step's heading
     if present_on():
         step_nav(n)
-    st.subheader(t("lesson_step", n=n, total=len(STEPS), title=t(f"lesson_{step.id}_title")))
+    elif not st.session_state.get("_class_code") or st.session_state.get("_class_teacher"):
+        plan_form()  # the teacher's (a follower takes the teacher's plan)
+    st.subheader(t("lesson_step", n=at + 1, total=len(order), title=t(f"lesson_{step.id}_title")))
     st.markdown(t(f"lesson_{step.id}_text"))
     show_live_part(step, ctx)
     show_code(step, ctx)
@@ -207,8 +269,10 @@ def show(ctx: Context) -> None:
         with st.expander(t("lesson_answer"), expanded=False, key=f"lesson_answer_{step.id}"):
             st.markdown(t(f"lesson_{step.id}_a"))
     back, link, nxt = st.columns([1, 2, 1])
-    back.button(t("lesson_back"), key="lesson_back", disabled=n == 1, on_click=to_step, args=(n - 1,))
-    nxt.button(t("lesson_next"), key="lesson_next", disabled=n == len(STEPS), on_click=to_step, args=(n + 1,))
+    back.button(t("lesson_back"), key="lesson_back", disabled=at == 0, on_click=to_step,
+                args=(order[max(at - 1, 0)],))
+    nxt.button(t("lesson_next"), key="lesson_next", disabled=at == len(order) - 1, on_click=to_step,
+               args=(order[min(at + 1, len(order) - 1)],))
     query = {**st.session_state.get("_query", {}), "view": "lesson", "step": str(n)}
     link.markdown(f"[{t('lesson_link')}](?{urlencode(query)})")
     take_home(ctx)

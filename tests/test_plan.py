@@ -1,0 +1,100 @@
+"""The lesson plan (vizhooks/lesson/steps.py): the steps a teacher picks, in the teacher's order, from
+a link (``?plan=1,2,4``), a preset or ``python -m vizhooks lesson --plan``; the take-home lesson of a
+plan holds exactly its steps; ``?hide=`` names the controls a link hides."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from tests.helpers import ROOT
+from vizhooks.lesson.steps import HIDEABLE, PRESETS, STEPS, parse_plan, plan_minutes, plan_steps, preset_plan
+from vizhooks.page.texts import EN, ZH
+from vizhooks.page.urlstate import parse_query
+
+PHOTO = ROOT / "sample_images" / "chelsea.jpg"
+SIZE = 64
+
+
+def test_a_plan_keeps_the_teachers_order_and_reports_unknown_steps():
+    assert parse_plan("4,1,gradcam, 2") == ((4, 1, 9, 2), [])
+    assert parse_plan("1,1,2") == ((1, 2), [])
+    assert parse_plan(f"0,{len(STEPS) + 1},nope,3") == ((3,), ["0", str(len(STEPS) + 1), "nope"])
+    assert [s.id for s in plan_steps((6, 2))] == [STEPS[5].id, STEPS[1].id]
+    assert plan_steps(()) == STEPS
+
+
+def test_the_link_carries_plan_and_hide_and_drops_what_is_unknown():
+    good, bad = parse_query({"plan": "1,2,99,4", "hide": "model,layers,wings"}, ["chelsea.jpg"])
+    assert good["plan"] == (1, 2, 4) and ("plan", "99") in bad
+    assert good["hide"] == ("model", "layers") and ("hide", "wings") in bad
+    good, bad = parse_query({"plan": "x,y"}, ["chelsea.jpg"])
+    assert "plan" not in good and ("plan", "x") in bad and ("plan", "y") in bad
+
+
+def test_presets_take_the_minutes_of_their_steps_and_exist_in_both_languages():
+    by_id = {step.id: step for step in STEPS}
+    for key, ids in PRESETS:
+        assert key in EN and key in ZH
+        assert plan_minutes(plan_steps(preset_plan(key))) == sum(by_id[i].minutes for i in ids)
+        assert [STEPS[n - 1].id for n in preset_plan(key)] == list(ids)
+    assert dict(PRESETS)["plan_preset_all"] == tuple(by_id)
+    assert "sanity" in dict(PRESETS)["plan_preset_why"] and by_id["sanity"].level == "advanced"
+    for name in HIDEABLE:
+        assert f"plan_hide_{name}" in EN and f"plan_hide_{name}" in ZH
+
+
+def _main(*argv: object) -> int:
+    from vizhooks.__main__ import main
+
+    return main([str(a) for a in argv])
+
+
+@pytest.mark.parametrize("lang", ["en", "zh"])
+def test_the_notebook_of_a_plan_holds_exactly_its_steps(tmp_path, capsys, lang):
+    out = tmp_path / "lesson.ipynb"
+    assert _main("lesson", "--photo", PHOTO, "--size", SIZE, "--lang", lang, "--plan", "9,1,remove",
+                 "--out", out) == 0
+    texts = {"en": EN, "zh": ZH}[lang]
+    book = json.loads(out.read_text("utf-8"))
+    headings = [c["source"] if isinstance(c["source"], str) else "".join(c["source"]) for c in book["cells"]
+                if c["cell_type"] == "markdown"]
+    heads = [h.splitlines()[0] for h in headings if h.startswith("## ")]
+    want = [STEPS[8], STEPS[0], STEPS[10]]
+    assert len(heads) == 3
+    for head, step in zip(heads, want, strict=True):
+        assert texts[f"lesson_{step.id}_title"] in head
+    for step in STEPS:
+        if step not in want:
+            assert texts[f"lesson_{step.id}_q"] not in out.read_text("utf-8")
+
+
+@pytest.mark.slow
+def test_the_html_handout_of_a_plan_holds_exactly_its_steps(tmp_path):
+    import html
+
+    out = tmp_path / "lesson.html"
+    assert _main("lesson", "--photo", PHOTO, "--size", SIZE, "--format", "html", "--plan", "2,6",
+                 "--out", out) == 0
+    page = out.read_text("utf-8")
+    for n, step in enumerate(STEPS, 1):
+        assert (html.escape(EN[f"lesson_{step.id}_q"]) in page) == (n in (2, 6))
+    assert page.index(html.escape(EN["lesson_forward_title"])) < page.index(html.escape(EN["lesson_tensor_title"]))
+
+
+def test_a_plan_with_no_known_step_exits_2_with_one_sentence(tmp_path, capsys):
+    code = _main("lesson", "--photo", PHOTO, "--plan", "0,zz", "--out", tmp_path / "x.ipynb")
+    err = capsys.readouterr().err.strip().splitlines()
+    assert code == 2 and len(err) == 1 and "--plan" in err[0]
+
+
+def test_the_generated_reference_lists_plan_and_hide_and_the_manual_every_hideable_name():
+    from tests.test_docs import _hooks
+
+    hooks = _hooks()
+    keys = [key for key, _, _ in hooks.url_parameters()]
+    assert "plan" in keys and "hide" in keys
+    for page in ("class.md", "class.zh.md"):
+        text = (ROOT / "docs" / page).read_text("utf-8")
+        assert "?plan=" in text and all(f"`{name}`" in text for name in HIDEABLE)
