@@ -20,6 +20,8 @@ Benchmarks (each module in this package has the details):
              view of the five default layers
   explain   13. explanation scores: deletion + insertion of one map (resnet18, 224 px, 20 steps), and
              Score-CAM against its batch count x one batched forward
+  relevance 14. channel relevance: Taylor and LRP (resnet50 layer4) vs one forward + backward, batched
+             ablation vs 512 intervene calls, 16 conditional heatmaps in one call vs 16 calls
 
 --repeat N (default 5) is the number of measured repetitions: A/B pairs for grids, 3N pairs for
 hooks and gpu, N reruns of each kind for page, min(N, 3) launches for coldstart, min(N, 3) feature
@@ -68,6 +70,7 @@ BENCHES = {
     "teach": "11. Teaching your own classes",
     "overview": "12. Overview (the whole network vs the Feature maps view)",
     "explain": "13. Explanation scores",
+    "relevance": "14. Channel relevance",
 }
 DEFAULT_HEADER = """# vizhooks benchmarks
 
