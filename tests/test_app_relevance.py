@@ -10,6 +10,7 @@ from helpers import ok, open_page
 
 from vizhooks.i18n import table
 
+
 def _kept(kind: str) -> list:
     """What the page's shared result cache holds under keys of ``kind``."""
     from vizhooks.page.results import result_cache
