@@ -23,6 +23,8 @@ Benchmarks (each module in this package has the details):
   export    14. a taught resnet18 exported as ONNX (first export in the process and the next ones) and
              as TorchScript (vizhooks.exporting)
   patching  15. activation patching: a sweep over the 20 convs of resnet18 vs 20 separate patch calls
+  relevance 16. channel relevance: Taylor and LRP (resnet50 layer4) vs one forward + backward, batched
+             ablation vs 512 intervene calls, 16 conditional heatmaps in one call vs 16 calls
 
 --repeat N (default 5) is the number of measured repetitions: A/B pairs for grids, 3N pairs for
 hooks and gpu, N reruns of each kind for page, min(N, 3) launches for coldstart, min(N, 3) feature
@@ -73,6 +75,7 @@ BENCHES = {
     "explain": "13. Explanation scores",
     "export": "14. Taught model export (ONNX, TorchScript)",
     "patching": "15. Activation patching (sweep vs separate patch calls)",
+    "relevance": "16. Channel relevance",
 }
 DEFAULT_HEADER = """# vizhooks benchmarks
 

@@ -17,7 +17,8 @@ pytestmark = pytest.mark.bench
 
 ROOT = Path(__file__).resolve().parents[1]
 BENCHES = {"grids", "hooks", "page", "coldstart", "memory", "gpu", "featurevis", "exemplars", "video", "live",
-           "teach", "overview", "explain", "export", "patching"}
+           "teach", "overview", "explain", "export", "patching",
+           "relevance"}
 
 
 def test_quick_benchmark_run_produces_the_table(tmp_path):
@@ -46,7 +47,8 @@ def test_quick_benchmark_run_produces_the_table(tmp_path):
         assert not any(r["status"].startswith("skipped") for r in rows if r["bench"] in ("coldstart", "live"))
     targets = [r for r in rows if r["target"] != "—"]
     assert {r["bench"] for r in targets} == {"grids", "hooks", "page", "exemplars", "featurevis", "video", "live",
-                                             "teach", "overview", "explain", "export", "patching"}
+                                             "teach", "overview", "explain", "export", "patching",
+                                             "relevance"}
 
     text = out.read_text()
     assert "| Benchmark | Case | Measured (median) | Target | Result |" in text

@@ -44,6 +44,7 @@ OUTLINE: dict[str, str] = {
     "## Take it to other tools": "## 带到其他工具里用",
     "# Which explanation to believe": "# 该相信哪一张解释图",
     "## Auditing a whole folder": "## 审查整个文件夹",
+    "## Which channels decided? (channel relevance)": "## 哪些通道做了决定？（通道相关性）",
     "# The lesson and the class": "# 课程与课堂",
     "## Teaching a class": "## 上课：老师带领，全班跟随",
     "# Library": "# Python 库",

@@ -24,6 +24,7 @@ from vizhooks.hooks.summary import summary_dataframe, summary_totals
 from vizhooks.interpret.cam import cams_from
 from vizhooks.interpret.faithfulness import Faithfulness, faithfulness, infidelity_score, reference_maps
 from vizhooks.interpret.methods import CAM_METHODS, default_layers, explain
+from vizhooks.interpret.relevance import ChannelRelevance, channel_relevance
 from vizhooks.interpret.sanity import SanityResult, sanity_check
 from vizhooks.models.layers import LayerInfo, describe_layers
 from vizhooks.models.registry import OPERATOR_FAMILY, backbone_name, family, meta_model, resolve_entry
@@ -267,22 +268,43 @@ def overview_picture(_rows: tuple, key: tuple, top: tuple[tuple[str, float], ...
 @st.cache_data(max_entries=64, show_spinner=False)
 def grid_png(_tensor: Tensor, key: tuple, channels: int | None, order: str, cmap: str, norm: str,
              columns: int | None, title: str, vcenter: float | None = None,
-             clim: tuple[float, float] | None = None) -> bytes:
+             clim: tuple[float, float] | None = None, _ranked: Ranked | None = None) -> bytes:
+    """``_ranked``: (channel order, note per channel) of the relevance order; ``key`` names it."""
+    ranking, notes = _ranked if _ranked is not None else (None, None)
     fig = vz.feature_grid(_tensor, channels=channels, order=order, cmap=cmap, norm=norm, title=title,
-                          columns=columns, vcenter=vcenter, clim=clim)
+                          columns=columns, vcenter=vcenter, clim=clim, ranking=ranking, notes=notes)
     return vz.figure_to_png(fig)
 
 
 @st.cache_data(max_entries=64, show_spinner=False)
 def maps_png(_tensor: Tensor, key: tuple, channels: int | None, order: str, columns: int | None, title: str,
-             cmap: str) -> bytes:
+             cmap: str, _ranked: Ranked | None = None) -> bytes:
     """Per-channel grids in two steps: the layout (which channel where, as colour levels) is kept
     with the activations, so another colormap costs a palette PNG encode, not a redraw."""
+    ranking, notes = _ranked if _ranked is not None else (None, None)
     layout = cached(
         ("layout", key, channels, order, columns, title),
-        lambda: grid_layout(_tensor, channels=channels, order=order, columns=columns, title=title),
+        lambda: grid_layout(_tensor, channels=channels, order=order, columns=columns, title=title, ranking=ranking,
+                            notes=notes),
         lambda made: made.nbytes)
     return palette_png(layout, cmap)
+
+
+#: The relevance order of a grid: channels by descending relevance, and each channel's signed score as text.
+Ranked = tuple[list[int], list[str]]
+
+
+def get_relevance(model: str, key: tuple, layer: str, target: int, analysis: Analysis) -> ChannelRelevance:
+    """Taylor channel relevance (activation x gradient, one forward + backward) of ``layer`` for
+    ``target``, shared by every session that shows this photo."""
+    return cached(("relevance", model, key, layer, target),
+                  lambda: channel_relevance(get_bundle(model), analysis.x, layer, target, method="taylor"),
+                  lambda made: tensor_bytes([made.scores]))
+
+
+def ranked(found: ChannelRelevance) -> Ranked:
+    """A grid's relevance order: the channels by descending score and each score written short and signed."""
+    return [int(c) for c in found.order], [f"{float(s):+.2g}" for s in found.scores]
 
 
 def excited_image(model: str, layers: tuple[str, ...], channels: tuple[int, ...], bar: Any) -> list[Image.Image]:

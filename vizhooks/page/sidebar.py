@@ -18,9 +18,9 @@ from vizhooks.page.sources.video import video_sidebar
 from vizhooks.page.state import Choices, apply_quick_pick, keep_a_language, model_changed, picks_for
 from vizhooks.page.taught import offered_models, switch_pending
 from vizhooks.page.texts import LANGUAGE_NAMES, language, t
-from vizhooks.page.urlstate import CHANNEL_CHOICES, DEFAULTS, LANGS, SIZE_MAX, SIZE_MIN, SIZE_STEP
+from vizhooks.page.urlstate import CHANNEL_CHOICES, DEFAULTS, LANGS, PAGE_ORDERS, SIZE_MAX, SIZE_MIN, SIZE_STEP
 from vizhooks.page.widgets import keep_valid, labels_for, layer_label, pick_label
-from vizhooks.render.figures import CMAPS, NORMS, ORDERS
+from vizhooks.render.figures import CMAPS, NORMS
 
 
 def sidebar() -> tuple[Choices, Any]:
@@ -105,7 +105,7 @@ def display_controls(sb: Any) -> None:
     """How the maps are drawn: how many channels, their order, colours and columns."""
     sb.subheader(t("display_header"))
     sb.select_slider(t("channels"), CHANNEL_CHOICES, key="channels")
-    sb.selectbox(t("order"), ORDERS, key="order", format_func=labels_for("order_"))
+    sb.selectbox(t("order"), PAGE_ORDERS, key="order", format_func=labels_for("order_"))
     sb.selectbox(t("cmap"), CMAPS, key="cmap")
     sb.radio(t("norm"), NORMS, key="norm", horizontal=True, format_func=labels_for("norm_"))
     sb.number_input(t("columns"), min_value=0, max_value=64, step=1, key="columns")

@@ -32,6 +32,11 @@ class Choices:
     norm: str
     columns: int | None
 
+    @property
+    def grid_order(self) -> str:
+        """The order for grids that compute no relevance: "relevance" draws them by index."""
+        return "index" if self.order == "relevance" else self.order
+
 
 @dataclass(frozen=True)
 class Context:

@@ -22,6 +22,10 @@ from vizhooks.page.views.compare import PATCH_PARTS
 from vizhooks.page.views.intervene import EDIT_MODES
 from vizhooks.render.figures import CMAPS, NORMS, ORDERS
 
+#: Channel orders of the page: the grids' own, and "relevance" (Taylor, for the chosen class), which the
+#: Feature maps view computes.
+PAGE_ORDERS = (*ORDERS, "relevance")
+
 SIZE_MIN, SIZE_MAX, SIZE_STEP = 128, 512, 32
 CHANNEL_CHOICES: tuple[int | str, ...] = (1, 2, 4, 8, 16, 32, 64, 128, 256, 512, "all")
 WHATS = ("output", "input")
@@ -97,7 +101,7 @@ def parse_query(
         "lang": lambda v: v if v in LANGS else None,
         "step": lambda v: n if (n := _int(v)) is not None and 1 <= n <= len(STEPS) else None,
         "what": lambda v: v if v in WHATS else None,
-        "order": lambda v: v if v in ORDERS else None,
+        "order": lambda v: v if v in PAGE_ORDERS else None,
         "cmap": lambda v: v if v in CMAPS else None,
         "norm": lambda v: v if v in NORMS else None,
         "size": lambda v: n if (n := _int(v)) is not None and SIZE_MIN <= n <= SIZE_MAX

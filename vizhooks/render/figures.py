@@ -118,6 +118,8 @@ def feature_grid(
     columns: int | None = None,
     vcenter: float | None = None,
     clim: tuple[float, float] | None = None,
+    ranking: Sequence[int] | None = None,
+    notes: Sequence[str] | None = None,
 ) -> Figure:
     """Draw the channels of one layer's activation as a grid of tiles in one figure.
 
@@ -134,6 +136,10 @@ def feature_grid(
             with a diverging colormap for gradients).
         clim: with ``norm="layer"``, this (min, max) instead of the layer's own, so grids of two
             photos share one scale.
+        ranking: the channels in the order to show them (a channel relevance's ``order``), instead
+            of ``order``; the heading says "↓ R".
+        notes: one short text per channel of the layer (indexed by channel), drawn after each shown
+            tile's channel number (its signed relevance).
 
     Returns:
         A :class:`GridFigure` (a ``matplotlib.figure.Figure``; not registered with pyplot, nothing
@@ -153,7 +159,7 @@ def feature_grid(
     _check_grid_args(channels, columns)
     colormap = get_colormap(cmap)
 
-    layout = _layout(arr, channels, order, norm, columns, vcenter, title, clim)
+    layout = _layout(arr, channels, order, norm, columns, vcenter, title, clim, ranking=ranking, notes=notes)
     page = _colour(layout, colormap)
     _draw_text(page, layout, (20, 20, 20, 255), (255, 255, 255, 255), (0, 0, 0, 255))
     vmin, vmax = layout.clim
@@ -285,6 +291,7 @@ class GridLayout:
     mosaic: np.ndarray
     norm: str
     labelled: np.ndarray | None = None  # levels with labels and title drawn in, for palette_png
+    notes: list[str] | None = None  # a short text after each shown tile's channel number (its relevance)
 
     @property
     def nbytes(self) -> int:
@@ -293,9 +300,11 @@ class GridLayout:
 
 
 def _layout(arr: np.ndarray, channels: int | None, order: str, norm: str, columns: int | None,
-            vcenter: float | None, title: str | None, clim: tuple[float, float] | None = None) -> GridLayout:
+            vcenter: float | None, title: str | None, clim: tuple[float, float] | None = None,
+            ranking: Sequence[int] | None = None, notes: Sequence[str] | None = None) -> GridLayout:
     total, h, w = arr.shape
-    picked = channel_order(arr, order)[: min(int(channels or total), total)]
+    ranked = channel_order(arr, order) if ranking is None else np.asarray(ranking, dtype=np.int64)
+    picked = ranked[: min(int(channels or total), total)]
     tiles = np.nan_to_num(arr[picked], nan=0.0, posinf=0.0, neginf=0.0)
     if norm == "channel":
         tiles = _normalise_channels(tiles)
@@ -327,12 +336,13 @@ def _layout(arr: np.ndarray, channels: int | None, order: str, norm: str, column
     # Numbers, names and symbols only, so a grid reads the same on an English and a Chinese page:
     # "12/64" = 12 of 64 channels shown; "↓ μ" / "↓ max" = sorted by mean / peak, largest first.
     shown = f"  ·  {len(picked)}/{total}" if len(picked) < total else ""
-    sort = {"index": "", "mean": "  ·  ↓ μ", "max": "  ·  ↓ max"}[order]
+    sort = "  ·  ↓ R" if ranking is not None else {"index": "", "mean": "  ·  ↓ μ", "max": "  ·  ↓ max"}[order]
     heading = f"{title}  ·  " if title else ""
     return GridLayout(
         levels=page, channels=[int(c) for c in picked], grid=(rows, cols), scale=k, tile=(th, tw),
         title=f"{heading}{total}×{h}×{w}{shown}{sort}", title_px=title_px, grid_width=grid_w,
         clim=(vmin, vmax), mosaic=_mosaic(tiles, rows, cols), norm=norm,
+        notes=None if notes is None else [notes[int(c)] for c in picked],
     )
 
 
@@ -364,9 +374,10 @@ def _draw_text(page: np.ndarray, layout: GridLayout, box: _Ink, text: _Ink, titl
     for i, ch in enumerate(layout.channels):
         r, c = divmod(i, cols)
         x, y = c * (tw + _SEP_PX), layout.title_px + r * (th + _SEP_PX)
-        _, top, right, bottom = draw.textbbox((0, 0), str(ch), font=font)
+        label = str(ch) if layout.notes is None else f"{ch} {layout.notes[i]}"
+        _, top, right, bottom = draw.textbbox((0, 0), label, font=font)
         draw.rectangle((x, y, x + min(right + 6, tw), y + min(bottom + 4, th)), fill=box)
-        draw.text((x + 3, y + 2 - top // 2), str(ch), fill=text, font=font)
+        draw.text((x + 3, y + 2 - top // 2), label, fill=text, font=font)
     draw.text((6, layout.title_px // 2), layout.title, fill=title, font=_font(13, "DejaVu Sans"), anchor="lm")
     page[...] = np.asarray(img)
 
@@ -378,12 +389,14 @@ def grid_layout(
     order: str = "index",
     columns: int | None = None,
     title: str | None = None,
+    ranking: Sequence[int] | None = None,
+    notes: Sequence[str] | None = None,
 ) -> GridLayout:
     """The colour-independent part of a per-channel (``norm="channel"``) grid, for
     :func:`palette_png`. Same arguments and checks as :func:`feature_grid`."""
     arr = _as_chw(activation)
     _check_grid_args(channels, columns)
-    layout = _layout(arr, channels, order, "channel", columns, None, title)
+    layout = _layout(arr, channels, order, "channel", columns, None, title, ranking=ranking, notes=notes)
     labelled = layout.levels.copy()
     _draw_text(labelled, layout, _WHITE + 2, _WHITE + 3, _WHITE + 1)
     return dataclasses.replace(layout, labelled=labelled)

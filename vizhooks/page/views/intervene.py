@@ -83,7 +83,7 @@ def show(ctx: Context) -> None:
         for _, name in layer_columns(later):
             after, before = result.activations[name], result.activations_before[name]
             change = float((after - before).abs().mean() / (before.abs().mean() + 1e-12))
-            png = grid_png(after, ("iv", *key, name), c.channels, c.order, c.cmap, c.norm, c.columns, name)
+            png = grid_png(after, ("iv", *key, name), c.channels, c.grid_order, c.cmap, c.norm, c.columns, name)
             st.caption(t("iv_change", change=change))
             st.image(png)
     else:

@@ -73,7 +73,7 @@ def take_home(ctx: Context) -> None:
     clamp_at, percentile = _clamp_choice(ctx)
     choices = LessonChoices(model=c.model, photo=data, photo_name=Path(image_path(c)).name, size=c.size,
                             lang=language(), layers=tuple(c.layers), target=chosen_target(), clamp_at=clamp_at,
-                            percentile=percentile, channels=c.channels, order=c.order, cmap=c.cmap, norm=c.norm,
+                            percentile=percentile, channels=c.channels, order=c.grid_order, cmap=c.cmap, norm=c.norm,
                             columns=c.columns or None, conv=_conv_choice(), head=code_head(c.model),
                             plan=the_plan())
     bundle = ctx.bundle
@@ -171,7 +171,7 @@ def show_live_part(step: Step, ctx: Context) -> None:
         for col, act, head, what in ((left, before.activations[layer], "lesson_prepost_input", "input"),
                                      (right, analysis.activations[layer], "lesson_prepost_output", "output")):
             col.caption(t(head, layer=layer))
-            col.image(grid_png(act, ("lesson", c.model, digest, c.size, what, layer), c.channels, c.order, c.cmap,
+            col.image(grid_png(act, ("lesson", c.model, digest, c.size, what, layer), c.channels, c.grid_order, c.cmap,
                                c.norm, c.columns, layer))
     elif step.live == "table":
         table.show(ctx)
