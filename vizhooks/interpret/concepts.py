@@ -511,3 +511,34 @@ def concept_maps(model: nn.Module | ModelBundle, x: torch.Tensor, concepts: Conc
 def upsample(maps: torch.Tensor, hw: tuple[int, int]) -> torch.Tensor:
     """Concept maps (k, h, w) resized bilinearly to a photo's (H, W)."""
     return F.interpolate(maps[None], size=hw, mode="bilinear", align_corners=False)[0]
+
+
+# ----------------------------------------------------------------------------------------------
+# pictures of a concept
+
+
+def top_photos(concepts: Concepts, i: int, n: int = 2) -> list[int]:
+    """The ``n`` photos whose crops have, on average, the most of concept ``i``, most first."""
+    concepts._check_concept(i)
+    index = np.asarray([image for image, _box in concepts.crops])
+    sums = np.bincount(index, weights=concepts.coefficients[:, i])
+    means = sums / np.maximum(np.bincount(index), 1)
+    return [int(p) for p in np.argsort(-means, kind="stable")[:n]]
+
+
+def concept_sheet(crops: Sequence[Image.Image], overlays: Sequence[Image.Image] = (), side: int = 96) -> Image.Image:
+    """One picture of a concept: its top crops as a strip (``side`` pixels each) over its maps on
+    photos (``overlays``, as tall as two crops)."""
+    gap = 4
+    width = max(len(crops) * (side + gap) - gap, 1)
+    tall = 2 * side
+    shown = [o.resize((max(1, round(o.width * tall / o.height)), tall)) for o in overlays]
+    width = max(width, sum(o.width + gap for o in shown) - gap)
+    sheet = Image.new("RGB", (width, side + (gap + tall if shown else 0)), "white")
+    for column, piece in enumerate(crops):
+        sheet.paste(piece.convert("RGB").resize((side, side)), (column * (side + gap), 0))
+    left = 0
+    for picture in shown:
+        sheet.paste(picture, (left, side + gap))
+        left += picture.width + gap
+    return sheet
