@@ -68,6 +68,7 @@ BENCHES = {
     "teach": "11. Teaching your own classes",
     "overview": "12. Overview (the whole network vs the Feature maps view)",
     "explain": "13. Explanation scores",
+    "concepts": "14. Concepts (activation pass vs bare forward to the layer, discovery, memory)",
 }
 DEFAULT_HEADER = """# vizhooks benchmarks
 

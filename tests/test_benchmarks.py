@@ -17,7 +17,7 @@ pytestmark = pytest.mark.bench
 
 ROOT = Path(__file__).resolve().parents[1]
 BENCHES = {"grids", "hooks", "page", "coldstart", "memory", "gpu", "featurevis", "exemplars", "video", "live",
-           "teach", "overview", "explain"}
+           "teach", "overview", "explain", "concepts"}
 
 
 def test_quick_benchmark_run_produces_the_table(tmp_path):
@@ -46,7 +46,7 @@ def test_quick_benchmark_run_produces_the_table(tmp_path):
         assert not any(r["status"].startswith("skipped") for r in rows if r["bench"] in ("coldstart", "live"))
     targets = [r for r in rows if r["target"] != "—"]
     assert {r["bench"] for r in targets} == {"grids", "hooks", "page", "exemplars", "featurevis", "video", "live",
-                                             "teach", "overview", "explain"}
+                                             "teach", "overview", "explain", "concepts"}
 
     text = out.read_text()
     assert "| Benchmark | Case | Measured (median) | Target | Result |" in text
