@@ -42,6 +42,7 @@ OUTLINE: dict[str, str] = {
         "### 实测数据（我们的 2 核 CPU 机器，随机权重，`python -m benchmarks.live`）",
     "# Your own classes": "# 教网络认识你自己的类别",
     "# Which explanation to believe": "# 该相信哪一张解释图",
+    "## Concepts: what a layer has learned over many photos": "## 概念：一层在许多照片上学到了什么",
     "# The lesson and the class": "# 课程与课堂",
     "## Teaching a class": "## 上课：老师带领，全班跟随",
     "# Library": "# Python 库",
