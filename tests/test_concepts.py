@@ -236,3 +236,36 @@ def test_progress_counts_every_crop_then_every_photo(planted):
              progress=lambda done, total, stage: calls.append((done, total, stage)))
     assert calls == [(5, 12, "crops"), (10, 12, "crops"), (12, 12, "crops"),
                      (1, 3, "importance"), (2, 3, "importance"), (3, 3, "importance")]
+
+
+class TokenNet(nn.Module):
+    """A class token and 16 patch tokens (8 x 8 patches of a 32 x 32 picture), one linear block, a head."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.embed = nn.Conv2d(3, 6, 8, 8)
+        self.block = nn.Linear(6, 6)
+        self.head = nn.Linear(6, 3)
+        self.cls = nn.Parameter(torch.full((1, 1, 6), 3.0))
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        tokens = self.embed(x).flatten(2).transpose(1, 2)
+        tokens = self.block(torch.cat([self.cls.expand(len(x), 1, 6), tokens], 1))
+        return self.head(tokens.mean(1))
+
+
+def test_token_layers_average_their_tokens_and_map_over_the_patch_grid():
+    torch.manual_seed(0)
+    model = TokenNet()
+    photos, _names = _photos(per_colour=1)
+    acts, crops = activations(model, photos, "block", crops_per_image=2, size=SIZE, mean_std=NONE)
+    index, box = crops[3]
+    piece = photos[index].crop(box).resize((SIZE, SIZE), Image.Resampling.BILINEAR, reducing_gap=3.0)
+    x = torch.from_numpy(np.asarray(piece, dtype=np.float32) / 255).permute(2, 0, 1)[None]
+    with torch.no_grad():
+        tokens = model.embed(x).flatten(2).transpose(1, 2)
+        expected = model.block(torch.cat([model.cls, tokens], 1)).clamp_min(0).mean(1)[0]
+    np.testing.assert_allclose(acts[3], expected.numpy(), rtol=1e-5, atol=1e-6)
+    found = discover(model, photos, "block", k=2, crops_per_image=2, size=SIZE, mean_std=NONE)
+    assert concept_maps(model, x, found).shape == (2, 4, 4)
+    assert count_hooks(model) == 0
