@@ -25,6 +25,8 @@ Benchmarks (each module in this package has the details):
   patching  15. activation patching: a sweep over the 20 convs of resnet18 vs 20 separate patch calls
   relevance 16. channel relevance: Taylor and LRP (resnet50 layer4) vs one forward + backward, batched
              ablation vs 512 intervene calls, 16 conditional heatmaps in one call vs 16 calls
+  concepts  17. concepts: the activation pass vs a bare batched forward to the layer, discovery end to
+             end, peak memory at 1,000 and 10,000 crops
 
 --repeat N (default 5) is the number of measured repetitions: A/B pairs for grids, 3N pairs for
 hooks and gpu, N reruns of each kind for page, min(N, 3) launches for coldstart, min(N, 3) feature
@@ -76,6 +78,7 @@ BENCHES = {
     "export": "14. Taught model export (ONNX, TorchScript)",
     "patching": "15. Activation patching (sweep vs separate patch calls)",
     "relevance": "16. Channel relevance",
+    "concepts": "17. Concepts (activation pass vs bare forward to the layer, discovery, memory)",
 }
 DEFAULT_HEADER = """# vizhooks benchmarks
 

@@ -20,14 +20,15 @@ from vizhooks.page.views import GROUPS, REGISTRY, View
 #: here, not read from the registry, so a renamed or moved view fails.
 OLD_LINKS = {
     "maps": "look", "overview": "look", "inspector": "look", "convolution": "look", "atlas": "look",
-    "gradcam": "explain", "explain": "explain",
+    "gradcam": "explain", "explain": "explain", "concepts": "explain",
     "intervene": "change", "compare": "change",
     "lesson": "learn", "teach": "learn", "code": "learn",
     "gradients": "hood", "backward": "hood", "table": "hood",
 }
 #: Views added since, and their groups.
-NEW_VIEWS = {"audit": "explain"}
-MENU = {"look": ["maps", "overview", "inspector", "convolution", "atlas"], "explain": ["gradcam", "explain", "audit"],
+NEW_VIEWS = {"audit": "explain", "concepts": "explain"}
+MENU = {"look": ["maps", "overview", "inspector", "convolution", "atlas"],
+        "explain": ["gradcam", "explain", "audit", "concepts"],
         "change": ["intervene", "compare"], "learn": ["lesson", "teach", "code"],
         "hood": ["gradients", "backward", "table"]}
 VIEWS_DIR = Path(__file__).resolve().parents[1] / "vizhooks" / "page" / "views"
@@ -64,7 +65,8 @@ def test_the_menu_speaks_the_pages_language():
     at = open_page(size="128", layers="conv1", lang="zh", view="explain")
     ok(at)
     assert at.segmented_control(key="view_group").options == [ZH[f"group_{g}"] for g in MENU]
-    assert at.pills(key="view").options == [ZH["view_gradcam"], ZH["view_explain"], ZH["view_audit"]]
+    assert at.pills(key="view").options == [ZH["view_gradcam"], ZH["view_explain"], ZH["view_audit"],
+                                                ZH["view_concepts"]]
     at.segmented_control(key="lang").set_value("en").run()
     ok(at)
     assert at.segmented_control(key="view_group").options == [EN[f"group_{g}"] for g in MENU]

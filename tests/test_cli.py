@@ -210,6 +210,7 @@ COMMAND_LINES = {
     "teach": "teach a model your own classes from a folder",
     "explain": "explanation methods scored on a folder of photos",
     "audit": "a labelled folder: mistakes, maps and shortcuts",
+    "concepts": "what a layer has learned over a folder, as concepts",
     "lesson": "the page's lesson for one photo: a notebook or HTML",
 }
 
@@ -227,7 +228,8 @@ def test_help_lists_every_command_with_its_one_line(capsys, monkeypatch):
     for flag in ("--help", "-h"):
         out = _help(capsys, flag)
         assert " ".join(out.split("\n\n")[0].split()) == (
-            "usage: python -m vizhooks [-h] [--version] {maps,exemplars,visualize,teach,explain,audit,lesson} ...")
+            "usage: python -m vizhooks [-h] [--version] "
+            "{maps,exemplars,visualize,teach,explain,audit,concepts,lesson} ...")
         listed = {m.group(1): m.group(2) for m in re.finditer(r"^    (\w+) +(.+)$", out, re.M)}
         assert listed == COMMAND_LINES
         assert "Without a command, the arguments are those of `maps`" in out

@@ -45,6 +45,7 @@ OUTLINE: dict[str, str] = {
     "# Which explanation to believe": "# 该相信哪一张解释图",
     "## Auditing a whole folder": "## 审查整个文件夹",
     "## Which channels decided? (channel relevance)": "## 哪些通道做了决定？（通道相关性）",
+    "## Concepts: what a layer has learned over many photos": "## 概念：一层在许多照片上学到了什么",
     "# The lesson and the class": "# 课程与课堂",
     "## Teaching a class": "## 上课：老师带领，全班跟随",
     "# Library": "# Python 库",

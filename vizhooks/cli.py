@@ -771,6 +771,128 @@ def _audit(args: argparse.Namespace) -> int:
     if found.skipped:
         print(f"{len(found.skipped)} file(s) skipped (see skipped.txt)", file=sys.stderr)
     print(out)
+def _concepts_arguments(p: argparse.ArgumentParser) -> None:
+    p.description = (
+        "Concepts (CRAFT): what one layer has learned over a folder of photos (recursively). Random square crops\n"
+        "of every photo go through the model up to --layer; their activations, averaged over positions, are\n"
+        "factorised by non-negative matrix factorisation into --k concepts. With --target, each concept's\n"
+        "importance: how much the class's logit drops, on average over the photos, when the concept is removed.\n"
+        "Writes concepts.json (bank, importance, settings, top crops) and concept_N.png (top crops, and the\n"
+        "concept's map over the two photos that have most of it) into --out, and prints a summary table.\n"
+        "Files are written only when everything is computed, each whole or not at all; unreadable files are\n"
+        "skipped.")
+    p.epilog = ("Examples:\n"
+                f"  {PROG} concepts photos/ --model resnet50 --layer layer3 --k 10 --target 281 --out concepts/\n"
+                f"  {PROG} concepts my_photos/ --model resnet18 --weights my_model.pth --labels my_model.txt "
+                "--layer layer4 --k 5 --target mug --out mug/")
+    p.add_argument("folder", metavar="FOLDER", help="folder of photos, read recursively")
+    p.add_argument("--model", default="resnet18", metavar="NAME", help="model name (default: resnet18)")
+    p.add_argument("--weights", default="auto", help="auto | imagenet | none | PATH (default: auto)")
+    p.add_argument("--labels", metavar="FILE", help="class names for --weights PATH: one per line, or a JSON list")
+    p.add_argument("--layer", required=True, metavar="NAME", help="the layer's module name, e.g. layer3")
+    p.add_argument("--k", type=_whole_number("--k", 1, 1000), default=10, help="concepts to find (default: 10)")
+    p.add_argument("--target", metavar="CLASS", help="a class number or name: rank the concepts by importance for it")
+    p.add_argument("--crops", type=_whole_number("--crops", 1, 1000), default=16,
+                   help="random crops per photo (default: 16)")
+    p.add_argument("--crop", type=float, default=0.5, help="crop side as a fraction of the shorter side (default: 0.5)")
+    p.add_argument("--size", type=_positive_size, default=224, help="side crops are resized to (default: 224)")
+    p.add_argument("--batch", type=_whole_number("--batch", 1, 4096), default=32,
+                   help="crops per forward pass (default: 32)")
+    p.add_argument("--top", type=_whole_number("--top", 1, 100), default=9,
+                   help="crops per concept picture (default: 9)")
+    p.add_argument("--seed", type=_whole_number("--seed", 0, 2**31 - 1), default=0, help="random seed (default: 0)")
+    p.add_argument("--out", default="concepts", metavar="DIR", help="the folder to write (default: concepts)")
+    p.add_argument("--device", default="auto", help="auto, cpu, cuda, cuda:N or mps")
+
+
+def _class_index(text: str, categories: Sequence[str]) -> int:
+    if text.isdigit() and int(text) < len(categories):
+        return int(text)
+    if text in categories:
+        return list(categories).index(text)
+    raise UsageError(f"the model has no class {text!r}; give a class number from 0 to {len(categories) - 1} or one of "
+                     "its class names")
+
+
+def _concepts(args: argparse.Namespace) -> int:
+    import json
+    from pathlib import Path
+
+    import numpy as np
+
+    from vizhooks.atlas import list_images
+    from vizhooks.interpret.concepts import ConceptsError, concept_maps, concept_sheet, discover, top_photos
+    from vizhooks.render.figures import channel_overlay, image_to_png
+
+    folder, out = Path(args.folder), Path(args.out)
+    if not folder.is_dir():
+        raise UsageError(f"{folder} is a file; give a folder of photos" if folder.exists()
+                         else f"there is no folder at {folder}")
+    names = list_images(folder, exclude=args.out)
+    if not names:
+        raise UsageError(f"{folder} holds no image files (see `{PROG} concepts --help`)")
+    kept = []
+    for key in names:  # read once to skip what is not a picture; discover reads them again, one at a time
+        try:
+            load_image(folder / key)
+        except InvalidImageError as exc:
+            print(f"skipped {key}: {exc}", file=sys.stderr)
+        else:
+            kept.append(key)
+    if not kept:
+        raise UsageError(f"none of the {len(names)} image files in {folder} could be read")
+    if args.k > len(kept) * args.crops:  # before the model: a wrong setting fails fast
+        raise ConceptsError(code="concepts_k_too_large", k=args.k, crops=len(kept) * args.crops)
+    bundle = load_model(args.model, weights=args.weights, labels=args.labels, device=args.device)
+    resolve_layers(bundle.model, [args.layer])
+    target = None if args.target is None else _class_index(args.target, bundle.categories)
+    print(f"Model: {bundle.name} on {bundle.device}. {bundle.weights_status}", file=sys.stderr)
+    paths = [folder / key for key in kept]
+
+    def bar(done: int, total: int, stage: str) -> None:
+        unit = "crops" if stage == "crops" else "photos"
+        label = "activations" if stage == "crops" else "importance"
+        print(f"\r{label}: {done}/{total} {unit}", end="\n" if done >= total else "", file=sys.stderr, flush=True)
+
+    try:
+        found = discover(bundle, paths, args.layer, k=args.k, target=target, crops_per_image=args.crops,
+                         crop=args.crop, size=args.size, seed=args.seed, batch_size=args.batch, progress=bar)
+    except KeyboardInterrupt:
+        print(f"vizhooks: interrupted; nothing was written to {out}", file=sys.stderr)
+        return 130
+    order = found.order()
+    shares = found.shares()
+    pictures = {}
+    for i in order:
+        crops = [load_image(paths[index]).crop(box) for index, box in found.top(i, args.top)]
+        overlays = []
+        for p in top_photos(found, i, 2):
+            photo = load_image(paths[p])
+            maps = concept_maps(bundle, bundle.preprocess(photo, args.size), found)
+            overlays.append(channel_overlay(bundle.resize(photo, args.size), maps[i]))
+        pictures[f"concept_{i}.png"] = image_to_png(concept_sheet(crops, overlays))
+    summary = {
+        "model": bundle.name, "layer": found.layer, "folder": str(folder), "photos": kept,
+        "target": target, "target_name": None if target is None else bundle.categories[target],
+        "settings": found.settings, "order": order,
+        "importance": None if found.importance is None else [float(v) for v in found.importance],
+        "share": None if shares is None else [float(v) for v in shares],
+        "bank": np.round(found.bank, 6).tolist(),
+        "top": {str(i): [{"photo": kept[index], "box": list(box)} for index, box in found.top(i, args.top)]
+                for i in order},
+    }
+    for name, data in pictures.items():  # each file whole; concepts.json last, so it says the run finished
+        write_atomic(out / name, data)
+    write_atomic(out / "concepts.json", json.dumps(summary, indent=1).encode())
+    header = "concept  importance   share  top photos"
+    print(header if target is not None else "concept  top photos")
+    for i in order:
+        tops = ", ".join(kept[p] for p in top_photos(found, i, 2))
+        if found.importance is not None and shares is not None:
+            print(f"{i:7d}  {found.importance[i]:10.4g}  {shares[i]:6.1%}  {tops}")
+        else:
+            print(f"{i:7d}  {tops}")
+    print(out / "concepts.json")
     return 0
 
 
@@ -802,6 +924,8 @@ COMMANDS: tuple[Command, ...] = (
             "photos/ --methods gradcam,saliency --out scores.csv"),
     Command("audit", "a labelled folder: mistakes, maps and shortcuts", _audit_arguments, _audit,
             "photos/ --model resnet18 --out audit/"),
+    Command("concepts", "what a layer has learned over a folder, as concepts", _concepts_arguments, _concepts,
+            "photos/ --layer layer3 --k 10 --target 281 --out concepts/"),
 )
 #: First arguments the top-level parser answers itself; anything else that is not a command is maps.
 _TOP_LEVEL = ("-h", "--help", "--version")

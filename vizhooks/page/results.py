@@ -22,6 +22,7 @@ from vizhooks.hooks.budget import check_capture
 from vizhooks.hooks.gradients import BackwardRecord, backward_report, gradient_pass
 from vizhooks.hooks.summary import summary_dataframe, summary_totals
 from vizhooks.interpret.cam import cams_from
+from vizhooks.interpret.concepts import Concepts, discover
 from vizhooks.interpret.faithfulness import Faithfulness, faithfulness, infidelity_score, reference_maps
 from vizhooks.interpret.methods import CAM_METHODS, default_layers, explain
 from vizhooks.interpret.relevance import ChannelRelevance, channel_relevance
@@ -465,3 +466,27 @@ def curves_png(_curves: tuple, key: tuple, titles: tuple[str, ...], xlabels: tup
 def strips_png(_rows: tuple, key: tuple, columns: tuple[str, ...], cmap: str) -> bytes:
     """The sanity check's maps, one row per method, one column per step (key: the check's key)."""
     return vz.figure_to_png(map_strips_figure(_rows, columns, cmap))
+
+
+#: The Concepts view's crops per photo and seed: every visitor asking the same photos, layer, k and
+#: class shares one discovery.
+CONCEPT_CROPS, CONCEPT_SEED = 8, 0
+
+
+def get_concepts(model: str, photos: tuple[tuple[str, bytes], ...], layer: str, k: int, target: int, size: int,
+                 bar: Any) -> Concepts:
+    """CRAFT's concepts of ``layer`` over ``photos`` ((digest, bytes) each) and their importance for
+    ``target``, once for every visitor (single flight); ``bar`` is a progress bar the first one sees."""
+    bundle = get_bundle(model)
+
+    def make() -> Concepts:
+        def progress(done: int, total: int, stage: str) -> None:
+            text = t("concepts_running_crops") if stage == "crops" else t("concepts_running_importance")
+            bar.progress(min(done / max(total, 1), 1.0), text=f"{text} {done}/{total}")
+
+        return discover(bundle, [vz.load_image(data) for _, data in photos], layer, k=k, target=target,
+                        crops_per_image=CONCEPT_CROPS, size=size, seed=CONCEPT_SEED, progress=progress)
+
+    digests = tuple(digest for digest, _ in photos)
+    key = ("concepts", model, digests, layer, k, target, size, CONCEPT_CROPS, CONCEPT_SEED)
+    return cached(key, make, lambda c: c.bank.nbytes + c.coefficients.nbytes + 64 * len(c.crops))

@@ -1,0 +1,52 @@
+"""The Concepts view (``?view=concepts``) in both languages, on seeded random weights at 128 px: the cards
+are vizhooks.interpret.concepts' concepts of the sample photos in its order of importance, each share
+bar says its share, "Remove this concept" shows ablate's top-5, nothing runs before the toggle, and the
+shared model keeps no hook."""
+
+from __future__ import annotations
+
+import pytest
+
+from tests.helpers import ROOT, ok, open_page
+from vizhooks import load_image
+from vizhooks.analysis import analyse
+from vizhooks.interpret.concepts import ablate, discover
+from vizhooks.models.labels import class_labels
+from vizhooks.ops import hook_count
+from vizhooks.page.results import CONCEPT_CROPS, CONCEPT_SEED, get_bundle
+from vizhooks.page.widgets import top5
+
+SIZE = 128
+TITLES = {"en": "{rank}. Concept {i}", "zh": "{rank}. 概念 {i}"}
+SAMPLES = ["astronaut.jpg", "brick.png", "chelsea.jpg", "coffee.jpg", "rocket.jpg"]
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("lang", ["en", "zh"])
+def test_the_cards_are_the_librarys_concepts_in_order_and_removal_is_ablate(lang):
+    at = open_page(view="concepts", size=str(SIZE), lang=lang)
+    ok(at)
+    assert not [s for s in at.subheader if s.value.startswith("1.")]  # nothing found before the toggle
+    layer = at.selectbox(key="cc_layer").value
+    at.toggle(key="cc_run").set_value(True).run()
+    ok(at)
+    bundle = get_bundle("resnet18")
+    analysis = analyse(bundle, load_image(str(ROOT / "sample_images" / "chelsea.jpg")), SIZE, [layer])
+    target = int(analysis.logits.argmax())
+    found = discover(bundle, [load_image(str(ROOT / "sample_images" / n)) for n in SAMPLES], layer, k=5,
+                     target=target, crops_per_image=CONCEPT_CROPS, size=SIZE, seed=CONCEPT_SEED)
+    order = found.order()
+    titles = [s.value for s in at.subheader if s.value[:1].isdigit()]
+    assert titles == [TITLES[lang].format(rank=r, i=i) for r, i in enumerate(order, 1)]
+    shares = found.shares()
+    bars = [p.text for p in at.get("progress")]
+    first = order[0]
+    assert any(f"{shares[first]:.0%}" in (text or "") for text in bars)
+    at.toggle(key=f"cc_remove_{first}").set_value(True).run()
+    ok(at)
+    names = class_labels(bundle.categories, lang)
+    result = ablate(bundle, analysis.x, layer, found, first, target)
+    texts = [p.text for p in at.get("progress")]
+    for label, probability in top5(result.logits[None], names):
+        assert f"{label} · {probability:.1%}" in texts
+    assert hook_count(bundle.model) == 0
