@@ -78,7 +78,8 @@ __all__ = [
 ]
 
 #: Namespaces reachable as attributes, imported on first use (OpenCV, Ray, pyarrow stay unloaded).
-_NAMESPACES = ("atlas", "audit", "classroom", "exporting", "live", "ops", "patching", "video")
+_NAMESPACES = ("atlas", "audit", "classroom", "concepts", "exporting", "live", "ops", "patching", "relevance",
+               "video")
 
 def __getattr__(name: str) -> ModuleType:
     if name in _NAMESPACES:

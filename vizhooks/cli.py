@@ -771,6 +771,9 @@ def _audit(args: argparse.Namespace) -> int:
     if found.skipped:
         print(f"{len(found.skipped)} file(s) skipped (see skipped.txt)", file=sys.stderr)
     print(out)
+    return 0
+
+
 def _concepts_arguments(p: argparse.ArgumentParser) -> None:
     p.description = (
         "Concepts (CRAFT): what one layer has learned over a folder of photos (recursively). Random square crops\n"
