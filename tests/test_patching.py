@@ -350,3 +350,20 @@ def test_the_mean_cache_holds_a_few_sets_per_model() -> None:
     for seed in range(patching._MEANS_PER_MODEL + 3):
         mean_ablate(model, x, "conv1", _photos(1, seed=100 + seed)[0])
     assert len(patching._means[model]) == patching._MEANS_PER_MODEL
+
+
+def test_a_model_bundle_is_patched_as_its_network(resnet18) -> None:
+    """Every other vizhooks function takes a ModelBundle; patching did not (a TypeError from the lock,
+    found by the CUDA check): the bundle's answers are those of its .model."""
+    x, source = _photos(2, side=32)
+    net = resnet18.model
+    pairs = [(patch(resnet18, x, source, "layer2.0.conv1"), patch(net, x, source, "layer2.0.conv1")),
+             (sweep(resnet18, x, source, ["conv1", "layer3"])[1], sweep(net, x, source, ["conv1", "layer3"])[1])]
+    for bundled, bare in pairs:
+        assert torch.equal(bundled.logits, bare.logits) and bundled.restored == bare.restored
+    photos = torch.cat(_photos(3, side=32, seed=4))
+    assert torch.equal(mean_ablate(resnet18, x, "layer1", photos).logits, mean_ablate(net, x, "layer1", photos).logits)
+    direction = torch.ones(64)
+    assert torch.equal(steer(resnet18, x, "layer1", direction, 0.5).logits,
+                       steer(net, x, "layer1", direction, 0.5).logits)
+    assert count_hooks(net) == 0

@@ -36,6 +36,7 @@ from torch import nn
 from vizhooks._hooks import Hooks, check_input, check_ran, first_tensor, hooked, keep, model_device, replace_first
 from vizhooks.errors import CodedError
 from vizhooks.models.layers import resolve_layers
+from vizhooks.models.registry import ModelBundle
 from vizhooks.models.maps import as_map, channel_dim, channels_last_modules
 
 __all__ = ["EditResult", "PatchResult", "mean_ablate", "patch", "steer", "sweep"]
@@ -161,6 +162,11 @@ def _check_same(layer: _Layer, a: list[torch.Tensor], b: list[torch.Tensor], hw_
     raise CodedError(code=code, layer=layer.name, a=size_a, b=size_b)
 
 
+def _module(model: nn.Module | ModelBundle) -> nn.Module:
+    """The network of a :class:`ModelBundle`, or ``model`` itself."""
+    return model.model if isinstance(model, ModelBundle) else model
+
+
 def _one_image(x: torch.Tensor, name: str) -> None:
     check_input(x)
     if x.shape[0] != 1:
@@ -210,7 +216,7 @@ def _capture(hooks: Hooks, model: nn.Module, x: torch.Tensor,
 
 
 def sweep(
-    model: nn.Module,
+    model: nn.Module | ModelBundle,
     x: torch.Tensor,
     source: torch.Tensor,
     layers: str | Iterable[str],
@@ -250,6 +256,7 @@ def sweep(
         >>> for r in sweep(bundle.model, cat, dog, "all"):
         ...     print(r.layer, round(r.restored, 2))
     """
+    model = _module(model)
     _one_image(x, "x")
     _one_image(source, "source")
     chosen, box = _channels(channels), _region(region)
@@ -304,7 +311,7 @@ def sweep(
 
 
 def patch(
-    model: nn.Module,
+    model: nn.Module | ModelBundle,
     x: torch.Tensor,
     source: torch.Tensor,
     layer: str,
@@ -424,7 +431,7 @@ def _edit_run(model: nn.Module, x: torch.Tensor, layer_name: str, *, target: int
 
 
 def mean_ablate(
-    model: nn.Module,
+    model: nn.Module | ModelBundle,
     x: torch.Tensor,
     layer: str,
     images_or_tensors: Any,
@@ -458,6 +465,7 @@ def mean_ablate(
         >>> r = mean_ablate(bundle.model, cat, "layer4", samples, preprocess=bundle.preprocess)
         >>> r.change  # how far the cat logit fell
     """
+    model = _module(model)
     _one_image(x, "x")
     chosen = _channels(channels)
     photos = _photo_batch(images_or_tensors, preprocess)
@@ -478,7 +486,7 @@ def mean_ablate(
     return _edit_run(model, x, layer, target=target, make_edit=make_edit)
 
 
-def steer(model: nn.Module, x: torch.Tensor, layer: str, direction: torch.Tensor, scale: float, *,
+def steer(model: nn.Module | ModelBundle, x: torch.Tensor, layer: str, direction: torch.Tensor, scale: float, *,
           target: int | None = None) -> EditResult:
     """Run ``x`` with ``scale * direction`` added to ``layer``'s channels at every position.
 
@@ -500,6 +508,7 @@ def steer(model: nn.Module, x: torch.Tensor, layer: str, direction: torch.Tensor
     Example:
         >>> r = steer(bundle.model, x, "layer4", dog_mean - cat_mean, 2.0, target=dog_class)
     """
+    model = _module(model)
     if not isinstance(direction, torch.Tensor) or direction.ndim != 1:
         shape = tuple(direction.shape) if isinstance(direction, torch.Tensor) else type(direction).__name__
         raise ValueError(f"direction must be a (C,) tensor with one value per channel of the layer, not {shape}.")
