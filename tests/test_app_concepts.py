@@ -50,3 +50,17 @@ def test_the_cards_are_the_librarys_concepts_in_order_and_removal_is_ablate(lang
     for label, probability in top5(result.logits[None], names):
         assert f"{label} · {probability:.1%}" in texts
     assert hook_count(bundle.model) == 0
+
+
+def test_nothing_runs_before_the_toggle_and_the_view_speaks_chinese(monkeypatch):
+    """Opening the view costs no discovery: the intro and the toggle, switched off, and no card."""
+    import vizhooks.page.views.concepts as view
+    from vizhooks.page.texts import ZH
+
+    calls = []
+    monkeypatch.setattr(view, "get_concepts", lambda *a, **k: calls.append(a))
+    at = open_page(view="concepts", size=str(SIZE), layers="conv1", lang="zh")
+    ok(at)
+    assert ZH["concepts_intro"] in [m.value for m in at.markdown]
+    assert at.toggle(key="cc_run").value is False
+    assert not [s for s in at.subheader if s.value[:1].isdigit()] and calls == []

@@ -111,3 +111,11 @@ def test_hide_view_and_lang_removes_the_menu_and_the_language_switch():
     ok(at)
     assert not [w for w in at.get("button_group") if w.key in ("view", "view_group", "lang")]
     assert heading(at) == expected(ZH, 1, len(STEPS), 1)  # the link's view, still shown
+
+
+def test_a_plan_link_opens_on_the_plans_first_step_in_chinese():
+    """The quick check of the plan: ``?plan=4,1`` opens on step 4 as the plan's first of two."""
+    at = open_page(lang="zh", plan="4,1", layers="conv1", **SMALL)
+    ok(at)
+    assert heading(at) == expected(ZH, 1, 2, 4)
+    assert at.button(key="lesson_back").disabled

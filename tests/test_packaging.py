@@ -55,6 +55,7 @@ LAZY_EXTRAS = {
     "transformers": "hf",  # load_model("hf:ID_OR_DIR")
     "open_clip": "clip",  # zero_shot()
     "onnx": "export",  # a taught model as ONNX
+    "opencc": "dev",  # python -m vizhooks.hant: the zh-Hant catalogue generated for the repository
 }
 #: Library modules that are an optional engine as a whole: no module imports them at module level
 #: (tests/test_architecture.py), so all their imports belong to the extra.

@@ -47,6 +47,7 @@ OUTLINE: dict[str, str] = {
     "## Which channels decided? (channel relevance)": "## 哪些通道做了决定？（通道相关性）",
     "## Concepts: what a layer has learned over many photos": "## 概念：一层在许多照片上学到了什么",
     "# The lesson and the class": "# 课程与课堂",
+    "## Choosing the steps: a lesson plan": "## 选择步骤：课程安排",
     "## Teaching a class": "## 上课：老师带领，全班跟随",
     "# Library": "# Python 库",
     "# Command line": "# 命令行",
@@ -70,7 +71,8 @@ ZH_ONLY = {
 }
 
 #: The front doors' sections, README.md's -> README.zh-CN.md's.
-README_OUTLINE = {"## Two commands": "## 两个命令", "## A tour": "## 导览", "## The manual": "## 手册"}
+README_OUTLINE = {"## Two commands": "## 两个命令", "## A tour": "## 导览", "## Languages": "## 语言",
+                  "## The manual": "## 手册"}
 
 _FENCE = re.compile(r"^```.*?^```", re.M | re.S)
 _HEADING = re.compile(r"^(#{1,3}) (.+?)\s*$", re.M)

@@ -349,13 +349,15 @@ def test_streamlit_config_is_safe():
     assert cfg["server"]["maxUploadSize"] == MAX_VIDEO_MB <= 100
     upload = (ROOT / "vizhooks" / "page" / "sources" / "upload.py").read_text()
     assert re.search(r"^PHOTO_MB = 20\b", upload, re.M) and upload.count("max_upload_size=PHOTO_MB") == 1
-    # one photo uploader (the sidebar's and the Compare view's) and the video's, and the Teach view's
-    # photos (20 MB each, as the photo uploader) and taught checkpoint; no other
+    # one photo uploader (the sidebar's and the Compare view's) and the video's, the Teach view's
+    # photos (20 MB each, as the photo uploader) and taught checkpoint, and the Concepts view's photos
+    # (20 MB each); no other
     uploaders = {p.relative_to(ROOT).as_posix(): n for p in PAGE_FILES if (n := p.read_text().count("file_uploader("))}
     assert uploaders == {"vizhooks/page/sources/upload.py": 1, "vizhooks/page/sources/video.py": 1,
-                         "vizhooks/page/views/teach.py": 2}
-    teach = (ROOT / "vizhooks" / "page" / "views" / "teach.py").read_text()
-    assert teach.count("max_upload_size=PHOTO_MB") == 1
+                         "vizhooks/page/views/teach.py": 2, "vizhooks/page/views/concepts.py": 1}
+    for view in ("teach", "concepts"):
+        code = (ROOT / "vizhooks" / "page" / "views" / f"{view}.py").read_text()
+        assert code.count("max_upload_size=PHOTO_MB") == 1, view
     assert cfg["client"]["showErrorDetails"] == "none"
     assert cfg["browser"]["gatherUsageStats"] is False
 

@@ -36,8 +36,8 @@ from torch import nn
 from vizhooks._hooks import Hooks, check_input, check_ran, first_tensor, hooked, keep, model_device, replace_first
 from vizhooks.errors import CodedError
 from vizhooks.models.layers import resolve_layers
-from vizhooks.models.registry import ModelBundle
 from vizhooks.models.maps import as_map, channel_dim, channels_last_modules
+from vizhooks.models.registry import ModelBundle
 
 __all__ = ["EditResult", "PatchResult", "mean_ablate", "patch", "steer", "sweep"]
 

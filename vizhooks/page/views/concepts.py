@@ -13,6 +13,7 @@ from vizhooks.models.images import load_image
 from vizhooks.models.layers import block_layers
 from vizhooks.page.results import get_concepts
 from vizhooks.page.sources.sample import read_sample, samples
+from vizhooks.page.sources.upload import PHOTO_MB
 from vizhooks.page.texts import t
 from vizhooks.page.views import View
 from vizhooks.page.widgets import class_picker, keep_valid, progress_bar, shown_labels, top5_bars
@@ -34,7 +35,7 @@ def _photos() -> list[tuple[str, bytes]]:
         chosen = [read_sample(name) for name in samples()]
     else:
         files = st.file_uploader(t("concepts_upload"), type=["jpg", "jpeg", "png", "webp"], key="cc_upload",
-                                 accept_multiple_files=True) or []
+                                 accept_multiple_files=True, max_upload_size=PHOTO_MB) or []
         if len(files) > MAX_PHOTOS:
             st.info(t("concepts_too_many", n=MAX_PHOTOS))
         chosen = [f.getvalue() for f in files[:MAX_PHOTOS]]
