@@ -284,7 +284,7 @@ def test_the_class_in_chinese():
     pupil = student(code, lang="zh")
     ok(pupil)
     assert any(f"正在跟随课堂 **{code}**" in c.value for c in pupil.caption)
-    assert any("开始上课" == e.label for e in teacher.sidebar.expander)
+    assert any("带全班上课" == e.label for e in teacher.sidebar.expander)  # the panel; its button says 开始上课
 
 
 @pytest.mark.slow
