@@ -267,22 +267,37 @@ def _shows_explain(page, height, width):
     expect(page.get_by_role("button", name=EN["ex_sanity_run"])).to_be_visible()
 
 
+def _shows_audit(page, height, width):
+    from vizhooks.page.texts import EN
+
+    # nothing slow before the button: the shipped shortcut folder waits to be audited
+    expect(page.get_by_role("button", name=EN["audit_run"], exact=True)).to_be_visible()
+
+
+def _shows_concepts(page, height, width):
+    from vizhooks.page.texts import EN
+
+    # nothing slow before the toggle: the sample photos wait to be searched
+    expect(page.get_by_text(re.compile(re.escape(EN["concepts_run"].split("{")[0])))).to_be_visible()
+
+
 SHOWS = {"maps": _shows_maps, "overview": _shows_overview, "inspector": _shows_inspector,
          "convolution": _shows_convolution, "atlas": _shows_atlas,
          "gradients": _shows_gradients, "gradcam": _shows_gradcam, "backward": _shows_backward, "table": _shows_table,
          "intervene": _shows_intervene, "compare": _shows_compare, "code": _shows_code, "lesson": _shows_lesson,
-         "teach": _shows_teach, "explain": _shows_explain}
+         "teach": _shows_teach, "explain": _shows_explain, "audit": _shows_audit, "concepts": _shows_concepts}
 
 
 def test_every_view_renders_from_a_link(server, page, artifacts):
     from vizhooks.page.urlstate import VIEWS
+    from vizhooks.page.views import BY_NAME
 
     assert set(SHOWS) == set(VIEWS)
     # st.error (bad input, "Something went wrong", out of memory) and an uncaught exception
     failures = page.locator('[data-testid="stAlertContentError"], [data-testid="stException"]')
     for view in VIEWS:
         page.goto(f"{server}/?view={view}&layers={','.join(LINK_LAYERS)}")
-        own_area = view in ("teach",)  # app.OWN_AREA: no picture is analysed first
+        own_area = BY_NAME[view].own_area  # no picture is analysed first
         if not own_area:
             expect(page.get_by_text(re.compile(r"What the model saw"))).to_be_visible()
         _wait_idle(page)
