@@ -26,6 +26,7 @@ from urllib.parse import parse_qs, urlsplit
 
 import pytest
 from playwright.sync_api import Page, expect
+from playwright.sync_api import TimeoutError as PlaywrightTimeout
 
 from benchmarks.server import free_port, start, stop, wait_healthy
 from vizhooks.i18n import section
@@ -211,6 +212,11 @@ def start_class(teacher: Page, texts: dict[str, str]) -> tuple[str, str]:
     teacher.evaluate(OBS)
     t0 = teacher.evaluate("performance.now()")
     click(teacher, "class_start")
+    try:  # a click in the page's first seconds can come before its connection takes it: once more then
+        teacher.wait_for_function("() => window.__tr.length > 0", timeout=10_000)
+    except PlaywrightTimeout:
+        if key(teacher, "class_start").is_visible():
+            click(teacher, "class_start")
     code_line = sidebar.get_by_text(re.compile("^" + re.escape(plain(texts["class_code"].split("{")[0]))))
     try:
         expect(code_line).to_be_visible(timeout=WAIT_MS)
