@@ -12,6 +12,7 @@ live and the atlas are built on these.
 from __future__ import annotations
 
 import contextlib
+import copy
 import threading
 import time
 import weakref
@@ -342,3 +343,26 @@ def hooked(model: nn.Module, *, preserve: bool = True, stop_after: Iterable[str]
         ...     maps = hooks.run(lambda: model(x))["layer2"]
     """
     return Hooks(model, preserve=preserve, stop_after=stop_after, reduce=reduce, lock=lock)
+
+
+def private_copy(model: nn.Module) -> nn.Module:
+    """A private copy of a shared model: ReLUs not in place, no hook of the original, eval mode,
+    parameters frozen (Captum's module hooks; the sanity check's randomised copies).
+
+    Captum's Guided Backprop does not support in-place modules (captum#837). The copy is taken
+    under the model's lock, when no vizhooks hook is on it; the shared model is never changed.
+    """
+    with model_lock(model):
+        clone = copy.deepcopy(model)
+    for m in clone.modules():
+        if isinstance(m, nn.ReLU):
+            m.inplace = False
+        # a user's own hooks on the shared model must not run on the copy
+        m._forward_hooks.clear()
+        m._forward_pre_hooks.clear()
+        m._backward_hooks.clear()
+    clone.eval()
+    for p in clone.parameters():
+        p.requires_grad_(False)
+        p.grad = None
+    return clone

@@ -36,7 +36,6 @@ per-request copy of the model whose ReLUs are not in place; the shared model kee
 from __future__ import annotations
 
 import contextvars
-import copy
 import math
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from typing import Any, cast
@@ -44,7 +43,7 @@ from typing import Any, cast
 import torch
 from torch import nn
 
-from vizhooks._hooks import check_input, first_tensor, hooked, model_device, model_lock
+from vizhooks._hooks import check_input, first_tensor, hooked, model_device, private_copy
 from vizhooks.errors import CodedError
 from vizhooks.interpret.cam import grad_cam
 from vizhooks.models.layers import find_layers, resolve_layers
@@ -278,29 +277,6 @@ class _Counted:
         if self.progress is not None:
             self.progress(min(self.done, self.total), self.total, self.method)
         return out
-
-
-def private_copy(model: nn.Module) -> nn.Module:
-    """A private copy of a shared model: ReLUs not in place, no hook of the original, eval mode,
-    parameters frozen (Captum's module hooks; the sanity check's randomised copies).
-
-    Captum's Guided Backprop does not support in-place modules (captum#837). The copy is taken
-    under the model's lock, when no vizhooks hook is on it; the shared model is never changed.
-    """
-    with model_lock(model):
-        clone = copy.deepcopy(model)
-    for m in clone.modules():
-        if isinstance(m, nn.ReLU):
-            m.inplace = False
-        # a user's own hooks on the shared model must not run on the copy
-        m._forward_hooks.clear()
-        m._forward_pre_hooks.clear()
-        m._backward_hooks.clear()
-    clone.eval()
-    for p in clone.parameters():
-        p.requires_grad_(False)
-        p.grad = None
-    return clone
 
 
 def _black(x: torch.Tensor, mean_std: tuple | None) -> torch.Tensor:

@@ -35,7 +35,6 @@ flag, ``requires_grad`` and ``.grad`` as they were, also after an exception (:fu
 
 from __future__ import annotations
 
-import copy
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -43,7 +42,7 @@ from typing import Any
 import torch
 from torch import nn
 
-from vizhooks._hooks import check_input, first_tensor, hooked, model_device, model_lock
+from vizhooks._hooks import check_input, first_tensor, hooked, model_device, private_copy
 from vizhooks.errors import CodedError
 from vizhooks.models.layers import is_token_model, resolve_layers
 from vizhooks.models.maps import channels_last_modules
@@ -227,24 +226,6 @@ def _ablation(model: nn.Module, x: torch.Tensor, layer: str, target: int | None,
 # LRP: Zennit on a private copy
 
 
-def _private_copy(model: nn.Module) -> nn.Module:
-    """A copy Zennit may rewrite: taken under the model's lock, ReLUs not in place, none of the
-    original's hooks, eval mode, parameters frozen."""
-    with model_lock(model):
-        clone = copy.deepcopy(model)
-    for m in clone.modules():
-        if isinstance(m, nn.ReLU):
-            m.inplace = False
-        m._forward_hooks.clear()
-        m._forward_pre_hooks.clear()
-        m._backward_hooks.clear()
-    clone.eval()
-    for p in clone.parameters():
-        p.requires_grad_(False)
-        p.grad = None
-    return clone
-
-
 def canonizers_for(model: nn.Module) -> list[Any]:
     """Zennit's canonizers for ``model``: ``ResNetCanonizer`` for torchvision ResNets, BatchNorm
     merged into the layer before it (``SequentialMergeBatchNorm``, Zennit's VGG canonizer) for other
@@ -273,7 +254,7 @@ def _lrp_pass(model: nn.Module, x: torch.Tensor, layer: str | None, target: int 
     from zennit.composites import EpsilonPlusFlat
 
     _check_lrp_model(model)
-    clone = _private_copy(model)
+    clone = private_copy(model)
     composite = EpsilonPlusFlat(canonizers=canonizers_for(clone))
     kept: dict[str, torch.Tensor] = {}
     copies = 1 if masks is None else len(masks)
