@@ -39,6 +39,16 @@ def _offline(monkeypatch, tmp_path_factory):
     monkeypatch.delenv("VIZHOOKS_WEIGHTS", raising=False)
 
 
+@pytest.fixture(autouse=True)
+def _english_first():
+    """Each test starts in English: a test that calls set_language("zh") in pytest's own thread
+    must not leave its language to the next test of the same worker (the language is a
+    context variable of that thread)."""
+    from vizhooks import i18n
+
+    i18n._current.set(None)
+
+
 @pytest.fixture(scope="session")
 def resnet18():
     return load_model("resnet18", weights="none", device="cpu")

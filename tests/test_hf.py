@@ -191,13 +191,20 @@ def test_a_hub_id_offline_fails_in_one_sentence():
 
 def test_a_hub_download_waits_a_bounded_time(monkeypatch):
     import huggingface_hub
+    import huggingface_hub.constants  # lazy submodules: not attributes until imported
+    import huggingface_hub.errors
 
     monkeypatch.delenv("HF_HUB_OFFLINE")
     monkeypatch.delenv("VIZHOOKS_OFFLINE")
     monkeypatch.setattr(huggingface_hub.constants, "HF_HUB_OFFLINE", False)
     monkeypatch.setattr(weights_module, "DOWNLOAD_TIMEOUT_S", 0.3)
     monkeypatch.setattr(weights_module, "_offline_since", None)
-    monkeypatch.setattr(huggingface_hub, "hf_hub_download", lambda *a, **k: time.sleep(5))
+    def silent_server(*args, local_files_only=False, **kwargs):
+        if local_files_only:  # transformers looking in the cache (it calls the same function)
+            raise huggingface_hub.errors.LocalEntryNotFoundError("not in the cache")
+        time.sleep(5)
+
+    monkeypatch.setattr(huggingface_hub, "hf_hub_download", silent_server)
     start = time.monotonic()
     with pytest.raises(WeightsError, match="No answer from the download server within 0.3 s"):
         load_model("hf:someone/silent-server", device="cpu")

@@ -13,12 +13,14 @@ import pickle
 from pathlib import Path
 
 import pytest
+from torch import nn
 from PIL import Image
 
 from tests.helpers import allowed_names, english_in, open_page
 from vizhooks.errors import CodedError
 from vizhooks.hooks import budget
 from vizhooks.models.images import InvalidImageError, load_image
+from vizhooks.models.layers import UnknownLayerError, resolve_layers
 from vizhooks.page.texts import EN, ZH
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -114,6 +116,9 @@ def test_an_uncoded_refusal_says_details_are_in_the_log(monkeypatch):
     try:
         assert errors.reason(ValueError("Layer 'foo' does not exist in this model")) == ZH["err_generic"]
         assert errors.reason(InvalidImageError("x", "image_empty")) == ZH["err_image_empty"]
+        with pytest.raises(UnknownLayerError) as unknown:
+            resolve_layers(nn.Sequential(nn.Conv2d(3, 4, 3)), ["foo"])
+        assert errors.reason(unknown.value) == ZH["err_unknown_layer"].format(name="foo")
     finally:
         set_language("en")
     assert errors.reason(ValueError("Layer 'foo' does not exist")) == "Layer 'foo' does not exist"

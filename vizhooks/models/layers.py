@@ -57,7 +57,13 @@ SPECIAL_KINDS = ("block", "stage", "leaf", "all")
 
 class UnknownLayerError(KeyError):
     """A layer name the model does not have. ``str()`` is the plain message (KeyError would
-    otherwise wrap it in quotes)."""
+    otherwise wrap it in quotes); ``code`` and ``values`` let the page say it in its own language
+    (as vizhooks.errors.CodedError's do)."""
+
+    def __init__(self, message: str, code: str = "", **values: object) -> None:
+        super().__init__(message)
+        self.code = code
+        self.values = values
 
     def __str__(self) -> str:
         return str(self.args[0]) if self.args else "unknown layer"
@@ -281,7 +287,8 @@ def resolve_layers(model: nn.Module, layers: str | Iterable[str]) -> list[str]:
             hint = f" Did you mean: {', '.join(close)}?" if close else ""
             raise UnknownLayerError(
                 f"The model has no layer named {name!r}.{hint} "
-                "List the names with `python -m vizhooks --list-layers --model NAME`."
+                "List the names with `python -m vizhooks --list-layers --model NAME`.",
+                "unknown_layer_close" if close else "unknown_layer", name=str(name), close=", ".join(close),
             )
     return list(dict.fromkeys(names))
 
