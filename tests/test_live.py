@@ -11,8 +11,8 @@ Random weights, frames of 120 x 160 pixels at 64 px model input: fast on two CPU
 from __future__ import annotations
 
 import asyncio
-import difflib
 import dataclasses
+import difflib
 import threading
 import time
 

@@ -13,8 +13,8 @@ import pickle
 from pathlib import Path
 
 import pytest
-from torch import nn
 from PIL import Image
+from torch import nn
 
 from tests.helpers import allowed_names, english_in, open_page
 from vizhooks.errors import CodedError
