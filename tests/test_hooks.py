@@ -16,7 +16,7 @@ import torch
 from torch import nn
 
 from tests.helpers import count_hooks
-from vizhooks._hooks import HELD, StopForward, check_ran, hooked, model_lock
+from vizhooks._hooks import HELD, StopForward, check_ran, hooked, lock_if_free, model_lock
 from vizhooks.render.scale import min_max
 
 SENTENCE = "Layer 'head' did not run in the model's forward pass; choose a layer that does."
@@ -217,6 +217,41 @@ def test_a_given_lock_is_held_instead_and_held_takes_none():
         hooks.forward_hook(model.conv1, lambda _m, _a, _o: None)
         assert count_hooks(model) == 1
     assert count_hooks(model) == 0
+
+
+def test_lock_if_free_takes_a_free_lock_and_skips_a_held_one():
+    model = Net()
+    with lock_if_free(model) as taken:
+        assert taken and not _other_thread_gets(model_lock(model))
+    assert _other_thread_gets(model_lock(model))
+    seen: list[bool] = []
+
+    def try_it() -> None:
+        with lock_if_free(model) as taken:
+            seen.append(taken)
+
+    with model_lock(model):  # held here: another thread is told so at once and does not wait
+        t = threading.Thread(target=try_it)
+        t.start()
+        t.join(timeout=5)
+    assert seen == [False]
+    with pytest.raises(ValueError), lock_if_free(model):
+        raise ValueError("released on an error too")
+    assert _other_thread_gets(model_lock(model))
+
+
+def test_only_the_hook_owner_takes_a_models_lock_by_hand():
+    """Issue 33: hook work goes through vizhooks._hooks (hooked, lock_if_free); no other module of the
+    library calls model_lock(...) or hooks_removed_after(...) itself."""
+    import re
+    from pathlib import Path
+
+    root = Path(__file__).resolve().parents[1] / "vizhooks"
+    calls = re.compile(r"\b(model_lock|hooks_removed_after)\(")
+    found = [f"{path.relative_to(root)}:{n}" for path in root.rglob("*.py") if path.name != "_hooks.py"
+             for n, line in enumerate(path.read_text(encoding="utf-8").splitlines(), 1)
+             if calls.search(line.split("#")[0]) and not line.lstrip().startswith(("def ", '"', ">>>"))]
+    assert found == []
 
 
 # ----------------------------------------------------------------------------------------------

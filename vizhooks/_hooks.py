@@ -70,6 +70,22 @@ def model_lock(model: nn.Module) -> ModelLock:
 
 
 @contextlib.contextmanager
+def lock_if_free(model: nn.Module) -> Iterator[bool]:
+    """Hold ``model``'s lock for the block if no one holds it now; yields whether it was taken.
+
+    For work that is better dropped than late (a camera frame): the block skips its work on False.
+    Hooks inside the block go through :func:`hooked` with ``lock=HELD``.
+    """
+    lock = model_lock(model)
+    taken = lock.acquire(blocking=False)
+    try:
+        yield taken
+    finally:
+        if taken:
+            lock.release()
+
+
+@contextlib.contextmanager
 def one_torch_thread() -> Iterator[None]:
     """Torch's operators on one intra-op thread in the calling thread while the block runs; every
     other thread, and threads started meanwhile, keep the process's setting.

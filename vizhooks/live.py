@@ -30,7 +30,7 @@ import numpy as np
 import torch
 from torch import nn
 
-from vizhooks._hooks import HELD, check_ran, first_tensor, hooked, keep, model_lock
+from vizhooks._hooks import HELD, check_ran, first_tensor, hooked, keep, lock_if_free
 from vizhooks.models.images import MAX_SIZE, MIN_SIZE
 from vizhooks.models.layers import resolve_layers
 from vizhooks.models.maps import maps_of
@@ -383,13 +383,12 @@ class LiveProcessor:
         frame = _check_frame(frame_rgb)
         settings = self._settings  # one read: this frame sees one consistent set
         # the lock alone, taken without waiting (hooked would wait); the passes below hook under it
-        lock = model_lock(self.bundle.model)
-        if not lock.acquire(blocking=False):
-            with self._guard:
-                self._dropped += 1
-                last = self._last_out
-            return last if last is not None else frame
-        try:
+        with lock_if_free(self.bundle.model) as taken:
+            if not taken:
+                with self._guard:
+                    self._dropped += 1
+                    last = self._last_out
+                return last if last is not None else frame
             # Preprocessing needs no lock, but done first it would be paid for every dropped frame
             # too: with many streams most frames are dropped.
             x, seen = self.preprocess(frame, settings.size)
@@ -397,8 +396,6 @@ class LiveProcessor:
                 out, top = self._run_whole(x, settings.layer)
             else:
                 out, top = self._run_to_layer(x, settings.layer), None
-        finally:
-            lock.release()
         # the layer's output is ours alone now: choosing, copying and drawing need no lock
         channels = self._pick(out, settings)
         maps = out[0, list(channels)].float().cpu().numpy()
