@@ -10,7 +10,7 @@ Random weights (``weights="none"``), the sample photo, the CPU, resnet18 at 224 
 2. Score-CAM: ``vizhooks.interpret.methods.explain(bundle, x, target, methods=["scorecam"],
    layers=["layer4"], batch_size=B)`` against its batch count (512 channels / B) times one bare
    forward of B images, timed alternately, medians. Target: <= 1.0 x (the masks, their
-   upsampling and the photo's own forward must cost next to nothing). ``--quick``: 64 px,
+   upsampling and the photo's own forward must cost next to nothing). ``--quick``: 48 px,
    batches of 256, one repetition.
 
 Part of ``benchmarks.run``'s table; alone:
@@ -41,7 +41,7 @@ def run(cfg: Config) -> Result:
     from vizhooks.interpret.methods import explain
     from vizhooks.ops import hook_count
 
-    size = 64 if cfg.quick else SIZE
+    size = 48 if cfg.quick else SIZE
     repeats = 1 if cfg.quick else max(3, cfg.repeat)
     bundle = vz.load_model("resnet18", weights="none", device="cpu")
     model = bundle.model

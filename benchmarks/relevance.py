@@ -1,6 +1,6 @@
 """Channel relevance: Taylor, batched ablation, LRP and conditional heatmaps against what they replace.
 
-Random weights (``weights="none"``), the sample photo, the CPU, 224 px (``--quick``: 64 px).
+Random weights (``weights="none"``), the sample photo, the CPU, 224 px (``--quick``: 32 px).
 
 1. Taylor: ``channel_relevance(resnet50, x, "layer4", method="taylor")`` against one bare forward +
    backward of the same photo (the input carries requires_grad), alternately, medians.
@@ -41,7 +41,7 @@ def run(cfg: Config) -> Result:
     from vizhooks.interpret.relevance import channel_relevance, conditional_heatmap, conditional_heatmaps
     from vizhooks.ops import hook_count
 
-    size = 64 if cfg.quick else SIZE
+    size = 32 if cfg.quick else SIZE
     pairs = 1 if cfg.quick else max(3, cfg.repeat)
     r50 = vz.load_model("resnet50", weights="none", device="cpu")
     r18 = vz.load_model("resnet18", weights="none", device="cpu")
