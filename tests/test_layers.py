@@ -6,7 +6,7 @@ from torch import nn
 from torchvision.models.feature_extraction import get_graph_node_names
 
 from vizhooks import UnknownLayerError, describe_layers, find_layers
-from vizhooks.models.layers import conv_layers, default_layers, resolve_layers
+from vizhooks.models.layers import architecture_layers, conv_layers, default_layers, resolve_layers
 
 
 def test_conv_layers_follow_the_graph(resnet18):
@@ -70,6 +70,19 @@ def test_labels_say_position_resolution_channels_kernel_and_stride(resnet18):
     assert plain.where == "conv 6 of 20" and "stage" not in plain.label and "block 0" not in plain.label
     other = find_layers(model, "bn")[0]
     assert other.where == "BatchNorm2d" and other.index == 0
+
+
+def test_a_photo_that_is_not_square_gets_its_own_resolutions(resnet18):
+    """Issue 34: the Feature maps captions said 112×112 for conv1 where a 224 × 338 photo gives 112 × 169."""
+    model = resnet18.model
+    names = [n for n, m in model.named_modules() if isinstance(m, nn.Conv2d)]
+    for hw in ((224, 338), (64, 96), (96, 40)):
+        real = _output_hw(model, names, hw)
+        infos = {i.name: i for i in architecture_layers("resnet18", hw) if i.kind == "conv"}
+        assert {name: info.out_hw for name, info in infos.items()} == real, hw
+    assert {i.name: i.out_hw for i in architecture_layers("resnet18", (224, 338))}["conv1"] == (112, 169)
+    # without a size: the model's reference square, as before
+    assert architecture_layers("resnet18")[0].out_hw == (112, 112)
 
 
 def test_other_kinds(resnet18, resnet50):

@@ -305,16 +305,19 @@ def reference_hw(name: str) -> tuple[int, int]:
     return side, side
 
 
-@functools.cache
-def architecture_layers(name: str) -> tuple[LayerInfo, ...]:
+@functools.lru_cache(maxsize=256)
+def architecture_layers(name: str, input_hw: tuple[int, int] | None = None) -> tuple[LayerInfo, ...]:
     """Convs and blocks of a model by name (see :func:`vizhooks.list_models`), described with
     resolutions, without loading any weights (the model is built on the meta device). Used by
-    the page and to check layer names from a URL before a model loads."""
+    the page and to check layer names from a URL before a model loads.
+
+    ``input_hw`` is the input's height and width the resolutions are for (a photo that is not
+    square: 224 x 338 gives ResNet's conv1 112 x 169); without it, :func:`reference_hw`'s square."""
     from vizhooks.models.registry import meta_model
 
     model, lock = meta_model(name)
     with lock:
-        return tuple(describe_layers(model, reference_hw(name)))
+        return tuple(describe_layers(model, input_hw or reference_hw(name)))
 
 
 def architecture_convs(name: str) -> tuple[LayerInfo, ...]:

@@ -2,7 +2,7 @@
 sidebar folded away (its choices one click off), larger type, code that wraps instead of running off
 the screen, and the lesson's own Back / Next in place of the view menu, with the arrow keys.
 
-Also what every lesson reader gets: a step change scrolls the main area back to the step's heading.
+Also what every lesson reader gets: each step change brings the new step's heading to the top.
 """
 
 from __future__ import annotations
@@ -37,7 +37,7 @@ _STYLE = f"""
 [data-testid="stMain"] .stLayoutWrapper:has(> .st-key-{MENU_KEY})
     + [data-testid="stElementContainer"]:has(hr) {{ display: none; }}
 [data-testid="stMainBlockContainer"] {{ max-width: 100%; padding-left: 2rem; padding-right: 2rem;
-    padding-top: 2.5rem; }}
+    padding-top: 4rem; }}  /* under the page's fixed 3.75rem header, not behind it: the Present switch whole */
 </style>
 """
 
@@ -87,22 +87,55 @@ _KEYS = """
 </script>
 """
 
+# Brings the new step's heading (its anchor, STEP_ANCHOR) to the top of the main area, under the
+# page's own fixed header; in present mode the step's Back / Next row above it too. It waits for that
+# heading (the run draws it after this script), then scrolls once more when the run has finished (a
+# picture above may have grown), unless the reader has scrolled since. TURN makes each step change a
+# new script: Streamlit runs an st.html script again only when its (sanitised) body changes, and an
+# HTML comment is sanitised away, so a body that differed only in one reran nothing after the first.
 _SCROLL = """
 <script>
 (function () {
-  const doc = window.parent ? window.parent.document : document;
-  const main = doc.querySelector('[data-testid="stMain"]') || doc.scrollingElement;
-  const top = function () {
-    if (main) { main.scrollTo({top: 0}); }
-    if (doc.scrollingElement) { doc.scrollingElement.scrollTo({top: 0}); }
-    window.scrollTo(0, 0);
+  const turn = TURN;
+  const doc = document;
+  const main = doc.querySelector('[data-testid="stMain"]');
+  if (!main) { return; }
+  let placed = null;
+  const place = function () {
+    const heading = doc.getElementById("ANCHOR");
+    if (!heading) { return false; }
+    const first = doc.querySelector(".st-key-NAV_KEY") || heading;
+    const header = doc.querySelector('[data-testid="stHeader"]');
+    const under = Math.max(header ? header.getBoundingClientRect().bottom : 0, main.getBoundingClientRect().top);
+    const top = main.scrollTop + first.getBoundingClientRect().top - under - 8;
+    main.scrollTo({top: Math.max(0, top)});
+    placed = main.scrollTop;
+    return true;
   };
-  top();
-  setTimeout(top, 50);
+  let tries = 0;
+  const settle = function () {
+    if (main.scrollTop !== placed || ++tries > 600) { return; }  // the reader scrolled, or 30 s passed
+    const app = doc.querySelector('[data-testid="stApp"]');
+    if (app && app.getAttribute("data-test-script-state") === "running") { setTimeout(settle, 50); return; }
+    place();
+  };
+  const wait = function () {
+    if (place()) { setTimeout(settle, 50); return; }
+    if (++tries < 600) { setTimeout(wait, 50); }
+  };
+  wait();
+  void turn;
 })();
 </script>
-<!-- step STEP -->
 """
+
+#: The container of present mode's Back / steps / Next row above the step (vizhooks.page.views.lesson).
+NAV_KEY = "lesson_nav"
+
+
+def step_anchor(step: int) -> str:
+    """The HTML id of lesson step ``step``'s heading, where a step change scrolls to."""
+    return f"lesson-step-{step}"
 
 
 def present_on() -> bool:
@@ -122,11 +155,15 @@ def present_style() -> None:
 
 
 def scroll_to_step(step: int) -> None:
-    """Scroll the main area to the top when the lesson step changed since this session's last run
-    (Next and Back keep the reader at the new step's heading, not 2,000 px below it)."""
+    """When the lesson step changed since this session's last run (Next, Back, the arrow keys, the
+    step list, the teacher's move), bring the new step's heading to the top: the reader lands on it,
+    not where the previous step had been scrolled to. The lesson view gives its heading
+    ``step_anchor(step)``."""
     if st.session_state.get("_shown_step") != step:
         if st.session_state.get("_shown_step") is not None:
-            st.html(_SCROLL.replace("STEP", str(step)), unsafe_allow_javascript=True)
+            turn = st.session_state["_scroll_turn"] = st.session_state.get("_scroll_turn", 0) + 1
+            st.html(_SCROLL.replace("TURN", str(turn)).replace("ANCHOR", step_anchor(step))
+                    .replace("NAV_KEY", NAV_KEY), unsafe_allow_javascript=True)
         st.session_state["_shown_step"] = step
 
 

@@ -16,7 +16,7 @@ from vizhooks.lesson.code import Code, ConvPlace
 from vizhooks.lesson.handout import LessonChoices, file_name, lesson_file, step_code
 from vizhooks.lesson.steps import FORMATS, PRESETS, STEPS, Step, plan_minutes, plan_steps, preset_plan, step_index
 from vizhooks.page.classes import answer_hidden, poll
-from vizhooks.page.present import present_on, scroll_to_step
+from vizhooks.page.present import NAV_KEY, present_on, scroll_to_step, step_anchor
 from vizhooks.page.results import cached, get_analysis, get_bundle, grid_png
 from vizhooks.page.sources import photo_bytes
 from vizhooks.page.taught import code_head
@@ -231,7 +231,7 @@ def _picked_step() -> None:
 
 def step_nav(n: int) -> None:
     """Present mode's row above the step: Back, the list of steps, Next."""
-    back, pick, nxt = st.columns([1, 3, 1], vertical_alignment="bottom")
+    back, pick, nxt = st.container(key=NAV_KEY).columns([1, 3, 1], vertical_alignment="bottom")
     order = walked()
     at = order.index(n)
     back.button(t("lesson_back"), key="lesson_back_top", disabled=at == 0, on_click=to_step,
@@ -258,7 +258,8 @@ def show(ctx: Context) -> None:
         step_nav(n)
     elif not st.session_state.get("_class_code") or st.session_state.get("_class_teacher"):
         plan_form()  # the teacher's (a follower takes the teacher's plan)
-    st.subheader(t("lesson_step", n=at + 1, total=len(order), title=t(f"lesson_{step.id}_title")))
+    st.subheader(t("lesson_step", n=at + 1, total=len(order), title=t(f"lesson_{step.id}_title")),
+                 anchor=step_anchor(n))
     st.markdown(t(f"lesson_{step.id}_text"))
     show_live_part(step, ctx)
     show_code(step, ctx)

@@ -20,7 +20,9 @@ if TYPE_CHECKING:  # annotations only: a view never imports the page's state (ur
 def show(ctx: Context) -> None:
     analysis, c, digest = ctx.analysis, ctx.choices, ctx.digest
     layers = [name for name in c.layers if name in analysis.activations]
-    where = {info.name: layer_where(info) for info in architecture_layers(c.model)}
+    # where each layer sits and its resolution for this photo's input (not square for most photos)
+    hw = (int(analysis.x.shape[-2]), int(analysis.x.shape[-1]))
+    where = {info.name: layer_where(info) for info in architecture_layers(c.model, hw)}
     target = _relevance_target(ctx)
     with progress_bar(show=len(layers) > 6) as bar:  # a few grids draw faster than a bar updates
         for i, name in layer_columns(layers):
