@@ -34,7 +34,7 @@ def warm_up(model: str | None = None) -> None:
     from vizhooks.page.urlstate import DEFAULTS
 
     model = model or str(DEFAULTS["model"])
-    extract_leading_emoji("")  # imports streamlit.emojis and compiles its pattern
+    extract_leading_emoji("中文")  # imports streamlit.emojis and compiles its pattern (an ASCII text skips both)
     architecture_layers(model)
     picks_for(model)
     for lang in languages():
