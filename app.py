@@ -34,6 +34,7 @@ from vizhooks.page.results import get_analysis, get_bundle
 from vizhooks.page.sidebar import show_model_status, sidebar
 from vizhooks.page.sources import photo_bytes
 from vizhooks.page.sources.video import show_video
+from vizhooks.page.startup import start as start_warm_up
 from vizhooks.page.state import Context, init_state, sync_url
 from vizhooks.page.texts import t, use_session_language
 from vizhooks.page.views import BY_NAME
@@ -109,4 +110,5 @@ if __name__ == "__main__":  # Streamlit runs the page script as __main__, once p
     with script_run():
         main()
 else:  # `streamlit run app.py` imports this file as a module to find its ASGI app: the page and /metrics
+    start_warm_up()  # the first visitors' once-per-process work, done while the server waits for them
     app = st.App(__file__, routes=routes(class_counts))

@@ -27,11 +27,12 @@ Benchmarks (each module in this package has the details):
              ablation vs 512 intervene calls, 16 conditional heatmaps in one call vs 16 calls
   concepts  17. concepts: the activation pass vs a bare batched forward to the layer, discovery end to
              end, peak memory at 1,000 and 10,000 crops
+  pagecpu   18. the CPU of one default-page run of a new session on a warm server, by part (AppTest)
 
 --repeat N (default 5) is the number of measured repetitions: A/B pairs for grids, 3N pairs for
 hooks and gpu, N reruns of each kind for page, min(N, 3) launches for coldstart, min(N, 3) feature
 pairs and cached teach() calls and 3N page-view pairs for teach, max(3, N) pairs and min(N, 3)
-Score-CAM calls for explain; memory runs each case once in a fresh process. --quick is a smoke test
+Score-CAM calls for explain, max(3, 2N) new sessions and reruns for pagecpu; memory runs each case once in a fresh process. --quick is a smoke test
 (about a minute): one repetition, two layers for grids, one memory case, no profiles; its numbers
 are not measurements.
 
@@ -79,6 +80,7 @@ BENCHES = {
     "patching": "15. Activation patching (sweep vs separate patch calls)",
     "relevance": "16. Channel relevance",
     "concepts": "17. Concepts (activation pass vs bare forward to the layer, discovery, memory)",
+    "pagecpu": "18. Page CPU per default-page run, by part",
 }
 DEFAULT_HEADER = """# vizhooks benchmarks
 

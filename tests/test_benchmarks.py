@@ -18,12 +18,12 @@ pytestmark = pytest.mark.bench
 ROOT = Path(__file__).resolve().parents[1]
 BENCHES = {"grids", "hooks", "page", "coldstart", "memory", "gpu", "featurevis", "exemplars", "video", "live",
            "teach", "overview", "explain", "export", "patching",
-           "relevance", "concepts"}
+           "relevance", "concepts", "pagecpu"}
 
 
 # the benchmarks with a target (PASS / MISS); the others report information only
 TARGETED = {"grids", "hooks", "page", "exemplars", "featurevis", "video", "live", "teach", "overview", "explain",
-            "export", "patching", "relevance", "concepts"}
+            "export", "patching", "relevance", "concepts", "pagecpu"}
 
 
 def test_every_benchmark_is_listed_here():

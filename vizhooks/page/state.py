@@ -3,6 +3,7 @@ the link kept in step with what is shown (vizhooks.page.urlstate parses and writ
 
 from __future__ import annotations
 
+import functools
 from dataclasses import dataclass
 
 import streamlit as st
@@ -50,8 +51,17 @@ class Context:
 
 
 def picks_for(model: str) -> dict[str, list[str]]:
-    """The quick picks of layers for ``model`` (``"tour"`` is the starting choice)."""
-    return quick_picks(architecture_layers(model), token_model(model))
+    """The quick picks of layers for ``model`` (``"tour"`` is the starting choice): new lists on every
+    call, as session state keeps them."""
+    return {pick: list(layers) for pick, layers in _picks(model)}
+
+
+@functools.lru_cache(maxsize=64)
+def _picks(model: str) -> tuple[tuple[str, tuple[str, ...]], ...]:
+    """The quick picks, worked out once per model name (keyed as architecture_layers is): the sidebar
+    asks three times a run, and each time walked the model's modules for attention blocks."""
+    return tuple((pick, tuple(layers)) for pick, layers in quick_picks(architecture_layers(model),
+                                                                       token_model(model)).items())
 
 
 def init_state() -> None:
