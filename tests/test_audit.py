@@ -265,3 +265,177 @@ def test_pictures_in_memory_give_the_folders_audit(found, model, folder):
     assert again.clusters == found.clusters and again.skipped == found.skipped
     with pytest.raises(AuditError, match="holds no pictures"):
         audit(model, {**photos, "empty": []}, layer="features", size=SIDE)
+
+
+# ----------------------------------------------------------------------------------------------
+# resume and bounded memory
+
+
+class Stop(Exception):
+    """Stands for a run killed halfway."""
+
+
+def _counting(monkeypatch):
+    """Count the pictures that go through the model (the wrapped batch function)."""
+    import vizhooks.interpret.audit as audit_module
+
+    seen: list[int] = []
+    real = audit_module._batch_maps
+
+    def counting(net, x, method, layer):
+        seen.append(len(x))
+        return real(net, x, method, layer)
+
+    monkeypatch.setattr(audit_module, "_batch_maps", counting)
+    return seen
+
+
+def _same(got, want):
+    assert got.predictions == want.predictions
+    assert sorted(got.skipped) == sorted(want.skipped)
+    assert got.confusion.tolist() == want.confusion.tolist() and got.columns == want.columns
+    assert set(got.maps) == set(want.maps)
+    for path, m in want.maps.items():
+        np.testing.assert_array_equal(got.maps[path], m)
+    assert got.clusters == want.clusters
+    for name, groups in want.groups.items():
+        assert [(c.members, c.where, c.shortcut) for c in got.groups[name]] == [
+            (c.members, c.where, c.shortcut) for c in groups]
+
+
+def test_an_interrupted_audit_resumes_with_only_the_rest(model, folder, tmp_path, monkeypatch):
+    """Stopped after 12 pictures (and killed while writing: a half line and half a map left behind), the
+    same call with the same store runs only the pictures not kept, and ends as a one-pass run."""
+    one_pass = audit(model, folder, layer="features", size=SIDE, batch_size=4)
+    seen = _counting(monkeypatch)
+    store = tmp_path / "store"
+
+    def stop(done, total):
+        if done >= 12:
+            raise Stop
+
+    with pytest.raises(Stop):
+        audit(model, folder, layer="features", size=SIDE, batch_size=4, store=store, progress=stop)
+    first = sum(seen)
+    kept = [line for line in (store / "rows.jsonl").read_text().splitlines() if '"skipped"' not in line]
+    assert first == len(kept) == 12
+    with open(store / "rows.jsonl", "a") as f:  # a line cut short by the kill
+        f.write('{"path": "cat/half')
+    with open(store / "maps.f32", "ab") as f:  # a map written without its row
+        f.write(b"\0" * 100)
+    seen.clear()
+    replayed = []
+    again = audit(model, folder, layer="features", size=SIDE, batch_size=4, store=store,
+                  on_batch=lambda rows, maps: replayed.extend(r["path"] for r in rows))
+    assert sum(seen) == 33 - 12  # only the rest went through the model
+    assert replayed == [r["path"] for r in one_pass.predictions]  # a caller writing files gets every row once
+    _same(again, one_pass)
+    seen.clear()
+    done = audit(model, folder, layer="features", size=SIDE, batch_size=4, store=store)
+    assert seen == []
+    _same(done, one_pass)
+
+
+def test_a_store_of_other_settings_is_refused(model, folder, tmp_path):
+    audit(model, folder, layer="features", size=SIDE, batch_size=16, store=tmp_path / "s")
+    with pytest.raises(AuditError) as err:
+        audit(model, folder, layer="features", size=SIDE, map_size=8, store=tmp_path / "s")
+    assert err.value.code == "audit_store" and "map_size" in str(err.value)
+    other = Planted()
+    with torch.no_grad():
+        other.head.weight.mul_(2)
+    with pytest.raises(AuditError, match="model"):
+        audit(other, folder, layer="features", size=SIDE, store=tmp_path / "s")
+
+
+def test_full_size_maps_live_no_longer_than_their_batch(model, folder, tmp_path, monkeypatch):
+    """A counter of live full-size map tensors: at every batch's end at most that batch's are alive, none
+    after the run; with a store the result's maps are read from disk and the rows hold numbers only."""
+    import gc
+    import weakref
+
+    import vizhooks.interpret.audit as audit_module
+    from vizhooks.interpret.audit import StoredMaps
+
+    refs: list[weakref.ref] = []
+    real = audit_module._batch_maps
+
+    def watched(net, x, method, layer):
+        logits, maps = real(net, x, method, layer)
+        refs.extend(weakref.ref(m) for m in maps)
+        return logits, maps
+
+    monkeypatch.setattr(audit_module, "_batch_maps", watched)
+    alive = []
+
+    def count(done, total):
+        gc.collect()
+        alive.append(sum(r() is not None for r in refs))
+
+    found = audit(model, folder, layer="features", size=SIDE, batch_size=4, store=tmp_path / "s", progress=count)
+    gc.collect()
+    assert len(refs) == 33 and max(alive) <= 4 and sum(r() is not None for r in refs) == 0
+    assert isinstance(found.maps, StoredMaps)
+    assert all(isinstance(v, (str, int, float, bool)) for row in found.predictions for v in row.values())
+
+
+def test_large_classes_cluster_a_sample_and_join_the_rest(model, folder, found, monkeypatch):
+    """Over SPRAY_LIMIT maps, SpRAy runs on an even sample and every map joins its nearest cluster mean
+    (checked by hand here); the planted corners still come apart and are flagged."""
+    import vizhooks.interpret.audit as audit_module
+
+    monkeypatch.setattr(audit_module, "SPRAY_LIMIT", 8)
+    monkeypatch.setattr(audit_module, "CHUNK", 5)
+    small = audit(model, folder, layer="features", size=SIDE, batch_size=8, clusters=3)
+    paths = [r["path"] for r in small.predictions if r["label"] == "cat"]
+    feats = normalised(np.stack([small.maps[p] for p in paths]))
+    pick = np.linspace(0, len(paths) - 1, 8).round().astype(int)
+    sample = spray(np.stack([small.maps[paths[i]] for i in pick]), 3)
+    means = np.stack([feats[pick][sample == c].mean(axis=0) for c in np.unique(sample)])
+    nearest = ((feats[:, None] - means[None]) ** 2).sum(axis=2).argmin(axis=1)
+    from sklearn.metrics import adjusted_rand_score
+
+    assert len(np.unique(sample)) == 3
+    labels = audit_module._labels(lambda idx: np.stack([small.maps[paths[i]] for i in idx]), len(paths), 3)
+    assert labels.tolist() == np.unique(sample)[nearest].tolist()
+    assert adjusted_rand_score(nearest, [small.clusters["cat"][p] for p in paths]) == 1.0
+    flagged = {c.where for c in small.groups["cat"] if c.shortcut}
+    assert flagged == {"top-left", "bottom-right"}
+
+
+# ----------------------------------------------------------------------------------------------
+# the shortcut flag: one spot for many pictures, not merely off the centre
+
+
+def _placed(seed: int, top: int, left: int) -> Image.Image:
+    """A noisy grey picture with an 8 x 8 green object whose top-left corner is at (top, left)."""
+    rng = np.random.default_rng(seed)
+    arr = np.clip(rng.normal(128, 6, (SIDE, SIDE, 3)), 0, 255).astype(np.uint8)
+    arr[top:top + 8, left:left + 8] = (0, 200, 0)
+    return Image.fromarray(arr)
+
+
+def test_objects_anywhere_are_not_a_shortcut_but_a_sticker_is(model, tmp_path):
+    """dog: 30 green objects at seeded random places, most of them far off the centre; cat: 12 pictures
+    with the red sticker bottom-right. Only cat's sticker cluster is flagged, though dog's clusters sit
+    off the centre just as far (the old rule, distance from the centre alone, would flag them)."""
+    root = tmp_path / "placed"
+    (root / "dog").mkdir(parents=True)
+    (root / "cat").mkdir()
+    rng = np.random.default_rng(7)
+    for i in range(30):
+        top, left = (int(v) for v in rng.integers(0, SIDE - 8, 2))
+        _placed(i, top, left).save(root / "dog" / f"d{i:02d}.png")
+    for i in range(12):
+        picture(50 + i, sticker="bottom-right", blob=GREY).save(root / "cat" / f"c{i:02d}.png")
+    for clusters in ("auto", 4, 8):
+        found = audit(model, root, layer="features", size=SIDE, clusters=clusters)
+        assert found.accuracy() == {"cat": 1.0, "dog": 1.0}
+        dogs = found.groups["dog"]
+        off = [float(np.hypot(c.centre[0] - 0.5, c.centre[1] - 0.5)) for c in dogs]
+        assert max(off) > 0.2  # off the centre: the old flag would fire
+        assert not any(c.shortcut for c in dogs), [(c.where, c.spread, c.share) for c in dogs]
+        assert {name for name, _ in found.suspicious()} == {"cat"}
+        flagged = [c for _, c in found.suspicious()]
+        assert sum(c.size for c in flagged) >= 10  # however many clusters the sticker is cut into
+        assert all(c.where == "bottom-right" and c.spread < 0.05 and c.share >= 10 / 12 for c in flagged)

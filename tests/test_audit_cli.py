@@ -102,3 +102,31 @@ def test_unmatched_class_folder_names_it(tmp_path, capsys):
     (photos / "1").rename(photos / "zebra crossing")
     code, _, err = run_cli(capsys, "audit", photos, "--weights", "none", "--size", SIZE, "--out", tmp_path / "o")
     assert code == 2 and "zebra crossing" in err and "matches no output" in err
+
+
+def test_the_same_command_after_a_stop_does_only_the_rest(tmp_path, capsys, monkeypatch):
+    """Stopped on the second batch, the same command again runs only the pictures not kept (counted at the
+    model) and writes the files a run without a stop writes."""
+    folder, out, whole = _folder(tmp_path / "photos"), tmp_path / "out", tmp_path / "whole"
+    args = ["--weights", "none", "--size", SIZE, "--batch", 3, "--clusters", "2"]
+    code, _, err = run_cli(capsys, "audit", folder, *args, "--out", whole)
+    assert code == 0, err
+    real, seen = audit_module._batch_maps, []
+
+    def counted(net, x, *rest):
+        seen.append(len(x))
+        if len(seen) == 2 and not (out / "done").exists():
+            (out / "done").touch()
+            raise KeyboardInterrupt
+        return real(net, x, *rest)
+
+    monkeypatch.setattr(audit_module, "_batch_maps", counted)
+    code, _, err = run_cli(capsys, "audit", folder, *args, "--out", out)
+    assert code == 130
+    seen.clear()
+    code, _, err = run_cli(capsys, "audit", folder, *args, "--out", out)
+    assert code == 0, err
+    assert sum(seen) == 8 - 3
+    for name in ("predictions.csv", "confusion.csv", "clusters.csv", "skipped.txt"):
+        assert (out / name).read_text() == (whole / name).read_text(), name
+    assert pq.read_table(out / "maps.parquet").to_pylist() == pq.read_table(whole / "maps.parquet").to_pylist()

@@ -671,7 +671,8 @@ def _audit_arguments(p: argparse.ArgumentParser) -> None:
         "each predicted class, and per class the clusters of those maps (SpRAy); a cluster whose heat sits at an\n"
         "edge or in a corner is a possible shortcut. FOLDER holds one sub-folder per true class, named after a\n"
         "class of the model, its index or its WordNet id. Writes predictions.csv, confusion.csv, clusters.csv,\n"
-        "maps.parquet and skipped.txt into --out; predictions and maps as each batch finishes.")
+        "maps.parquet and skipped.txt into --out; predictions and maps as each batch finishes. Finished batches\n"
+        "are also kept in --out/progress/: run the same command again after a stop and it does only the rest.")
     p.epilog = ("Examples:\n"
                 f"  {PROG} audit sample_images/shortcut/ --model resnet18 --weights my_model.pth --out audit/\n"
                 f"  {PROG} audit photos/ --model resnet50 --layer layer4 --clusters 3 --out audit50/")
@@ -744,7 +745,8 @@ def _audit(args: argparse.Namespace) -> int:
 
         try:
             found = audit(bundle, folder, layer=args.layer, method=args.method, size=args.size, clusters=clusters,
-                          engine=args.engine, batch_size=args.batch, progress=bar, on_batch=keep)
+                          engine=args.engine, batch_size=args.batch, progress=bar, on_batch=keep,
+                          store=out / "progress")
         finally:
             if writer:
                 writer[0].close()

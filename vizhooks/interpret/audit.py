@@ -15,16 +15,30 @@ in a corner gives a shortcut away (the wolf told by the snow, the horse by a cop
   ``SpectralClustering`` with a nearest-neighbour affinity (``n_neighbors = min(10, n - 1)``,
   ``random_state=0``) clusters them. ``clusters="auto"`` takes the number of clusters from the
   largest eigengap of the normalised Laplacian of that same affinity, from 2 to 8.
-* **Shortcut flag.** A cluster's mean map has a centre of mass; when it lies more than
-  :data:`OFF_CENTRE` of the picture's side from the centre, the cluster is flagged and
-  ``where`` names the ninth of the picture it lies in (``"bottom-right"``).
+* **Shortcut flag.** A cluster's mean map has a centre of mass; ``where`` names the ninth of the
+  picture it lies in (``"bottom-right"``). Off the centre alone is not a shortcut: an ordinary object
+  can sit anywhere. A cluster is flagged when its members look at *one spot*
+  (their own heat centres lie within :data:`SPOT` of the side of their mean, root mean square), many
+  of the class's pictures look there too (at least :data:`MIN_SHARE` of them, and 3, have their heat
+  centre within :data:`SPOT` of it), and that spot is more than :data:`OFF_CENTRE` of the side from
+  the picture's centre. A sticker stays put from picture to
+  picture; objects placed anywhere spread their heat over the picture.
+* **Resume and bounded memory.** With ``store=`` a folder, each finished batch is appended there
+  (``rows.jsonl``: one line per picture; ``maps.f32``: its map) before anything else sees it; a rerun
+  with the same store and settings reads what is there and processes only the rest. The maps are
+  then read from disk (``Audit.maps`` is a view over ``maps.f32``), full-size maps never live longer
+  than their batch, and SpRAy clusters at most :data:`SPRAY_LIMIT` maps per class (an even sample;
+  the rest join the nearest cluster mean), reading the maps in chunks: memory holds one summary row
+  per picture, not its maps.
 """
 
 from __future__ import annotations
 
+import hashlib
+import json
 import re
 import warnings
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -50,6 +64,15 @@ OTHER = "other"
 AUTO_RANGE = (2, 8)
 #: A cluster's heat centre this far (a fraction of the side) from the picture's centre is flagged.
 OFF_CENTRE = 0.2
+#: Members' own heat centres within this far (root mean square, a fraction of the side) are one spot.
+SPOT = 0.1
+#: A flagged cluster holds at least this share of its class's pictures.
+MIN_SHARE = 0.2
+#: SpRAy clusters at most this many maps of a class (the spectral affinity is n x n); the rest join the
+#: nearest cluster mean.
+SPRAY_LIMIT = 2000
+#: Maps read from a store at a time while clustering.
+CHUNK = 4096
 #: The nine parts of a picture, row by row, as ``Cluster.where`` names them.
 REGIONS = ("top-left", "top", "top-right", "left", "centre", "right", "bottom-left", "bottom", "bottom-right")
 ENGINES = ("local",)
@@ -78,7 +101,11 @@ class Cluster:
         distances: each member's Euclidean distance to the mean, in the same order.
         centre: (row, column) of the mean map's centre of mass, as fractions of the side.
         where: the part of the picture that centre lies in (one of :data:`REGIONS`).
-        shortcut: True when the centre is off the picture's centre (see :data:`OFF_CENTRE`).
+        shortcut: True when the class's pictures look at one spot off the centre: ``share`` at least
+            :data:`MIN_SHARE`, ``spread`` at most :data:`SPOT`, ``centre`` beyond :data:`OFF_CENTRE`.
+        spread: root mean square distance of the members' own heat centres from their mean (side = 1).
+        share: the share of the class's pictures whose own heat centre lies within :data:`SPOT` of this
+            cluster's spot (the mean of its members' centres): how many look where this cluster looks.
     """
 
     id: int
@@ -88,6 +115,8 @@ class Cluster:
     centre: tuple[float, float]
     where: str
     shortcut: bool
+    spread: float = 0.0
+    share: float = 1.0
 
     @property
     def size(self) -> int:
@@ -119,7 +148,7 @@ class Audit:
     columns: list[str]
     predictions: list[dict[str, Any]]
     confusion: np.ndarray
-    maps: dict[str, np.ndarray]
+    maps: Mapping[str, np.ndarray]
     clusters: dict[str, dict[str, int]]
     groups: dict[str, list[Cluster]]
     skipped: list[tuple[str, str]]
@@ -364,27 +393,193 @@ def region(centre: tuple[float, float]) -> str:
     return REGIONS[3 * row + col]
 
 
-def _clusters(paths: list[str], maps: np.ndarray, labels: np.ndarray) -> tuple[dict[str, int], list[Cluster]]:
-    features = normalised(maps)
+def heat_centres(maps: np.ndarray) -> np.ndarray:
+    """(n, 2) centre of mass (row, column; side = 1) of each (s, s) map's positive part; (0.5, 0.5) for none."""
     side = maps.shape[-1]
+    grid = (np.arange(side) + 0.5) / side
+    heat = np.clip(maps.reshape(len(maps), side, side).astype(np.float64), 0, None)
+    total = heat.sum(axis=(1, 2))
+    safe = np.where(total > 0, total, 1.0)
+    rows = np.where(total > 0, (heat.sum(axis=2) * grid).sum(axis=1) / safe, 0.5)
+    cols = np.where(total > 0, (heat.sum(axis=1) * grid).sum(axis=1) / safe, 0.5)
+    return np.stack([rows, cols], axis=1)
+
+
+#: ``read(positions)``: the (len(positions), s, s) maps of a class's members at those positions.
+Reader = Callable[[np.ndarray], np.ndarray]
+
+
+def _chunks(n: int) -> Iterator[np.ndarray]:
+    for start in range(0, n, CHUNK):
+        yield np.arange(start, min(n, start + CHUNK))
+
+
+def _labels(read: Reader, n: int, clusters: int | str) -> np.ndarray:
+    """SpRAy labels of a class's ``n`` maps: all of them, or an even sample of :data:`SPRAY_LIMIT` whose
+    cluster means then take in every map (the nearest mean), read in chunks."""
+    if n <= SPRAY_LIMIT:
+        return spray(read(np.arange(n)), clusters)
+    pick = np.linspace(0, n - 1, SPRAY_LIMIT).round().astype(int)
+    sample = read(pick)
+    found = spray(sample, clusters)
+    ids = np.unique(found)
+    means = np.stack([normalised(sample[found == c]).mean(axis=0) for c in ids])
+    labels = np.empty(n, dtype=int)
+    for idx in _chunks(n):
+        feats = normalised(read(idx))
+        labels[idx] = ids[((feats[:, None, :] - means[None]) ** 2).sum(axis=2).argmin(axis=1)]
+    return labels
+
+
+def _clusters(paths: list[str], read: Reader, labels: np.ndarray) -> tuple[dict[str, int], list[Cluster]]:
+    """Each cluster's mean, members by distance to it, centre and flag, reading the maps in chunks."""
+    n = len(paths)
+    side = read(np.arange(1)).shape[-1]
     order = sorted(set(labels.tolist()), key=lambda c: (-(labels == c).sum(), c))
     renumber = {old: new for new, old in enumerate(order)}
+    sums = {c: np.zeros(side * side) for c in order}
+    centres = np.empty((n, 2))
+    for idx in _chunks(n):
+        maps = read(idx)
+        feats = normalised(maps)
+        centres[idx] = heat_centres(maps)
+        for c in order:
+            sums[c] += feats[labels[idx] == c].sum(axis=0)
+    means = {c: sums[c] / (labels == c).sum() for c in order}
+    dist = np.empty(n)
+    for idx in _chunks(n):
+        feats = normalised(read(idx))
+        for c in order:
+            mine = labels[idx] == c
+            dist[idx[mine]] = np.linalg.norm(feats[mine] - means[c], axis=1)
     found = []
-    grid = (np.arange(side) + 0.5) / side
     for old in order:
         idx = np.flatnonzero(labels == old)
-        mean = features[idx].mean(axis=0)
-        dist = np.linalg.norm(features[idx] - mean, axis=1)
-        ranked = np.argsort(dist, kind="stable")
-        heat = np.clip(mean.reshape(side, side), 0, None)
-        total = heat.sum()
-        centre = ((float((heat.sum(axis=1) * grid).sum() / total), float((heat.sum(axis=0) * grid).sum() / total))
-                  if total > 0 else (0.5, 0.5))
+        ranked = idx[np.argsort(dist[idx], kind="stable")]
+        mean = means[old]
+        centre = tuple(float(v) for v in heat_centres(mean.reshape(1, side, side))[0])
         off = float(np.hypot(centre[0] - 0.5, centre[1] - 0.5))
+        spot = centres[idx].mean(axis=0)
+        spread = float(np.sqrt(((centres[idx] - spot) ** 2).sum(axis=1).mean()))
+        near = np.hypot(*(centres - spot).T) <= SPOT  # the class's pictures looking at this spot
+        share = float(near.mean())
         found.append(Cluster(id=renumber[old], mean=mean.reshape(side, side).astype(np.float32),
-                             members=[paths[idx[i]] for i in ranked], distances=[float(dist[i]) for i in ranked],
-                             centre=centre, where=region(centre), shortcut=off > OFF_CENTRE))
+                             members=[paths[i] for i in ranked], distances=[float(dist[i]) for i in ranked],
+                             centre=(centre[0], centre[1]), where=region((centre[0], centre[1])),
+                             shortcut=off > OFF_CENTRE and spread <= SPOT and share >= MIN_SHARE and near.sum() >= 3,
+                             spread=spread, share=share))
     return {p: renumber[int(c)] for p, c in zip(paths, labels, strict=True)}, found
+
+
+# ----------------------------------------------------------------------------------------------
+# the store: finished batches on disk, for resuming and for bounded memory
+
+ROWS, MAPS, SETTINGS, OUTPUTS = "rows.jsonl", "maps.f32", "settings.json", "outputs.json"
+
+
+class StoredMaps(Mapping[str, np.ndarray]):
+    """``path -> map`` read from a store's ``maps.f32`` (memory-mapped: the maps stay on disk)."""
+
+    def __init__(self, file: Path, index: dict[str, int], map_size: int) -> None:
+        self._index = index
+        self._data = (np.memmap(file, dtype=np.float32, mode="r", shape=(len(index), map_size, map_size))
+                      if index else np.zeros((0, map_size, map_size), np.float32))
+
+    def __getitem__(self, path: str) -> np.ndarray:
+        return np.array(self._data[self._index[path]])
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self._index)
+
+    def __len__(self) -> int:
+        return len(self._index)
+
+    def positions(self, paths: Sequence[str]) -> np.ndarray:
+        """Where these pictures' maps are in the file."""
+        return np.array([self._index[p] for p in paths], dtype=np.int64)
+
+    def rows(self, positions: np.ndarray) -> np.ndarray:
+        """The maps at these positions of the file (a copy in memory)."""
+        return np.asarray(self._data[positions])
+
+
+def fingerprint(model: nn.Module) -> str:
+    """A hash of the model's parameters and buffers: a store is resumed only with the same weights."""
+    digest = hashlib.sha256()
+    for name, value in list(model.state_dict().items()):
+        digest.update(name.encode())
+        digest.update(value.detach().float().cpu().contiguous().numpy().tobytes())
+    return digest.hexdigest()
+
+
+class _Store:
+    """Append-only record of an audit in a folder: ``settings.json`` (what it was made with), ``rows.jsonl``
+    (a prediction row, with its map's number, or a skipped file, per line) and ``maps.f32`` (the maps,
+    float32, one after another). The maps of a batch are written before its rows, so a run killed in
+    between leaves maps without rows, which the next run cuts off."""
+
+    def __init__(self, folder: Path, settings: dict[str, Any], map_size: int) -> None:
+        self.folder, self.map_bytes = folder, map_size * map_size * 4
+        self.map_size = map_size
+        folder.mkdir(parents=True, exist_ok=True)
+        saved = folder / SETTINGS
+        if saved.is_file():
+            old = json.loads(saved.read_text(encoding="utf-8"))
+            changed = [k for k in settings if old.get(k) != settings[k]]
+            if changed:
+                raise AuditError(f"{folder} holds an audit made with other settings ({', '.join(changed)}); give "
+                                 "another folder or empty this one to start again.", "audit_store",
+                                 folder=str(folder), changed=", ".join(changed))
+        else:
+            for name in (ROWS, MAPS):
+                (folder / name).unlink(missing_ok=True)
+            saved.write_text(json.dumps(settings, sort_keys=True) + "\n", encoding="utf-8")
+        self.rows: list[dict[str, Any]] = []
+        self.skipped: list[tuple[str, str]] = []
+        self.outputs: list[int] | None = None
+        self.index: dict[str, int] = {}
+        good = 0
+        maps_on_disk = (folder / MAPS).stat().st_size // self.map_bytes if (folder / MAPS).is_file() else 0
+        if (folder / ROWS).is_file():
+            with open(folder / ROWS, "rb") as f:
+                for line in f:
+                    if not line.endswith(b"\n"):
+                        break  # the half-written last line of a killed run
+                    entry = json.loads(line)
+                    if "skipped" in entry:
+                        self.skipped.append((entry["path"], entry["skipped"]))
+                    elif entry["map"] < maps_on_disk:
+                        self.index[entry["path"]] = entry.pop("map")
+                        self.rows.append(entry)
+                    else:
+                        break
+                    good += len(line)
+        if (folder / OUTPUTS).is_file():
+            self.outputs = json.loads((folder / OUTPUTS).read_text(encoding="utf-8"))
+        for name, size in ((ROWS, good), (MAPS, len(self.index) * self.map_bytes)):
+            with open(folder / name, "ab") as f:
+                f.truncate(size)
+
+    def done(self) -> set[str]:
+        return set(self.index) | {p for p, _ in self.skipped}
+
+    def append(self, rows: list[dict[str, Any]], maps: dict[str, np.ndarray], skipped: list[tuple[str, str]],
+               outputs: list[int] | None) -> None:
+        if outputs is not None and not (self.folder / OUTPUTS).is_file():
+            (self.folder / OUTPUTS).write_text(json.dumps(outputs) + "\n", encoding="utf-8")
+        with open(self.folder / MAPS, "ab") as f:
+            for r in rows:
+                f.write(np.ascontiguousarray(maps[r["path"]], dtype=np.float32).tobytes())
+        lines = []
+        for r in rows:
+            self.index[r["path"]] = len(self.index)
+            lines.append(json.dumps({**r, "map": self.index[r["path"]]}))
+        lines += [json.dumps({"path": path, "skipped": reason}) for path, reason in skipped]
+        with open(self.folder / ROWS, "a", encoding="utf-8") as f:
+            f.write("".join(line + "\n" for line in lines))
+
+    def maps(self) -> StoredMaps:
+        return StoredMaps(self.folder / MAPS, dict(self.index), self.map_size)
 
 
 # ----------------------------------------------------------------------------------------------
@@ -422,6 +617,7 @@ def audit(
     map_size: int = 16,
     progress: Progress | None = None,
     on_batch: OnBatch | None = None,
+    store: str | Path | None = None,
 ) -> Audit:
     """Predictions, confusion, explanation maps and SpRAy clusters of a labelled folder.
 
@@ -441,7 +637,11 @@ def audit(
         batch_size: pictures per forward (and, for Grad-CAM, backward) pass.
         map_size: side of the down-sampled maps.
         progress: ``progress(done, total)`` after each batch.
-        on_batch: ``on_batch(rows, maps)`` with each batch's new prediction rows and maps.
+        on_batch: ``on_batch(rows, maps)`` with each batch's new prediction rows and maps (with a store,
+            first the rows it already holds, a batch at a time).
+        store: a folder that keeps every finished batch (see the module's "Resume and bounded memory");
+            a rerun with the same folder, model and settings processes only the pictures not yet there,
+            and ends as one run would. ``Audit.maps`` is then read from that folder.
 
     Raises:
         AuditError: a missing folder, no class sub-folders, an empty class folder, a class folder
@@ -464,44 +664,73 @@ def audit(
     layer = resolve_layers(net.model, [layer])[0] if layer else default_layers(net.model)[0]
     names = list(files)
     todo = [(rel, source, name) for name in names for rel, source in files[name]]
+    saved = None if store is None else _Store(Path(store), {
+        "classes": names, "method": method, "layer": layer, "size": size, "map_size": map_size,
+        "mean_std": json.loads(json.dumps(mean_std)), "categories": net.categories,
+        "model": fingerprint(net.model)}, map_size)
     skipped: list[tuple[str, str]] = []
     rows: list[dict[str, Any]] = []
-    maps: dict[str, np.ndarray] = {}
+    maps: dict[str, np.ndarray] = {}  # without a store; with one, the maps are on disk
     outputs: list[int] | None = None
+    if saved is not None:
+        rows, skipped, outputs = list(saved.rows), list(saved.skipped), saved.outputs
+        if on_batch is not None:  # a caller writing files as it goes starts them again from what is kept
+            kept = saved.maps()
+            for start in range(0, len(rows), batch_size):
+                part = rows[start:start + batch_size]
+                on_batch(part, {r["path"]: kept[r["path"]] for r in part})
+        done = saved.done()
+        todo_left = [item for item in todo if item[0] not in done]
+        if progress is not None and done:
+            progress(len(rows) + len(skipped), len(todo))
+    else:
+        todo_left = todo
     batch: list[tuple[str, str, torch.Tensor]] = []
+    new_skipped: list[tuple[str, str]] = []
 
     def flush() -> None:
         nonlocal outputs
-        if not batch:
-            return
         logits, found = _batch_maps(net.model, torch.cat([b[2] for b in batch]), method, layer)
         if outputs is None:
             outputs = match_classes(names, net.categories, int(logits.shape[-1]), root)
         probs = torch.softmax(logits, dim=1)
-        first = len(rows)
+        new, small = [], {}
         for (rel, label, _), row, m in zip(batch, probs, found, strict=True):
             index = int(row.argmax())
             predicted = (names[outputs.index(index)] if index in outputs
                          else net.categories[index] if net.categories and index < len(net.categories) else str(index))
-            rows.append({"path": rel, "label": label, "predicted": predicted, "predicted_index": index,
-                         "confidence": float(row[index]), "correct": outputs[names.index(label)] == index})
-            maps[rel] = _downsample(m, map_size)
+            new.append({"path": rel, "label": label, "predicted": predicted, "predicted_index": index,
+                        "confidence": float(row[index]), "correct": outputs[names.index(label)] == index})
+            small[rel] = _downsample(m, map_size)
         batch.clear()
-        if on_batch is not None:
-            on_batch(rows[first:], {r["path"]: maps[r["path"]] for r in rows[first:]})
+        keep_going(new, small)
+
+    def keep_going(new: list[dict[str, Any]], small: dict[str, np.ndarray]) -> None:
+        if saved is not None:  # on disk first: whatever happens next, this batch is kept
+            saved.append(new, small, new_skipped, outputs)
+        else:
+            maps.update(small)
+        rows.extend(new)
+        skipped.extend(new_skipped)
+        new_skipped.clear()
+        if on_batch is not None and new:
+            on_batch(new, small)
         if progress is not None:
             progress(len(rows) + len(skipped), len(todo))
 
-    for rel, source, label in todo:
+    for rel, source, label in todo_left:
         try:
             x = net.prepare(load_image(source))
         except InvalidImageError as exc:
-            skipped.append((rel, str(exc)))
+            new_skipped.append((rel, str(exc)))
             continue
         if batch and (len(batch) >= batch_size or batch[0][2].shape != x.shape):
             flush()
         batch.append((rel, label, x))
-    flush()
+    if batch:
+        flush()
+    elif new_skipped:
+        keep_going([], {})
     if outputs is None:
         raise AuditError(f"None of the {len(todo)} picture files in {root} could be read; see the skipped list.",
                          "audit_unreadable", folder=str(root), n=len(todo))
@@ -512,18 +741,27 @@ def audit(
     for r in rows:
         col = indices.index(r["predicted_index"]) if r["predicted_index"] in indices else len(names)
         confusion[names.index(r["label"]), col] += 1
+    found_maps: Mapping[str, np.ndarray] = maps if saved is None else saved.maps()
     by_class: dict[str, dict[str, int]] = {}
     groups: dict[str, list[Cluster]] = {}
     for name in names:
         paths = [r["path"] for r in rows if r["label"] == name]
         if not paths:
             continue
-        stack = np.stack([maps[p] for p in paths])
-        by_class[name], groups[name] = _clusters(paths, stack, spray(stack, clusters))
+        read = _reader(found_maps, paths)
+        by_class[name], groups[name] = _clusters(paths, read, _labels(read, len(paths), clusters))
     return Audit(folder=root, classes=names, outputs=indices, columns=columns, predictions=rows,
-                 confusion=confusion, maps=maps, clusters=by_class, groups=groups, skipped=skipped,
+                 confusion=confusion, maps=found_maps, clusters=by_class, groups=groups, skipped=skipped,
                  method=method, layer=layer, map_size=map_size)
 
 
-__all__ = ["AUTO_RANGE", "OFF_CENTRE", "OTHER", "REGIONS", "Audit", "AuditError", "Cluster", "OnBatch", "Progress",
-           "audit", "class_folders", "eigengap", "gradcam_batch", "match_classes", "normalised", "region", "spray"]
+def _reader(maps: Mapping[str, np.ndarray], paths: list[str]) -> Reader:
+    if isinstance(maps, StoredMaps):
+        where = maps.positions(paths)
+        return lambda idx: maps.rows(where[idx])
+    return lambda idx: np.stack([maps[paths[i]] for i in idx])
+
+
+__all__ = ["AUTO_RANGE", "CHUNK", "MIN_SHARE", "OFF_CENTRE", "OTHER", "REGIONS", "SPOT", "SPRAY_LIMIT", "Audit",
+           "AuditError", "Cluster", "OnBatch", "Progress", "StoredMaps", "audit", "class_folders", "eigengap",
+           "fingerprint", "gradcam_batch", "heat_centres", "match_classes", "normalised", "region", "spray"]
