@@ -6,6 +6,9 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
+import subprocess
+from pathlib import Path
 
 import pytest
 import torch
@@ -210,3 +213,31 @@ def test_a_link_to_another_clip_model_or_bad_names_is_refused(monkeypatch):
     assert not offered(clip_name("vizhooks-tiny-vit", [str(i) for i in range(21)]))
     monkeypatch.setenv("VIZHOOKS_CLIP", "off")
     assert not offered(clip_name("vizhooks-tiny-vit", ["a", "b"]))
+
+
+@pytest.mark.slow
+def test_make_weights_clip_offline_fails_in_one_sentence(tmp_path):
+    """``make weights CLIP=RN50:openai`` fetches open_clip's weights; offline it says so in one sentence."""
+    root = Path(__file__).resolve().parents[1]
+    env = {**os.environ, "HF_HUB_OFFLINE": "1", "HF_HOME": str(tmp_path / "hf")}  # an empty cache
+    make = [shutil.which("make") or "make", "-s", "-o", ".venv/.runtime", "weights"]  # -o: no pip install
+    done = subprocess.run([*make, "CLIP=RN50:openai"], cwd=root, env=env, capture_output=True, text=True, timeout=600)
+    ours = [line for line in done.stderr.splitlines() if line.startswith("vizhooks:")]
+    assert done.returncode != 0 and len(ours) == 1 and "Traceback" not in done.stderr, done.stderr
+    assert "HF_HUB_OFFLINE" in ours[0] and "openai weights of RN50" in ours[0] and "HF_HOME" in ours[0]
+    done = subprocess.run([*make, "CLIP=RN5"], cwd=root, env=env, capture_output=True, text=True, timeout=600)
+    assert done.returncode != 0 and "Did you mean: RN50" in done.stderr and "Traceback" not in done.stderr
+
+
+def test_fetch_clip_offline_names_what_is_missing(monkeypatch):
+    from vizhooks.models.zero_shot import fetch_clip
+
+    with pytest.raises(WeightsError, match=r"HF_HUB_OFFLINE is set.*yfcc15m weights of RN50") as info:
+        fetch_clip("RN50:yfcc15m")
+    assert "\n" not in str(info.value)
+    with pytest.raises(WeightsError, match="openai weights of RN50"):  # no tag: the model's first one
+        fetch_clip("RN50")
+    with pytest.raises(WeightsError, match="no weights 'nope' for RN50"):
+        fetch_clip("RN50:nope")
+    with pytest.raises(WeightsError, match="lists no pretrained weights for vizhooks-tiny-rn"):
+        fetch_clip("vizhooks-tiny-rn")
