@@ -58,9 +58,11 @@ BENCH_ARGS ?=
 bench: $(VENV)/.dev chromium
 	$(PY) -m benchmarks.run $(BENCH_ARGS)
 
-## make weights: pre-fetch ImageNet checkpoints into the torch cache (needs internet once)
+## make weights: pre-fetch ImageNet checkpoints into the torch cache (needs internet once);
+## make weights CLIP=RN50:openai: open_clip's weights for the CLIP model choice instead (Hugging Face cache)
+CLIP ?=
 weights: $(VENV)/.runtime
-	$(PY) -m vizhooks --download-weights $(MODELS)
+	$(PY) -m vizhooks --download-weights $(if $(CLIP),clip:$(CLIP),$(MODELS))
 
 ## make lint: ruff over the code, mypy over the library (settings in pyproject.toml), the manual built strictly (mkdocs.yml)
 lint: $(VENV)/.dev

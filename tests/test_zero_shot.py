@@ -6,6 +6,9 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
+import subprocess
+from pathlib import Path
 
 import pytest
 import torch
@@ -128,3 +131,113 @@ def test_bad_prompts_arch_and_weights_are_refused_with_a_sentence():
     assert "\n" not in str(info.value) and "create_model('RN50', pretrained='TAG')" in str(info.value)
     auto = zero_shot("vizhooks-tiny-rn", PROMPTS)  # no pretrained tag: random, and it says so
     assert not auto.pretrained and auto.weights_status.startswith("Random weights")
+
+
+def test_a_clip_name_carries_its_class_names_and_the_registry_knows_its_layers():
+    from vizhooks.models.layers import architecture_layers, reference_hw
+    from vizhooks.models.registry import clip_name, clip_parts, family, load_model, meta_model
+
+    names = ["猫", "a photo of a dog", "红色的杯子"]
+    bundle = zero_shot("vizhooks-tiny-vit", names, weights="none", device="cpu")
+    assert bundle.name == clip_name("vizhooks-tiny-vit", names) and clip_parts(bundle.name) == ("vizhooks-tiny-vit",
+                                                                                                tuple(names))
+    meta = meta_model(bundle.name)[0]
+    assert [n for n, _ in meta.named_modules()] == [n for n, _ in bundle.model.named_modules()]
+    assert [i.name for i in architecture_layers(bundle.name) if i.kind == "block"] == [
+        b.name for b in block_layers(bundle.model)]
+    assert reference_hw(bundle.name) == (32, 32) and family(bundle.name) == "CLIP"
+    with pytest.raises(ValueError, match=r"vizhooks.zero_shot\('vizhooks-tiny-vit'"):
+        load_model(bundle.name)
+
+
+# --- the page: "Your own class names (CLIP)" ---------------------------------------------------------
+
+
+def _page_top5(names: list[str], size: int) -> list[str]:
+    """The top-5 lines the page should show, from zero_shot called directly on the sample photo."""
+    from vizhooks.analysis import top_classes
+    from vizhooks.models.images import load_image
+    from vizhooks.page.sources.sample import default_sample, samples_dir
+
+    bundle = zero_shot("vizhooks-tiny-vit", names, device="cpu")  # as the page: weights "auto" (random here)
+    x = bundle.preprocess(load_image((samples_dir() / default_sample()).read_bytes()), size)
+    with torch.no_grad():
+        logits = bundle.model(x)
+    return [f"{p.label} · {p.probability:.1%}" for p in top_classes(logits, list(names), 5)]
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize(("lang", "names"), [
+    ("en", ["a photo of a cat", "a photo of a dog", "a photo of a teapot", "a photo of a bus"]),
+    ("zh", ["猫", "狗", "红色的杯子"]),
+])
+def test_the_pages_own_class_names_choice_shows_zero_shots_top5(monkeypatch, lang, names):
+    from tests.helpers import choose_view, ok, open_page
+
+    monkeypatch.setenv("VIZHOOKS_CLIP", "vizhooks-tiny-vit")
+    at = open_page(lang=lang)
+    menu = at.selectbox(key="model")
+    label = "自己输入类别名" if lang == "zh" else "Your own class names"
+    menu.select_index(next(i for i, o in enumerate(menu.options) if label in o)).run()
+    ok(at)
+    at.text_area(key="clip_names").input("\n".join(names)).run()
+    ok(at)
+    shown = [p.proto.text for p in at.get("progress")]
+    assert shown == _page_top5(names, int(at.slider(key="size").value))
+    assert any("CLIP" in c.value and ("英文" if lang == "zh" else "English") in c.value for c in at.caption)
+    # the link carries the model and its class names: a new visitor sees the same names and classes
+    link = at.query_params["model"]
+    link = link[0] if isinstance(link, list) else link
+    assert link.split("\n")[1:] == names
+    again = open_page(lang=lang, model=link)
+    ok(again)
+    assert again.text_area(key="clip_names").value == "\n".join(names)
+    assert [p.proto.text for p in again.get("progress")] == shown
+    # a bad list keeps the last good names, and says why
+    again.text_area(key="clip_names").input(names[0]).run()
+    assert again.query_params["model"] in (link, [link]) and len(again.warning) >= 1
+    for view in ("gradcam", "overview"):
+        choose_view(at, view)
+        ok(at)
+
+
+def test_a_link_to_another_clip_model_or_bad_names_is_refused(monkeypatch):
+    from vizhooks.models.registry import clip_name
+    from vizhooks.page.clip import offered
+
+    monkeypatch.setenv("VIZHOOKS_CLIP", "vizhooks-tiny-vit")
+    assert offered(clip_name("vizhooks-tiny-vit", ["a", "b"]))
+    assert not offered(clip_name("vizhooks-tiny-rn", ["a", "b"]))  # the server's model only
+    assert not offered(clip_name("vizhooks-tiny-vit", ["a"]))
+    assert not offered(clip_name("vizhooks-tiny-vit", ["a", "a"]))
+    assert not offered(clip_name("vizhooks-tiny-vit", [str(i) for i in range(21)]))
+    monkeypatch.setenv("VIZHOOKS_CLIP", "off")
+    assert not offered(clip_name("vizhooks-tiny-vit", ["a", "b"]))
+
+
+@pytest.mark.slow
+def test_make_weights_clip_offline_fails_in_one_sentence(tmp_path):
+    """``make weights CLIP=RN50:openai`` fetches open_clip's weights; offline it says so in one sentence."""
+    root = Path(__file__).resolve().parents[1]
+    env = {**os.environ, "HF_HUB_OFFLINE": "1", "HF_HOME": str(tmp_path / "hf")}  # an empty cache
+    make = [shutil.which("make") or "make", "-s", "-o", ".venv/.runtime", "weights"]  # -o: no pip install
+    done = subprocess.run([*make, "CLIP=RN50:openai"], cwd=root, env=env, capture_output=True, text=True, timeout=600)
+    ours = [line for line in done.stderr.splitlines() if line.startswith("vizhooks:")]
+    assert done.returncode != 0 and len(ours) == 1 and "Traceback" not in done.stderr, done.stderr
+    assert "HF_HUB_OFFLINE" in ours[0] and "openai weights of RN50" in ours[0] and "HF_HOME" in ours[0]
+    done = subprocess.run([*make, "CLIP=RN5"], cwd=root, env=env, capture_output=True, text=True, timeout=600)
+    assert done.returncode != 0 and "Did you mean: RN50" in done.stderr and "Traceback" not in done.stderr
+
+
+def test_fetch_clip_offline_names_what_is_missing(monkeypatch):
+    from vizhooks.models.zero_shot import fetch_clip
+
+    with pytest.raises(WeightsError, match=r"HF_HUB_OFFLINE is set.*yfcc15m weights of RN50") as info:
+        fetch_clip("RN50:yfcc15m")
+    assert "\n" not in str(info.value)
+    with pytest.raises(WeightsError, match="openai weights of RN50"):  # no tag: the model's first one
+        fetch_clip("RN50")
+    with pytest.raises(WeightsError, match="no weights 'nope' for RN50"):
+        fetch_clip("RN50:nope")
+    with pytest.raises(WeightsError, match="lists no pretrained weights for vizhooks-tiny-rn"):
+        fetch_clip("vizhooks-tiny-rn")

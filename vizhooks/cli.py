@@ -175,10 +175,15 @@ def _list_models() -> int:
 
 def _run(args: argparse.Namespace) -> int:
     if args.download_weights:
-        bad = [n for n in args.download_weights if n not in torchvision_models()]
+        bad = [n for n in args.download_weights if n not in torchvision_models() and not n.startswith("clip:")]
         if bad:
-            raise UsageError(f"unknown model {bad[0]!r}; `{PROG} --list-models` lists the torchvision models")
-        fetch_weights(args.download_weights)
+            raise UsageError(f"unknown model {bad[0]!r}; `{PROG} --list-models` lists the torchvision models "
+                             f"(clip:ARCH or clip:ARCH:TAG fetches open_clip's weights)")
+        for name in (n for n in args.download_weights if n.startswith("clip:")):  # CLIP zero-shot's weights
+            from vizhooks.models.zero_shot import fetch_clip
+
+            print(f"{name}: {fetch_clip(name.removeprefix('clip:'))}", file=sys.stderr)
+        fetch_weights([n for n in args.download_weights if not n.startswith("clip:")])
         return 0
     if args.list_models:
         return _list_models()

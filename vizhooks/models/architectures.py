@@ -1,4 +1,4 @@
-"""Building a torchvision, timm or Hugging Face network: seeded random weights, any device (the meta
+"""Building a torchvision, timm, Hugging Face or CLIP (open_clip) network: seeded random weights, any device (the meta
 device for shapes only). Imports no other vizhooks module, so weights, models and layers can all build
 on it. Nothing here downloads: a Hugging Face model is built from a folder or the Hugging Face cache.
 """
@@ -14,12 +14,16 @@ from types import ModuleType
 from typing import Any
 
 import torch
+import torch.nn.functional as F
 from torch import nn
 from torchvision import models as tvm
 
 TIMM_PREFIX = "timm:"
 #: ``"hf:ID_OR_DIR"``: a Hugging Face image classifier from a ``save_pretrained`` folder or the Hub.
 HF_PREFIX = "hf:"
+#: ``"clip:ARCH"``: an open_clip model's image tower as a classifier of typed class names
+#: (vizhooks.models.zero_shot); a model *name* adds the class names, one a line (registry.clip_name).
+CLIP_PREFIX = "clip:"
 #: The seed of every randomly initialised model (a shown code snippet repeats it).
 SEED = 0
 
@@ -52,6 +56,69 @@ class HFClassifier(nn.Module):
     def forward(self, x: torch.Tensor) -> torch.Tensor:
         out = self.hf(pixel_values=x)
         return out.logits if hasattr(out, "logits") else out[0]
+
+
+class ZeroShotCLIP(nn.Module):
+    """CLIP's image tower and a fixed set of prompt embeddings: ``model(x)`` returns
+    ``logit_scale.exp() * cos(image embedding, prompt embedding)`` for each prompt, shape (N, prompts).
+
+    ``visual`` is open_clip's image encoder itself (ResNet or ViT), shared with the CLIP model.
+    """
+
+    def __init__(self, clip: Any, prompt_features: torch.Tensor) -> None:
+        super().__init__()
+        self.visual: nn.Module = clip.visual
+        self.logit_scale: nn.Parameter = clip.logit_scale
+        self.prompts: torch.Tensor
+        self.register_buffer("prompts", F.normalize(prompt_features.detach(), dim=-1), persistent=False)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        image = self.visual(x)
+        image = image[0] if isinstance(image, tuple) else image
+        return self.logit_scale.exp() * F.normalize(image, dim=-1) @ self.prompts.t()
+
+
+def open_clip_module() -> ModuleType:
+    """The open_clip package, or a ValueError that says how to install it."""
+    try:
+        import open_clip  # type: ignore[import-untyped]
+    except ImportError:
+        raise ValueError("CLIP zero-shot needs the open_clip package: pip install open-clip-torch.") from None
+    return open_clip
+
+
+def clip_check(arch: str) -> ModuleType:
+    """The open_clip package, once it is known to have a model named ``arch``.
+
+    Raises:
+        ValueError: open_clip is missing, or has no model of that name (close names suggested).
+    """
+    open_clip = open_clip_module()
+    if arch not in open_clip.list_models():
+        import difflib
+
+        close = difflib.get_close_matches(arch, open_clip.list_models(), n=3, cutoff=0.6)
+        hint = f" Did you mean: {', '.join(close)}?" if close else ""
+        raise ValueError(f"open_clip has no model named {arch!r}.{hint} open_clip.list_models() lists them.")
+    return open_clip
+
+
+def clip_random(arch: str, device: torch.device | str = "cpu") -> Any:
+    """The open_clip model ``arch`` with seeded random weights, in eval mode (the meta device: shapes only).
+
+    Raises:
+        ValueError: open_clip has no model of that name (close names suggested).
+    """
+    open_clip = clip_check(arch)
+    with torch.random.fork_rng(devices=[]):
+        torch.manual_seed(SEED)
+        return open_clip.create_model(arch, pretrained=None, device=device).eval()
+
+
+def clip_dim(clip: Any) -> int:
+    """The size of a CLIP model's joint embedding (what its image tower returns)."""
+    dim = getattr(clip.visual, "output_dim", None)
+    return int(dim) if dim is not None else int(clip.text_projection.shape[-1])
 
 
 def hf_file(ref: str, filename: str) -> Path | None:
@@ -167,9 +234,10 @@ def build(arch: str, *, num_classes: int | None = None, device: torch.device | s
     ``"meta"`` device nothing is allocated (shapes only).
 
     Args:
-        arch: a torchvision classifier name, ``"timm:NAME"``, or ``"hf:ID_OR_DIR"`` (its config must be
-            in the folder or the Hugging Face cache).
-        num_classes: rows of the head; default the ImageNet head.
+        arch: a torchvision classifier name, ``"timm:NAME"``, ``"hf:ID_OR_DIR"`` (its config must be
+            in the folder or the Hugging Face cache), or ``"clip:ARCH"`` (an open_clip image tower whose
+            ``num_classes`` prompt embeddings are zeros: for shapes and layers only).
+        num_classes: rows of the head; default the ImageNet head (2 prompts for CLIP).
         device: where the parameters are created.
         drop_aux: remove auxiliary classifiers (GoogLeNet, Inception v3).
 
@@ -186,6 +254,10 @@ def build(arch: str, *, num_classes: int | None = None, device: torch.device | s
     """
     if arch.startswith("regnet"):
         _regnet_params_on_cpu()
+    if arch.startswith(CLIP_PREFIX):
+        clip = clip_random(arch.removeprefix(CLIP_PREFIX), device)
+        with torch.device(device):
+            return ZeroShotCLIP(clip, torch.zeros(num_classes or 2, clip_dim(clip))).eval()
     with torch.random.fork_rng(devices=[]), torch.device(device):
         torch.manual_seed(SEED)
         if arch.startswith(HF_PREFIX):

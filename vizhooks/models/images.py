@@ -94,6 +94,16 @@ def processor_spec(processor: Mapping[str, Any] | None, image_size: object = Non
     return InputSpec(mean, std, interpolation, fixed, 1)
 
 
+def clip_spec(visual: Any) -> InputSpec:
+    """open_clip's preprocessing of a CLIP image tower: mean, std, interpolation, a fixed square side."""
+    cfg = getattr(visual, "preprocess_cfg", None) or {}
+    mean = _triple(cfg.get("mean", visual.image_mean), IMAGENET_MEAN)
+    std = _triple(cfg.get("std", visual.image_std), IMAGENET_STD)
+    size = cfg.get("size", visual.image_size)
+    side = int(size if isinstance(size, int) else size[0])
+    return InputSpec(mean, std, str(cfg.get("interpolation", "bicubic")), side, 1)
+
+
 def _triple(value: object, default: tuple[float, float, float]) -> tuple[float, float, float]:
     if isinstance(value, (int, float)):
         return (float(value),) * 3

@@ -5,6 +5,8 @@ Names:
     ``"resnet18"``, ``"vgg16"``, ``"vit_b_16"``, ... any ``torchvision.models`` classifier;
     ``"timm:convnext_tiny"`` any timm model (when timm is installed);
     ``"hf:ID_OR_DIR"`` a Hugging Face image classifier (a ``save_pretrained`` folder or a Hub id);
+    ``"clip:ARCH\\nname\\nname..."`` CLIP with typed class names (:func:`clip_name`; built by
+    :func:`vizhooks.models.zero_shot.zero_shot`, so :func:`load_model` refuses it);
     an operator entry's name from ``VIZHOOKS_MODELS`` (a TOML file).
 """
 
@@ -17,7 +19,7 @@ import re
 import sys
 import threading
 import tomllib
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import cast
@@ -28,6 +30,7 @@ from torch import nn
 from torchvision import models as tvm
 
 from vizhooks.models.architectures import (
+    CLIP_PREFIX,
     HF_PREFIX,
     TIMM_PREFIX,
     HFClassifier,
@@ -38,7 +41,15 @@ from vizhooks.models.architectures import (
     meta_build,
     timm_module,
 )
-from vizhooks.models.images import IMAGENET_MEAN, IMAGENET_STD, InputSpec, fit_to_model, processor_spec, to_tensor
+from vizhooks.models.images import (
+    IMAGENET_MEAN,
+    IMAGENET_STD,
+    InputSpec,
+    clip_spec,
+    fit_to_model,
+    processor_spec,
+    to_tensor,
+)
 from vizhooks.models.weights import (
     DOWNLOAD_TIMEOUT_S,
     WeightsError,
@@ -77,6 +88,7 @@ FAMILIES: tuple[tuple[str, tuple[str, ...]], ...] = (
 )
 OPERATOR_FAMILY = "This server's models"
 HF_FAMILY = "Hugging Face"
+CLIP_FAMILY = "CLIP"
 #: A taught model's name: the backbone's name, this mark, and its head's key (vizhooks.teach).
 TAUGHT_MARK = "+my:"
 
@@ -193,6 +205,8 @@ def family(name: str) -> str:
         return "timm"
     if name.startswith(HF_PREFIX):
         return HF_FAMILY
+    if is_clip(name):
+        return CLIP_FAMILY
     i = _family_index(arch)
     return FAMILIES[i][0] if i < len(FAMILIES) else "Other"
 
@@ -303,6 +317,24 @@ def _hf_ref(ref: str, base: Path | None = None) -> str:
     return ref if _HUB_ID.fullmatch(ref) and ".." not in ref else ""
 
 
+def clip_name(arch: str, prompts: Sequence[str]) -> str:
+    """The name of CLIP ``arch`` (an open_clip model) classifying ``prompts``: ``"clip:ARCH"`` and the
+    class names, one a line. The whole model is in its name, so a link or a class that carries the name
+    carries the class names, and every cache keyed by the name keeps each set apart."""
+    return "\n".join((CLIP_PREFIX + arch, *(str(p).strip() for p in prompts)))
+
+
+def is_clip(name: str) -> bool:
+    """Whether ``name`` is a CLIP model with typed class names (:func:`clip_name`)."""
+    return name.startswith(CLIP_PREFIX)
+
+
+def clip_parts(name: str) -> tuple[str, tuple[str, ...]]:
+    """(open_clip arch, class names) of a :func:`clip_name`."""
+    first, *prompts = name.split("\n")
+    return first.removeprefix(CLIP_PREFIX), tuple(prompts)
+
+
 def taught_name(backbone: str, key: str) -> str:
     """The name of ``backbone`` with a head taught new classes (see :mod:`vizhooks.teach`)."""
     return f"{backbone}{TAUGHT_MARK}{key}"
@@ -323,6 +355,8 @@ def resolve_entry(name: str) -> ModelEntry:
     if TAUGHT_MARK in name:
         base = resolve_entry(backbone_name(name))
         return ModelEntry(name=name, arch=base.arch, description=base.description)
+    if is_clip(name):
+        return ModelEntry(name=name, arch=CLIP_PREFIX + clip_parts(name)[0])
     entries = operator_models()[0]
     if name in entries:
         return entries[name]
@@ -356,6 +390,8 @@ def meta_model(name: str) -> tuple[nn.Module, threading.Lock]:
     entry = resolve_entry(name)
     if entry.is_hf:
         hf_ensure_config(entry.arch.removeprefix(HF_PREFIX))
+    if is_clip(name):  # the image tower's layers and shapes; one prompt embedding per class name
+        return meta_build(entry.arch, max(len(clip_parts(name)[1]), 1))
     return meta_build(entry.arch, _checkpoint_classes(entry))
 
 
@@ -401,6 +437,9 @@ def input_spec(arch: str, model: nn.Module | None = None) -> InputSpec:
     """Mean, std, interpolation and size rule of ``arch``, from torchvision's weights transforms
     (timm's data config; a Hugging Face model's saved image processor, see
     :func:`vizhooks.models.images.processor_spec`)."""
+    if arch.startswith(CLIP_PREFIX):
+        model = model if model is not None else meta_build(arch, None)[0]
+        return clip_spec(model.visual)
     if arch.startswith(HF_PREFIX):
         ref = arch.removeprefix(HF_PREFIX)
         return processor_spec(hf_json(ref, "preprocessor_config.json"),
@@ -591,6 +630,10 @@ def load_model(
     if TAUGHT_MARK in name:
         raise ValueError(f"{name} is a taught model: it lives in the session that taught it. Load its saved "
                          f"checkpoint with load_model({backbone_name(name)!r}, weights=..., labels=...).")
+    if is_clip(name):
+        arch, prompts = clip_parts(name)
+        raise ValueError(f"{arch} with typed class names is built by vizhooks.zero_shot({arch!r}, "
+                         f"{list(prompts)!r}), not load_model.")
     entry = resolve_entry(name)
     dev = resolve_device(device)
     weights = os.fspath(weights)
@@ -695,7 +738,8 @@ def _load_hf(entry: ModelEntry, weights: str, dev: torch.device, labels: str | o
 
 __all__ = [
     "ARCHITECTURES", "IMAGENET_MEAN", "IMAGENET_STD", "InputSpec", "ModelBundle", "ModelEntry", "WeightsError",
-    "TAUGHT_MARK", "backbone_name", "build", "categories", "checkpoint_path", "family", "input_spec", "list_models",
+    "TAUGHT_MARK", "backbone_name", "build", "categories", "checkpoint_path", "clip_name", "clip_parts", "family",
+    "is_clip", "input_spec", "list_models",
     "load_model", "meta_model", "offline", "operator_models", "parse_labels", "read_labels", "resolve_device",
     "resolve_entry",
     "taught_name",

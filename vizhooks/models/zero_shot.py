@@ -17,13 +17,11 @@ from collections.abc import Sequence
 from typing import Any
 
 import torch
-import torch.nn.functional as F
-from torch import nn
 
 from vizhooks._hooks import share_lock
-from vizhooks.models.architectures import SEED
-from vizhooks.models.images import InputSpec
-from vizhooks.models.registry import ModelBundle, resolve_device
+from vizhooks.models.architectures import ZeroShotCLIP, clip_check, clip_random, open_clip_module
+from vizhooks.models.images import clip_spec
+from vizhooks.models.registry import ModelBundle, clip_name, resolve_device
 from vizhooks.models.weights import (
     DOWNLOAD_TIMEOUT_S,
     WeightsError,
@@ -36,34 +34,6 @@ from vizhooks.models.weights import (
 #: Prompt sets whose text embeddings each CLIP model keeps.
 PROMPT_SETS_KEPT = 32
 MAX_PROMPTS = 1000
-
-
-class ZeroShotCLIP(nn.Module):
-    """CLIP's image tower and a fixed set of prompt embeddings: ``model(x)`` returns
-    ``logit_scale.exp() * cos(image embedding, prompt embedding)`` for each prompt, shape (N, prompts).
-
-    ``visual`` is open_clip's image encoder itself (ResNet or ViT), shared with the CLIP model.
-    """
-
-    def __init__(self, clip: Any, prompt_features: torch.Tensor) -> None:
-        super().__init__()
-        self.visual: nn.Module = clip.visual
-        self.logit_scale: nn.Parameter = clip.logit_scale
-        self.prompts: torch.Tensor
-        self.register_buffer("prompts", F.normalize(prompt_features.detach(), dim=-1), persistent=False)
-
-    def forward(self, x: torch.Tensor) -> torch.Tensor:
-        image = self.visual(x)
-        image = image[0] if isinstance(image, tuple) else image
-        return self.logit_scale.exp() * F.normalize(image, dim=-1) @ self.prompts.t()
-
-
-def _open_clip() -> Any:
-    try:
-        import open_clip  # type: ignore[import-untyped]
-    except ImportError:
-        raise ValueError("CLIP zero-shot needs the open_clip package: pip install open-clip-torch.") from None
-    return open_clip
 
 
 def _check_prompts(prompts: Sequence[str]) -> tuple[str, ...]:
@@ -80,7 +50,7 @@ def _check_prompts(prompts: Sequence[str]) -> tuple[str, ...]:
 def _pretrained_file(arch: str, tag: str) -> tuple[str, str]:
     """The checkpoint file of open_clip's pretrained tag: the cache, or a download whose first
     answer is awaited at most DOWNLOAD_TIMEOUT_S seconds. Returns (path, source)."""
-    open_clip = _open_clip()
+    open_clip = open_clip_module()
     cfg = open_clip.get_pretrained_cfg(arch, tag)
     if not cfg:
         tags = ", ".join(open_clip.list_pretrained_tags_by_model(arch)) or "none"
@@ -110,19 +80,13 @@ def _pretrained_file(arch: str, tag: str) -> tuple[str, str]:
 
 def _build(arch: str, weights: str) -> tuple[Any, str, str, bool]:
     """(open_clip model in eval mode, weights source, status sentence, pretrained)."""
-    open_clip = _open_clip()
-    if arch not in open_clip.list_models():
-        import difflib
-
-        close = difflib.get_close_matches(arch, open_clip.list_models(), n=3, cutoff=0.6)
-        hint = f" Did you mean: {', '.join(close)}?" if close else ""
-        raise ValueError(f"open_clip has no model named {arch!r}.{hint} open_clip.list_models() lists them.")
+    open_clip = clip_check(arch)
     fix = (f"To use real weights, run `python -c \"import open_clip; open_clip.create_model('{arch}', "
            f"pretrained='TAG')\"` once on a machine with internet (open_clip keeps them in the Hugging Face "
            f"cache, HF_HOME; HF_ENDPOINT names a mirror).")
     if weights == "none":
         status = f"Random weights (seeded) for {arch}, as asked: predictions are meaningless."
-        return _random(open_clip, arch), "random", status, False
+        return clip_random(arch), "random", status, False
     if os.path.isfile(weights):
         model = open_clip.create_model(arch, pretrained=weights).eval()
         return model, "file", f"Weights for {arch} from {weights}.", True
@@ -139,13 +103,30 @@ def _build(arch: str, weights: str) -> tuple[Any, str, str, bool]:
             raise WeightsError(f"{str(exc).rstrip('.')}. {fix}") from None
         status = (f"Random weights: the weights of {arch} could not be loaded. {str(exc).rstrip('.')}. {fix} Until "
                   f"then, the class names are matched by an untrained network and predictions are meaningless.")
-        return _random(open_clip, arch), "random", status, False
+        return clip_random(arch), "random", status, False
 
 
-def _random(open_clip: Any, arch: str) -> Any:
-    with torch.random.fork_rng(devices=[]):
-        torch.manual_seed(SEED)
-        return open_clip.create_model(arch, pretrained=None).eval()
+def fetch_clip(spec: str) -> str:
+    """Put open_clip's weights ``spec`` (``"ARCH"`` for its first pretrained tag, or ``"ARCH:TAG"``) into
+    the Hugging Face cache, where :func:`zero_shot` finds them offline; returns the file's path.
+    (``python -m vizhooks --download-weights clip:RN50:openai``, ``make weights CLIP=RN50:openai``.)
+
+    Raises:
+        ValueError: open_clip has no such model.
+        WeightsError: no such tag, downloads switched off, or the download failed (one sentence).
+    """
+    open_clip = open_clip_module()
+    arch, _, tag = (spec, "", "") if spec in open_clip.list_models() else spec.rpartition(":")
+    arch = arch or spec
+    clip_check(arch)
+    tags = open_clip.list_pretrained_tags_by_model(arch)
+    if not (tag or tags):
+        raise WeightsError(f"open_clip lists no pretrained weights for {arch}.")
+    try:
+        return _pretrained_file(arch, tag or tags[0])[0]
+    except WeightsError as exc:
+        raise WeightsError(f"{str(exc).rstrip('.')}: run this again on a machine with internet (HF_ENDPOINT names a "
+                           f"mirror), or copy its Hugging Face cache (HF_HOME) here.") from None
 
 
 class _Loaded:
@@ -154,7 +135,7 @@ class _Loaded:
     def __init__(self, arch: str, weights: str, device: torch.device) -> None:
         self.clip, self.source, self.status, self.pretrained = _build(arch, weights)
         self.clip.to(device)
-        self.tokenizer = _open_clip().get_tokenizer(arch)
+        self.tokenizer = open_clip_module().get_tokenizer(arch)
         self.device = device
         self.lock = threading.Lock()
         self.prompts: OrderedDict[tuple[str, ...], torch.Tensor] = OrderedDict()
@@ -180,16 +161,6 @@ def _loaded(arch: str, weights: str, device: torch.device) -> _Loaded:
     return _Loaded(arch, weights, device)
 
 
-def _input_spec(visual: Any) -> InputSpec:
-    """open_clip's preprocessing of the image tower: mean, std, interpolation, a fixed square side."""
-    cfg = getattr(visual, "preprocess_cfg", None) or {}
-    mean = tuple(float(v) for v in cfg.get("mean", visual.image_mean))
-    std = tuple(float(v) for v in cfg.get("std", visual.image_std))
-    size = cfg.get("size", visual.image_size)
-    side = int(size if isinstance(size, int) else size[0])
-    return InputSpec(mean, std, str(cfg.get("interpolation", "bicubic")), side, 1)  # type: ignore[arg-type]
-
-
 def zero_shot(arch: str, prompts: Sequence[str], *, weights: str | os.PathLike = "auto",
               device: str | torch.device | None = None) -> ModelBundle:
     """A CLIP model as a classifier of the class names (prompts) you give.
@@ -205,7 +176,9 @@ def zero_shot(arch: str, prompts: Sequence[str], *, weights: str | os.PathLike =
 
     Returns:
         A :class:`ModelBundle` whose ``model(x)`` returns ``logit_scale.exp() * cos(image, prompt)``
-        per prompt, whose ``categories`` are the prompts and whose ``clip`` is the open_clip model.
+        per prompt, whose ``categories`` are the prompts, whose ``clip`` is the open_clip model and
+        whose ``name`` is :func:`vizhooks.models.registry.clip_name` of both (the layer lists and the
+        memory budget find the model by it).
 
     Raises:
         ValueError: unknown model, fewer than 2 or repeated prompts, or open_clip missing.
@@ -220,12 +193,13 @@ def zero_shot(arch: str, prompts: Sequence[str], *, weights: str | os.PathLike =
     loaded = _loaded(arch, os.fspath(weights), dev)
     model = ZeroShotCLIP(loaded.clip, loaded.features(names)).to(dev).eval()
     share_lock(model, loaded.clip)  # every prompt set's model runs the same image tower
-    spec = _input_spec(loaded.clip.visual)
+    spec = clip_spec(loaded.clip.visual)
     return ModelBundle(
-        model=model, name=f"CLIP {arch}", device=dev, pretrained=loaded.pretrained, weights_status=loaded.status,
-        categories=list(names), mean=spec.mean, std=spec.std, weights_source=loaded.source, arch=f"clip:{arch}",
+        model=model, name=clip_name(arch, names), device=dev, pretrained=loaded.pretrained,
+        weights_status=loaded.status, categories=list(names), mean=spec.mean, std=spec.std,
+        weights_source=loaded.source, arch=f"clip:{arch}",
         input=spec, clip=loaded.clip,
     )
 
 
-__all__ = ["ZeroShotCLIP", "zero_shot"]
+__all__ = ["ZeroShotCLIP", "fetch_clip", "zero_shot"]

@@ -28,11 +28,21 @@ from vizhooks.interpret.methods import CAM_METHODS, default_layers, explain
 from vizhooks.interpret.relevance import ChannelRelevance, channel_relevance
 from vizhooks.interpret.sanity import SanityResult, sanity_check
 from vizhooks.models.layers import LayerInfo, describe_layers
-from vizhooks.models.registry import OPERATOR_FAMILY, backbone_name, family, meta_model, resolve_entry
+from vizhooks.models.registry import (
+    OPERATOR_FAMILY,
+    backbone_name,
+    clip_parts,
+    family,
+    is_clip,
+    meta_model,
+    resolve_entry,
+)
+from vizhooks.models.zero_shot import zero_shot
 from vizhooks.network.convolution import ConvStep, conv_at
 from vizhooks.network.overview import Overview, overview
 from vizhooks.network.sliding import PoolInfo, PoolStep, pool_at, pool_layers, slide
 from vizhooks.page.cache import ByteLRU
+from vizhooks.page.clip import clip_option
 from vizhooks.page.metrics import computed, counted, observe_cache
 from vizhooks.page.taught import compose, is_taught, names_of
 from vizhooks.page.texts import set_language, t
@@ -58,6 +68,8 @@ SLIDE_FPS = 10  # 120 frames: 12 s, slow enough to follow the first steps of the
 
 @st.cache_resource(max_entries=2, show_spinner=False)
 def plain_bundle(name: str) -> vz.ModelBundle:
+    if is_clip(name):  # CLIP with typed class names: the image tower is shared by every set of names
+        return zero_shot(*clip_parts(name))
     return vz.load_model(name)
 
 
@@ -75,6 +87,9 @@ def model_option(name: str, lang: str) -> str:
     if is_taught(name):
         set_language(lang)
         return t("model_taught_option", name=backbone_name(name), classes=", ".join(names_of(name)) or "?")
+    if is_clip(name):
+        set_language(lang)
+        return clip_option(name)
     return plain_option(name, lang)
 
 

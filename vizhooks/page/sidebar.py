@@ -11,6 +11,7 @@ import vizhooks as vz
 from vizhooks.models.layers import architecture_layers, reference_hw
 from vizhooks.models.registry import list_models, operator_models, resolve_entry
 from vizhooks.models.weights import fetch_command
+from vizhooks.page.clip import clip_choice, clip_controls
 from vizhooks.page.results import model_option
 from vizhooks.page.sources import SOURCES, photo_picker
 from vizhooks.page.sources.sample import default_sample
@@ -34,13 +35,14 @@ def sidebar() -> tuple[Choices, Any]:
         sb.segmented_control(t("language"), LANGS, key="lang", format_func=LANGUAGE_NAMES.__getitem__,
                              selection_mode="single", on_change=keep_a_language)
     switch_pending()  # a model just taught (or uploaded) in the Teach view becomes the choice
-    models = [*list_models(), *offered_models()]
+    models = [*list_models(), *offered_models(), *clip_choice()]
     keep_valid("model", models, DEFAULTS["model"])  # an operator entry removed since
     lang = language()
     if "model" not in hidden:
         sb.selectbox(t("model"), models, key="model", help=t("model_help"),
                      format_func=lambda name: model_option(name, lang),
                      on_change=model_changed)
+    clip_controls(sb, "model" in hidden)  # a CLIP model's class names, typed by the teacher
     for warning in operator_models()[1]:
         sb.warning(t("operator_warning", warning=warning), icon=":material/warning:")
     description = resolve_entry(st.session_state["model"]).description

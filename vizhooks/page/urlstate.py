@@ -15,6 +15,7 @@ from vizhooks.interpret.methods import METHODS as EXPLAIN_METHODS
 from vizhooks.lesson.steps import HIDEABLE, STEPS, parse_plan
 from vizhooks.models.layers import architecture_layers
 from vizhooks.models.registry import list_models
+from vizhooks.page.clip import offered as clip_offered
 from vizhooks.page.sources import SOURCES
 from vizhooks.page.taught import names_of
 from vizhooks.page.views import REGISTRY
@@ -91,7 +92,7 @@ def parse_query(
             bad.append((key, _one(params[key])))
     model = _one(params.get("model", ""))
     if "model" in params:
-        if model in list_models() or names_of(model):  # a taught model this server holds
+        if model in list_models() or names_of(model) or clip_offered(model):  # a taught model this server holds; CLIP
             good["model"] = model
         else:
             bad.append(("model", model))
