@@ -1,7 +1,7 @@
 """Activation patching on the page (issue 31) through AppTest, in both languages: the Compare view's
-Patch (a layer, the sweep, the region), Intervene's "replace with the mean over the sample photos",
-and links that keep every new setting. The numbers are checked against hand-written forward hooks
-on the same random-weight resnet18."""
+Patch (a layer, the sweep, the region) and Steer (A pushed towards B at one layer), Intervene's
+"replace with the mean over the sample photos", and links that keep every new setting. The numbers
+are checked against hand-written forward hooks on the same random-weight resnet18."""
 
 from __future__ import annotations
 
@@ -135,6 +135,63 @@ def test_intervene_mean_over_the_sample_photos(lang):
     assert float(at.metric[0].value) == pytest.approx(float(edited[target]), abs=1e-3)
 
 
+@pytest.mark.slow
+@pytest.mark.parametrize("lang", ["en", "zh"])
+def test_compare_steer_top5_equals_steer_and_a_hand_written_hook(lang):
+    from vizhooks.hooks.patching import mean_direction, steer
+    from vizhooks.models.labels import class_labels
+
+    texts = EN if lang == "en" else ZH
+    at = _page(view="compare", lang=lang)
+    ok(at)
+    assert at.toggle(key="sr_on").value is False and not at.metric  # off until asked for: no extra passes
+    at.toggle(key="sr_on").set_value(True).run()
+    at.selectbox(key="sr_layer").set_value("layer2.0.conv1").run()
+    at.select_slider(key="sr_scale").set_value(3.0).run()
+    ok(at)
+    assert at.metric[0].label.startswith(_prefix(texts, "patching_steer_metric"))
+    page_before, page_after = [p.text for p in at.progress][-10:-5], [p.text for p in at.progress][-5:]
+    # by hand: A and B as the page reads them (each at its own size), B's mean minus A's per channel of
+    # the layer, added three times at every position of A's output by a plain forward hook
+    bundle = vz.load_model("resnet18", weights="none", device="cpu")
+    x = to_tensor(bundle.resize(vz.load_image(ROOT / "sample_images/chelsea.jpg"), SIZE), bundle.input.mean,
+                  bundle.input.std)
+    b = to_tensor(bundle.resize(vz.load_image(ROOT / "sample_images/coffee.jpg"), SIZE), bundle.input.mean,
+                  bundle.input.std)
+    module = bundle.model.get_submodule("layer2.0.conv1")
+    kept = []
+    handle = module.register_forward_hook(lambda m, args, out: kept.append(out.mean(dim=(0, 2, 3))))
+    with torch.no_grad():
+        b_logits = bundle.model(b)[0]
+        a_logits = bundle.model(x)[0]
+    handle.remove()
+    direction = kept[0] - kept[1]
+    handle = module.register_forward_hook(lambda m, args, out: out + 3.0 * direction.view(1, -1, 1, 1))
+    with torch.no_grad():
+        by_hand = bundle.model(x)[0]
+    handle.remove()
+    direct = steer(bundle.model, x, "layer2.0.conv1", mean_direction(bundle.model, b, x, "layer2.0.conv1"), 3.0)
+    torch.testing.assert_close(direct.logits, by_hand, rtol=0, atol=1e-4)
+    labels = class_labels(bundle.categories, lang)
+
+    def top5(logits: torch.Tensor) -> list[str]:
+        probs = logits.softmax(-1)
+        return [f"{labels[i]} · {float(probs[i]):.1%}" for i in probs.topk(5).indices.tolist()]
+
+    assert page_after == top5(by_hand) == top5(direct.logits)
+    assert page_before == top5(a_logits)
+    assert page_after != page_before  # the steering changed the top-5
+    target = int(b_logits.argmax())
+    assert at.metric[0].value == f"{float(by_hand[target]):.3f}"
+    assert at.metric[0].delta == f"{float(by_hand[target] - a_logits[target]):+.3f}"
+    again = _reopen(at)  # the link keeps every setting
+    ok(again)
+    assert again.toggle(key="sr_on").value is True
+    assert again.selectbox(key="sr_layer").value == "layer2.0.conv1"
+    assert again.select_slider(key="sr_scale").value == 3.0
+    assert [p.text for p in again.progress][-5:] == page_after
+
+
 def test_patch_links_are_checked_value_by_value():
     from vizhooks.page.urlstate import parse_query, to_query
 
@@ -147,6 +204,11 @@ def test_patch_links_are_checked_value_by_value():
     _, bad = parse_query({"pt_part": "box", "pt_layer": "layer9", "pt_rows": "40,10", "pt_cols": "0,101",
                           "pt_channels": "a", "pt_on": "yes"}, ["chelsea.jpg"])
     assert sorted(key for key, _ in bad) == ["pt_channels", "pt_cols", "pt_layer", "pt_on", "pt_part", "pt_rows"]
+    good, bad = parse_query({"sr_on": "1", "sr_layer": "layer2.0.conv1", "sr_scale": "-1.5"}, ["chelsea.jpg"])
+    assert bad == [] and good == {"sr_on": True, "sr_layer": "layer2.0.conv1", "sr_scale": -1.5}
+    assert to_query(good)["sr_scale"] == "-1.5" and parse_query({"sr_scale": "2"}, [])[0] == {"sr_scale": 2.0}
+    _, bad = parse_query({"sr_on": "yes", "sr_layer": "layer9", "sr_scale": "2.25"}, ["chelsea.jpg"])
+    assert sorted(key for key, _ in bad) == ["sr_layer", "sr_on", "sr_scale"]
 
 
 def test_a_region_in_percent_is_a_box_of_every_map_size():

@@ -21,7 +21,7 @@ from torchvision.models.vision_transformer import VisionTransformer
 from tests.helpers import count_hooks
 from vizhooks.errors import CodedError
 from vizhooks.hooks import patching
-from vizhooks.hooks.patching import mean_ablate, patch, steer, sweep
+from vizhooks.hooks.patching import mean_ablate, mean_direction, patch, steer, sweep
 from vizhooks.models.layers import UnknownLayerError
 
 
@@ -231,6 +231,38 @@ def test_steer_adds_the_direction_at_every_position() -> None:
     assert str(caught.value) == ("The direction has 8 values but layer conv2 has 12 channels: "
                                  "give one value per channel.")
     assert count_hooks(model) == 0
+
+
+def _outputs(model: nn.Module, layer: str, x: torch.Tensor) -> torch.Tensor:
+    """``layer``'s output for ``x``, kept by a hand-written forward hook."""
+    kept: list[torch.Tensor] = []
+    handle = model.get_submodule(layer).register_forward_hook(lambda m, a, out: kept.append(out.detach().clone()))
+    try:
+        with torch.no_grad():
+            model(x)
+    finally:
+        handle.remove()
+    return kept[0]
+
+
+def test_mean_direction_is_the_difference_of_the_channel_means() -> None:
+    model = _tiny()
+    toward = torch.cat(_photos(3, side=16, seed=2))
+    away = _photos(1, side=24, seed=3)[0]  # another size: only the means are compared
+    direction = mean_direction(model, toward, away, "conv2")
+    by_hand = _outputs(model, "conv2", toward).mean(dim=(0, 2, 3)) - _outputs(model, "conv2", away).mean(dim=(0, 2, 3))
+    torch.testing.assert_close(direction, by_hand, rtol=0, atol=1e-5)
+    # steering by it with scale 1 gives every channel of the steered photo the other photos' mean
+    steered, _ = _by_hand(model, away, away, "conv2", lambda out, _s: out + direction.view(1, 12, 1, 1))
+    torch.testing.assert_close(steer(model, away, "conv2", direction, 1.0).logits, steered, rtol=0, atol=1e-5)
+    # ViT tokens: the channels are the last dim, the class token one more position
+    vit = _vit()
+    a, b = _photos(side=32)
+    layer = "encoder.layers.encoder_layer_0"
+    torch.testing.assert_close(mean_direction(vit, a, b, layer),
+                               _outputs(vit, layer, a).mean(dim=(0, 1)) - _outputs(vit, layer, b).mean(dim=(0, 1)),
+                               rtol=0, atol=1e-5)
+    assert count_hooks(model) == 0 and count_hooks(vit) == 0
 
 
 def test_vit_tokens_are_patched_on_their_last_dim_and_patch_grid() -> None:

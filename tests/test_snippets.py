@@ -49,6 +49,7 @@ from vizhooks.lesson.steps import STEPS
 from vizhooks.page.texts import EN, ZH
 
 IMAGE = "sample_images/chelsea.jpg"  # the page's default sample
+SOURCE_IMAGE = "sample_images/coffee.jpg"  # the patching step's photo B: the Compare view's default second photo
 TOUR = ("conv1", "layer1.0.conv1", "layer2.0.conv1", "layer3.0.conv1", "layer4.0.conv1")
 CLAMP_LIMIT = 1e-5  # the lesson's smallest clip: it changes the gradients of both cases' random weights
 #: Relative tolerance against the page's functions: the snippet and the page run the same weights
@@ -113,7 +114,7 @@ def _codes(case: Case) -> dict[str, str]:
     for body in case.lessons:
         clamp_at, names = (layers[-1], layers[:-1]) if body == "clamp" else (None, layers)
         codes[f"lesson:{body}"] = lesson_snippet(body, layers=names, clamp_at=clamp_at, limit=CLAMP_LIMIT,
-                                                 setup_layers=layers, **common)
+                                                 setup_layers=layers, source_image=SOURCE_IMAGE, **common)
     return codes
 
 
@@ -457,6 +458,27 @@ def test_lesson_gradient_snippets_print_what_the_lesson_shows(seen):
         assert expected > 0 and math.isclose(float(change), expected, rel_tol=RTOL), (name, change, expected)
 
 
+@pytest.mark.slow
+@pytest.mark.parametrize("seen", [CASES[0]], ids=[CASES[0].id], indirect=True)
+def test_lesson_patching_snippet_prints_what_the_lesson_shows(seen):
+    """The lesson's patching step: two plain forward hooks per layer print the restored fractions the
+    lesson's sweep draws (vizhooks.hooks.patching.sweep on the same two photos)."""
+    from vizhooks.lesson.display import patch_source, patch_sweep
+
+    assert "patching" in seen.case.lessons
+    out = _analysis(seen, seen.case.layers, "output")
+    source = patch_source(seen.bundle, out.picture, vz.load_image(ROOT / SOURCE_IMAGE))
+    runs = patch_sweep(seen.bundle, out.x, source, seen.case.layers)
+    lines = _lines(seen, "lesson:patching")
+    assert lines[0] == f"target {runs[0].target}"
+    printed = [line.split(" restored ") for line in lines[1:]]
+    assert [name for name, _ in printed] == [r.layer for r in runs] == list(seen.case.layers)
+    assert all(math.isclose(float(value), r.restored, abs_tol=2e-3) for (_, value), r in zip(printed, runs,
+                                                                                           strict=True)), printed
+    assert float(printed[0][1]) == pytest.approx(1.0, abs=1e-3)  # conv1 whole from B: B's answer in full
+    assert len({value for _, value in printed}) == len(printed)  # each layer restores its own share
+
+
 # --- code the back row can read (issue 23): the lesson's code, step by step ------------------------
 
 #: Models of three families, with layers the page offers for them: convolutions (two of them) and
@@ -505,8 +527,13 @@ def test_every_lesson_line_fits_the_box_and_the_set_up_is_one(model, lang):
     assert len({code.setup for code in codes.values()}) == 1, "the set-up differs between steps"
     # the steps differ, and none repeats the set-up's lines
     assert len({code.steps for code in codes.values()}) == len(STEPS)
-    for code in codes.values():
-        assert "model = " not in code.steps and "Image.open" not in code.steps
+    for step, code in codes.items():
+        # the patching step opens its photo B, and nothing else: photo A is the set-up's
+        opened = [line for line in code.steps.splitlines() if "Image.open" in line]
+        assert "model = " not in code.steps and opened == (
+            ["other = Image.open('photo_b.png').convert(\"RGB\")"] if step == "patching" else [])
+        setup_lines = {line for line in code.setup.splitlines() if line.strip() and not line.startswith(" ")}
+        assert not setup_lines & set(code.steps.splitlines()), step
 
 
 def test_the_set_up_shows_only_the_branches_the_model_uses():

@@ -5,6 +5,6 @@ comes back; a sweep over the layers shows where in the network the decision is m
 other interventions.
 """
 
-from vizhooks.hooks.patching import EditResult, PatchResult, mean_ablate, patch, steer, sweep
+from vizhooks.hooks.patching import EditResult, PatchResult, mean_ablate, mean_direction, patch, steer, sweep
 
-__all__ = ["EditResult", "PatchResult", "mean_ablate", "patch", "steer", "sweep"]
+__all__ = ["EditResult", "PatchResult", "mean_ablate", "mean_direction", "patch", "steer", "sweep"]

@@ -9,6 +9,8 @@ of B's answer comes back. Swept over the layers, it shows *where* the network de
 - :func:`mean_ablate`: a layer's output replaced by its mean over a set of photos (the mean is
   computed once per model, layer and set, and cached).
 - :func:`steer`: ``scale * direction`` added to a layer's channels at every position.
+- :func:`mean_direction`: a direction to steer along, the mean activation of some photos minus
+  that of others, per channel.
 
 Channels are where vizhooks puts them everywhere (:func:`vizhooks.models.maps.channel_dim`: dim 1 of
 conv maps, the last dim of ViT tokens, Linear outputs and Swin's channels-last maps); a region is
@@ -39,7 +41,7 @@ from vizhooks.models.layers import resolve_layers
 from vizhooks.models.maps import as_map, channel_dim, channels_last_modules
 from vizhooks.models.registry import ModelBundle
 
-__all__ = ["EditResult", "PatchResult", "mean_ablate", "patch", "steer", "sweep"]
+__all__ = ["EditResult", "PatchResult", "mean_ablate", "mean_direction", "patch", "steer", "sweep"]
 
 Region = tuple[int, int, int, int]
 #: What an edit does to the ``call``-th output of its layer in one pass: ``edit(call, output)``.
@@ -528,3 +530,41 @@ def steer(model: nn.Module | ModelBundle, x: torch.Tensor, layer: str, direction
         return lambda call, out: out + shifts[call]
 
     return _edit_run(model, x, layer, target=target, make_edit=make_edit)
+
+
+def mean_direction(model: nn.Module | ModelBundle, toward: torch.Tensor, away: torch.Tensor,
+                   layer: str) -> torch.Tensor:
+    """The direction from ``away`` to ``toward`` at ``layer``: their mean activations per channel,
+    ``toward``'s minus ``away``'s, each averaged over its photos, positions (and calls).
+
+    Steering ``away`` by this direction with ``scale=1`` gives each of its channels ``toward``'s
+    mean; the photos may have different sizes, since only the means are compared.
+
+    Args:
+        toward: images ``(N, 3, H, W)`` (or one, ``(1, 3, H, W)``) whose mean the direction points to.
+        away: images whose mean it starts from.
+        layer: a module name.
+
+    Returns:
+        A ``(C,)`` CPU tensor, one value per channel of the layer (for :func:`steer`).
+
+    Raises:
+        UnknownLayerError: a name the model lacks. ValueError: bad inputs, a layer that did not run.
+
+    Example:
+        >>> direction = mean_direction(bundle.model, dog, cat, "layer3")
+        >>> steer(bundle.model, cat, "layer3", direction, 1.0).logits
+    """
+    model = _module(model)
+    check_input(toward)
+    check_input(away)
+    device = model_device(model)
+    means = []
+    with hooked(model) as hooks:
+        found = _layers(model, resolve_layers(model, [layer]))[0]
+        for photos in (toward, away):
+            _, outs = _capture(hooks, model, photos.to(device), [found])
+            # every position of every photo and call as one row of channel values
+            rows = [t.movedim(found.dim(t), -1).reshape(-1, t.shape[found.dim(t)]) for t in outs[found.name]]
+            means.append(torch.cat(rows).double().mean(0))
+    return keep((means[0] - means[1]).float())

@@ -28,7 +28,7 @@ from vizhooks.models.registry import TAUGHT_MARK, input_spec, meta_model, resolv
 
 VIEWS = ("maps", "gradients", "gradcam", "backward", "table")
 #: Bodies used by the lesson only (see vizhooks/lesson/steps.py).
-LESSON_BODIES = ("hello", "prepost", "conv", "grad_none", "clamp", "sanity", "remove")
+LESSON_BODIES = ("hello", "prepost", "conv", "grad_none", "clamp", "sanity", "remove", "patching")
 
 
 def call(head: str, args: list[str], tail: str = "") -> str:
@@ -168,12 +168,14 @@ class Code:
 def lesson_code(body: str, *, model: str, image: str, size: int, layers: list[str], target: int | None = None,
                 clamp_at: str | None = None, limit: float = 1e-3, pretrained: bool = False,
                 num_classes: int | None = None, lang: str = "en", setup_layers: list[str] | None = None,
-                conv: ConvPlace | None = None, head: NewHead | None = None) -> Code:
+                conv: ConvPlace | None = None, head: NewHead | None = None,
+                source_image: str = "photo_b.png") -> Code:
     """One lesson step's code (``body`` in ``LESSON_BODIES``) as set-up and step lines.
 
     ``setup_layers`` are the layers the set-up prepares ``to_map`` for (default ``layers`` and
     ``clamp_at``): the page passes all its chosen layers, so every step shares one set-up. ``conv``
-    is the place the "conv" body takes apart (default: :func:`conv_place` of ``layers``)."""
+    is the place the "conv" body takes apart (default: :func:`conv_place` of ``layers``); ``source_image``
+    the path of the "patching" body's photo B."""
     if body not in LESSON_BODIES:
         raise ValueError(f"body must be one of {', '.join(LESSON_BODIES)}, not {body!r}.")
     names = setup_layers if setup_layers is not None else [*layers, *([clamp_at] if clamp_at else [])]
@@ -182,9 +184,12 @@ def lesson_code(body: str, *, model: str, image: str, size: int, layers: list[st
     where = (Source(f"{place.row}, {place.col}") if place.row is not None and place.col is not None else
              Source(render("values.centre", lang).strip()))
     stages = sanity_stages(model) if body == "sanity" else []
-    return Code(text, render(body, lang, layers=list(layers), layer=place.layer,
+    # the patching body resizes photo B as the set-up resized photo A
+    spec = input_spec(resolve_entry(model).arch, meta_model(model)[0])
+    resample = Source(f"Image.Resampling.{spec.interpolation.upper()}")
+    return Code(text, render(body, lang, layers=list(layers), layer=place.layer, resample=resample,
                              target=_target(target, "values.top1_lesson", lang), clamp_at=clamp_at, limit=float(limit),
-                             channel=place.channel, where=where, stages=stages))
+                             channel=place.channel, where=where, stages=stages, source_image=source_image))
 
 
 @dataclass(frozen=True)

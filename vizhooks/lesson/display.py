@@ -5,9 +5,20 @@ views (backward, table, intervene) import them from here."""
 from __future__ import annotations
 
 from collections.abc import Sequence
+from typing import TYPE_CHECKING
 
 from vizhooks.hooks.gradients import BackwardRecord
 from vizhooks.lesson.i18n import known, t
+
+if TYPE_CHECKING:
+    from PIL import Image
+    from torch import Tensor
+
+    from vizhooks.hooks.patching import PatchResult
+    from vizhooks.models.registry import ModelBundle
+
+#: The patching step's photo B when none is chosen (the handout from the command line): photo A upside down.
+PATCH_SOURCE_NAME = "photo_b.png"
 
 #: The clamp's limit as a percentile of |gradient| at the clamped layer, on this photo: a fixed
 #: number (the old default 0.001) clipped nothing on some models and everything on others.
@@ -56,3 +67,22 @@ def note(record: BackwardRecord) -> str:
 def header(column: str) -> str:
     """A column's header in the current language (a column the texts do not know keeps its name)."""
     return t(f"layer_col_{column}") if known(f"layer_col_{column}") else column
+
+
+def patch_source(bundle: ModelBundle, picture: Image.Image, photo_b: Image.Image) -> Tensor:
+    """The patching step's photo B as its code prepares it: squashed to photo A's size (``picture``,
+    the picture the model saw) with the model's interpolation, then normalised."""
+    from PIL import Image
+
+    from vizhooks.models.images import to_tensor
+
+    resample = Image.Resampling[bundle.input.interpolation.upper()]
+    return to_tensor(photo_b.convert("RGB").resize(picture.size, resample, reducing_gap=3.0), bundle.input.mean,
+                     bundle.input.std)
+
+
+def patch_sweep(bundle: ModelBundle, x: Tensor, source: Tensor, layers: Sequence[str]) -> list[PatchResult]:
+    """The patching step's sweep: photo A (``x``) with each layer taken from B in turn, on B's top class."""
+    from vizhooks.hooks.patching import sweep
+
+    return sweep(bundle.model, x, source, [name.split("#")[0] for name in layers])

@@ -41,8 +41,11 @@ from vizhooks.lesson.display import (
     CLAMP_CHANNELS,
     CLAMP_COLOUR_PERCENTILE,
     CLAMP_DEFAULT,
+    PATCH_SOURCE_NAME,
     header,
     note,
+    patch_source,
+    patch_sweep,
     shapes_text,
     table_facts,
 )
@@ -89,14 +92,18 @@ class LessonChoices:
     head: NewHead | None = None
     #: the lesson plan: step numbers (1-based) in the teacher's order; empty: every step
     plan: tuple[int, ...] = ()
+    #: the patching step's photo B (None: photo A upside down) and the file name its code reads it from
+    source_photo: bytes | None = None
+    source_name: str = PATCH_SOURCE_NAME
 
 
 def step_code(step: Step, *, model: str, image: str, size: int, layers: list[str], target: int | None,
               pretrained: bool, num_classes: int, lang: str, clamp_at: str | None = None,
-              limit: float = 0.0, conv: ConvPlace | None = None, head: NewHead | None = None) -> Code:
+              limit: float = 0.0, conv: ConvPlace | None = None, head: NewHead | None = None,
+              source_image: str = PATCH_SOURCE_NAME) -> Code:
     """One step's code as the Lesson view prints it: the set-up prepared for all ``layers`` (the same in
     every step) and the step's hook lines (the clamp step: the layers before ``clamp_at``; the conv
-    step: the value at ``conv``)."""
+    step: the value at ``conv``; the patching step: photo B at ``source_image``)."""
     kind, name = step.code
     common: dict[str, Any] = dict(model=model, image=image, size=size, target=target, pretrained=pretrained,
                                   num_classes=num_classes, lang=lang, head=head)
@@ -106,7 +113,7 @@ def step_code(step: Step, *, model: str, image: str, size: int, layers: list[str
     if name == "clamp" and clamp_at is not None:
         hooked = [n for n in layers if layers.index(n) < layers.index(clamp_at)] or layers[:1]
     return lesson_code(name, layers=hooked, clamp_at=clamp_at if name == "clamp" else None, limit=limit,
-                       setup_layers=list(layers), conv=conv, **common)
+                       setup_layers=list(layers), conv=conv, source_image=source_image, **common)
 
 
 @dataclass
@@ -162,8 +169,18 @@ def prepare(choices: LessonChoices, bundle: vz.ModelBundle) -> Lesson:
         lesson.codes[each.id] = step_code(
             each, model=choices.model, image=choices.photo_name, size=choices.size, layers=layers,
             target=choices.target, pretrained=bundle.pretrained, num_classes=len(bundle.categories),
-            lang=choices.lang, clamp_at=clamp_at, limit=limit, conv=place, head=choices.head)
+            lang=choices.lang, clamp_at=clamp_at, limit=limit, conv=place, head=choices.head,
+            source_image=choices.source_name)
     return lesson
+
+
+def source_photo(choices: LessonChoices) -> bytes:
+    """The patching step's photo B as a file's bytes: the one chosen, else photo A upside down (PNG)."""
+    if choices.source_photo is not None:
+        return choices.source_photo
+    out = io.BytesIO()
+    vz.load_image(choices.photo).transpose(Image.Transpose.FLIP_TOP_BOTTOM).save(out, "PNG")
+    return out.getvalue()
 
 
 def conv_of(choices: LessonChoices, bundle: vz.ModelBundle, analysis: Analysis, layers: list[str]) -> ConvPlace:
@@ -228,6 +245,10 @@ def notebook(lesson: Lesson) -> nbformat.NotebookNode:
         v4.new_markdown_cell(t("handout_setup")),
         v4.new_code_cell(setup.strip("\n")),
     ]
+    if any(step.live == "patching" for step in steps):  # photo B beside photo A, written the same way
+        cells += [v4.new_markdown_cell(t("lesson_patching_photo_b", photo=c.source_name)),
+                  v4.new_code_cell(_photo_cell(c.source_name, source_photo(c)),
+                                   metadata={"jupyter": {"source_hidden": True}})]
     for n, step in enumerate(steps, 1):
         title = t("lesson_step", n=n, total=len(steps), title=t(f"lesson_{step.id}_title"))
         cells += [v4.new_markdown_cell(f"## {title}\n\n{t(f'lesson_{step.id}_text')}"),
@@ -404,6 +425,13 @@ def live_part(lesson: Lesson, step: Step, labels: list[str]) -> str:
                                t("cam_caption", layer=n, label=labels[target])) for n in layers)
     if step.live == "sanity":
         return _sanity_part(lesson, labels)
+    if step.live == "patching":
+        photo_b = vz.load_image(source_photo(c))
+        runs = patch_sweep(bundle, a.x, patch_source(bundle, a.picture, photo_b), layers)
+        return (_photo(photo_b, t("lesson_patching_photo_b", photo=c.source_name))
+                + f"<p class='caption'>{html.escape(t('patching_chart_caption', label=labels[runs[0].target]))}</p>"
+                + _table([t("lesson_col_layer"), t("patching_chart_y")],
+                         [[r.layer, f"{r.restored:.0%}"] for r in runs]))
     if step.live == "remove":
         counts = hook_calls_demo(model, a.x, layers[0])
         return _inline(f"- {t('lesson_remove_forgot', calls=counts['forgot'])}\n"

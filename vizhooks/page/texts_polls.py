@@ -21,4 +21,5 @@ CORRECT: dict[str, int] = {
     "remove": 3,
     "conv": 0,
     "sanity": 2,
+    "patching": 3,
 }

@@ -19,7 +19,7 @@ from vizhooks.page.clip import offered as clip_offered
 from vizhooks.page.sources import SOURCES
 from vizhooks.page.taught import names_of
 from vizhooks.page.views import REGISTRY
-from vizhooks.page.views.compare import PATCH_PARTS
+from vizhooks.page.views.compare import PATCH_PARTS, STEER_SCALES
 from vizhooks.page.views.intervene import EDIT_MODES
 from vizhooks.render.figures import CMAPS, NORMS, ORDERS
 
@@ -142,6 +142,9 @@ def parse_query(
                                   and all(_int(x) is not None and int(x) < 100_000 for x in parts) else None),
         "pt_rows": _span,
         "pt_cols": _span,
+        # steering A towards B in the Compare view: a strength the slider offers
+        "sr_on": lambda v: {"1": True, "0": False}.get(v),
+        "sr_scale": lambda v: next((s for s in STEER_SCALES if v in (str(s), f"{s:g}")), None),
     }
     for key, check in checks.items():
         if key in params:
@@ -163,7 +166,8 @@ def parse_query(
             good["hide"] = hidden
     valid = {c.name for c in architecture_layers(str(good.get("model", DEFAULTS["model"])))}
     convs = {c.name for c in architecture_layers(str(good.get("model", DEFAULTS["model"]))) if c.kind == "conv"}
-    for key in ("insp_layer", "atlas_layer", "iv_layer", "cv_layer", "pt_layer"):  # one layer (cv_layer: a conv)
+    # one layer each (cv_layer: a conv)
+    for key in ("insp_layer", "atlas_layer", "iv_layer", "cv_layer", "pt_layer", "sr_layer"):
         if key in params:
             name = _one(params[key])
             if name in (convs if key == "cv_layer" else valid):

@@ -36,3 +36,5 @@ clamp_at: str
 limit: float
 #: the sanity check's stages, from the head down
 stages: list[str]
+#: the patching step's photo B (its path)
+source_image: str

@@ -1,5 +1,6 @@
-"""Compare: two photos side by side, layer by layer, with their difference and similarity; and
-activation patching: photo A run with one layer (or every convolution in turn) taken from photo B."""
+"""Compare: two photos side by side, layer by layer, with their difference and similarity;
+activation patching: photo A run with one layer (or every convolution in turn) taken from photo B;
+and steering: photo A run with B's mean activation minus A's added at one layer, at a chosen strength."""
 
 from __future__ import annotations
 
@@ -10,7 +11,7 @@ import streamlit as st
 from PIL import ImageDraw
 
 from vizhooks.analysis import Analysis, compare_maps, image_digest
-from vizhooks.hooks.patching import PatchResult, sweep
+from vizhooks.hooks.patching import EditResult, PatchResult, mean_direction, steer, sweep
 from vizhooks.models.images import to_tensor
 from vizhooks.page.results import cached, conv_infos, get_analysis, get_bundle, grid_png, tensor_bytes
 from vizhooks.page.sources import PHOTO_SOURCES, photo_bytes, photo_picker
@@ -25,6 +26,9 @@ if TYPE_CHECKING:  # annotations only: a view never imports the page's state (ur
 PATCH_PARTS = ("whole", "channels", "region")
 #: The region's rows and columns in percent of the map, when the link gives none.
 DEFAULT_SPAN = (25, 75)
+#: The steering strengths the slider offers (``sr_scale``; urlstate checks a link against them): 1 gives
+#: each channel of the layer B's mean, 0 changes nothing, a negative one pushes A away from B.
+STEER_SCALES = (-2.0, -1.5, -1.0, -0.5, 0.0, 0.5, 1.0, 1.5, 2.0, 3.0, 4.0)
 
 
 def show(ctx: Context) -> None:
@@ -46,6 +50,7 @@ def show(ctx: Context) -> None:
     a_col.image(analysis.picture, caption=t("compare_first"))
     b_col.image(other.picture, caption=t("compare_second"))
     show_patch(ctx, other, digest_b)
+    show_steer(ctx, other, digest_b)
     for name in [n for n in c.layers if n in analysis.activations and n in other.activations]:
         pair = compare_maps(analysis.activations[name], other.activations[name])
         key = ("compare", c.model, digest, digest_b, c.size, c.what, name)
@@ -215,5 +220,47 @@ def show_patched_maps(ctx: Context, other: Analysis, digest_b: str, layer: str, 
         col.image(grid_png(tensor, (*key, tag), shown, "index", c.cmap, "layer", c.columns, layer, None))
 
 
+def steered(ctx: Context, other: Analysis, digest_b: str, layer: str, scale: float) -> EditResult:
+    """A with ``scale`` times (B's mean activation at ``layer`` minus A's) added at every position,
+    measured on B's top-1 class; cached for every session."""
+    c, analysis = ctx.choices, ctx.analysis
+    key = ("steer", c.model, ctx.digest, digest_b, c.size, layer, scale)
+
+    def make() -> EditResult:
+        model = get_bundle(c.model).model
+        direction = mean_direction(model, other.x, analysis.x, layer)
+        return steer(model, analysis.x, layer, direction, scale, target=int(other.logits[0].argmax()))
+
+    return cached(key, make, lambda r: tensor_bytes([r.logits, r.clean]))
+
+
+def show_steer(ctx: Context, other: Analysis, digest_b: str) -> None:
+    """Steering A towards B at one layer: A's top-5 before and after, and B's class's score."""
+    analysis, bundle, c = ctx.analysis, ctx.bundle, ctx.choices
+    st.divider()
+    st.subheader(t("patching_steer_header"))
+    if not st.toggle(t("patching_steer_on"), key="sr_on", help=t("patching_steer_intro")):
+        st.caption(t("patching_steer_intro"))
+        return
+    st.caption(t("patching_steer_intro"))
+    layers = [n for n in c.layers if n in analysis.activations]
+    keep_valid("sr_layer", layers, layers[-1])
+    keep_valid("sr_scale", STEER_SCALES, 1.0)
+    left, right = st.columns(2)
+    layer = left.selectbox(t("patching_steer_layer"), layers, key="sr_layer")
+    scale = float(right.select_slider(t("patching_steer_scale"), STEER_SCALES, key="sr_scale",
+                                      format_func=lambda v: f"{v:+g}"))
+    with st.spinner(t("patching_steer_running", layer=layer)):
+        result = steered(ctx, other, digest_b, layer, scale)
+    labels = shown_labels(bundle)
+    before, after = float(result.clean[result.target]), float(result.logits[result.target])
+    st.metric(t("patching_steer_metric", label=labels[result.target]), f"{after:.3f}", delta=f"{after - before:+.3f}")
+    heads = (("patching_top_a", result.clean), ("patching_steer_after", result.logits))
+    for col, (head, logits) in zip(st.columns(2), heads, strict=True):
+        col.markdown(f"**{t(head, layer=layer, scale=f'{scale:+g}')}**")
+        top5_bars(col, logits[None], labels)
+
+
 VIEW = View("compare", group="change", order=20, label="view_compare", show=show,
-            keys=("pt_on", "pt_layer", "pt_part", "pt_channels", "pt_rows", "pt_cols", "pt_sweep"))
+            keys=("pt_on", "pt_layer", "pt_part", "pt_channels", "pt_rows", "pt_cols", "pt_sweep",
+                  "sr_on", "sr_layer", "sr_scale"))

@@ -10,18 +10,21 @@ from urllib.parse import urlencode
 
 import streamlit as st
 
-from vizhooks.analysis import hook_calls_demo, lesson_sanity, sanity_bytes
+import vizhooks as vz
+from vizhooks.analysis import hook_calls_demo, image_digest, lesson_sanity, sanity_bytes
+from vizhooks.hooks.patching import PatchResult
 from vizhooks.interpret.methods import ExplainError
 from vizhooks.lesson.code import Code, ConvPlace
+from vizhooks.lesson.display import PATCH_SOURCE_NAME, patch_source, patch_sweep
 from vizhooks.lesson.handout import LessonChoices, file_name, lesson_file, step_code
 from vizhooks.lesson.steps import FORMATS, PRESETS, STEPS, Step, plan_minutes, plan_steps, preset_plan, step_index
 from vizhooks.page.classes import answer_hidden, poll
 from vizhooks.page.present import NAV_KEY, present_on, scroll_to_step, step_anchor
-from vizhooks.page.results import cached, get_analysis, get_bundle, grid_png
+from vizhooks.page.results import cached, get_analysis, get_bundle, grid_png, tensor_bytes
 from vizhooks.page.sources import photo_bytes
 from vizhooks.page.taught import code_head
 from vizhooks.page.texts import language, t
-from vizhooks.page.views import View, backward, convolution, gradcam, gradients, intervene, maps, table
+from vizhooks.page.views import View, backward, compare, convolution, gradcam, gradients, intervene, maps, table
 from vizhooks.page.views.code import chosen_target, image_path
 from vizhooks.page.widgets import class_picker, shown_labels
 from vizhooks.render.figures import channel_overlay, image_to_png
@@ -47,6 +50,15 @@ def _conv_choice() -> ConvPlace | None:
                      int(state.get("cv_col", 0)))
 
 
+def photo_b() -> tuple[bytes | None, str]:
+    """The patching step's photo B, the Compare view's second photo: its bytes (None before one is
+    given) and the path its code reads it from."""
+    source = st.session_state.get("compare_source", "sample")
+    name = st.session_state.get("compare")
+    path = f"sample_images/{name}" if source == "sample" and name else PATCH_SOURCE_NAME
+    return photo_bytes(source, sample_key="compare", prefix="compare_"), path
+
+
 def lesson_code(step: Step, ctx: Context) -> Code:
     """The step's code as set-up (the same for every step: all the chosen layers) and hook lines."""
     bundle, c = ctx.bundle, ctx.choices
@@ -59,7 +71,8 @@ def lesson_code(step: Step, ctx: Context) -> Code:
         limit = intervene.clamp_limit(ctx, clamp_at, top1 if target is None else target, percentile)[0]
     return step_code(step, model=c.model, image=image_path(c), size=c.size, layers=list(c.layers),
                      target=chosen_target(), pretrained=bundle.pretrained, num_classes=len(bundle.categories),
-                     lang=language(), clamp_at=clamp_at, limit=limit, conv=_conv_choice(), head=code_head(c.model))
+                     lang=language(), clamp_at=clamp_at, limit=limit, conv=_conv_choice(), head=code_head(c.model),
+                     source_image=photo_b()[1])
 
 
 def take_home(ctx: Context) -> None:
@@ -75,7 +88,7 @@ def take_home(ctx: Context) -> None:
                             lang=language(), layers=tuple(c.layers), target=chosen_target(), clamp_at=clamp_at,
                             percentile=percentile, channels=c.channels, order=c.grid_order, cmap=c.cmap, norm=c.norm,
                             columns=c.columns or None, conv=_conv_choice(), head=code_head(c.model),
-                            plan=the_plan())
+                            plan=the_plan(), source_photo=photo_b()[0], source_name=Path(photo_b()[1]).name)
     bundle = ctx.bundle
     st.markdown(f"**{t('handout_download')}**")
     st.caption(t("handout_download_help", n=len(plan_steps(the_plan()))))
@@ -187,12 +200,38 @@ def show_live_part(step: Step, ctx: Context) -> None:
         gradcam.show(ctx)
     elif step.live == "sanity":
         show_sanity(ctx, layers[-1])
+    elif step.live == "patching":
+        show_patching(ctx, layers)
     elif step.live == "remove":
         layer = layers[0]
         counts = cached(("hook-calls", c.model, digest, c.size, layer),
                         lambda: hook_calls_demo(get_bundle(c.model).model, analysis.x, layer), lambda _: 64)
         st.markdown(f"- {t('lesson_remove_forgot', calls=counts['forgot'])}\n"
                     f"- {t('lesson_remove_removed', calls=counts['removed'])}")
+
+
+def show_patching(ctx: Context, layers: list[str]) -> None:
+    """Each chosen layer of photo A taken from photo B in turn: B's answer restored, as a line (the
+    lesson's "patching" code prints the same numbers)."""
+    c, analysis = ctx.choices, ctx.analysis
+    data, path = photo_b()
+    if data is None:
+        st.info(t("lesson_patching_none"))
+        return
+    digest_b = image_digest(data)
+
+    def make() -> list[PatchResult]:
+        bundle = get_bundle(c.model)
+        source = patch_source(bundle, analysis.picture, vz.load_image(data))
+        return patch_sweep(bundle, analysis.x, source, layers)
+
+    with st.spinner(t("patching_running", n=len(layers))):
+        runs = cached(("lesson-patching", c.model, ctx.digest, digest_b, c.size, tuple(layers)), make,
+                      lambda rs: tensor_bytes(x for r in rs for x in (r.logits, r.clean, r.source)))
+    left, right = st.columns([1, 3])
+    left.image(vz.load_image(data), caption=t("lesson_patching_photo_b", photo=Path(path).name))
+    with right:
+        compare.show_sweep(runs, shown_labels(ctx.bundle))
 
 
 #: Overlays per row in the sanity step's strip.
