@@ -98,3 +98,47 @@ def test_the_generated_reference_lists_plan_and_hide_and_the_manual_every_hideab
     for page in ("class.md", "class.zh.md"):
         text = (ROOT / "docs" / page).read_text("utf-8")
         assert "?plan=" in text and all(f"`{name}`" in text for name in HIDEABLE)
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("lang", ["en", "zh"])
+def test_the_polls_csv_holds_the_plans_polls_in_the_plans_order(monkeypatch, lang):
+    """The teacher's "Download the answers (CSV)": only the plan's steps' polls, in the plan's order,
+    their choices in the page's language, the class's counts (an answer given to a step outside the
+    plan is not in it)."""
+    import csv
+    import io
+
+    from streamlit.runtime.media_file_manager import MediaFileManager
+
+    from tests.helpers import ok, open_page
+    from tests.test_app_class import start_class
+    from vizhooks.page import classes
+
+    for name in ("VIZHOOKS_CLASS_STORE", "VIZHOOKS_TEACHER_KEY", "VIZHOOKS_MAX_CLASSES"):
+        monkeypatch.delenv(name, raising=False)
+    classes.reset()
+    found: dict = {}
+    original = MediaFileManager.add_deferred
+
+    def keep(self, data_callable, mimetype, coordinates, file_name=None, **kw):
+        found[file_name] = data_callable
+        return original(self, data_callable, mimetype, coordinates, file_name, **kw)
+
+    monkeypatch.setattr(MediaFileManager, "add_deferred", keep)
+    teacher = open_page(view="lesson", plan="4,1,11", size=str(SIZE), lang=lang)
+    code = start_class(teacher)
+    room = classes.classroom()
+    room.answer(code, "shapes", "b1", 1)
+    room.answer(code, "remove", "b1", 3)
+    room.answer(code, "forward", "b1", 0)  # step 2: not in the plan
+    teacher.run()
+    ok(teacher)
+    rows = list(csv.reader(io.StringIO(found[f"class-{code}-polls.csv"]())))
+    texts = {"en": EN, "zh": ZH}[lang]
+    expected = [["question", "choice", "answers"]]
+    for step_id, answered in (("shapes", 1), ("what", None), ("remove", 3)):
+        choices = [texts[k] for n in range(1, 7) if (k := f"lesson_{step_id}_c{n}") in texts]
+        expected += [[step_id, choice, str(int(i == answered))] for i, choice in enumerate(choices)]
+    assert rows == expected
+    classes.reset()

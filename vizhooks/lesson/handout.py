@@ -21,6 +21,7 @@ import base64
 import html
 import io
 import re
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -64,6 +65,14 @@ from vizhooks.render.figures import (
 
 #: How many input channels (the strongest) the handout's conv step shows, as the view's default.
 CONV_ROWS = 4
+
+#: Hears how far a lesson file has come: (parts done, parts in all). The preparation (the photo through
+#: the model) is the first part; then each step of the HTML handout, or the notebook's writing.
+Progress = Callable[[int, int], None]
+
+
+def _quiet(done: int, total: int) -> None:
+    """No one listening."""
 
 
 @dataclass(frozen=True)
@@ -509,8 +518,9 @@ def _clamp_part(lesson: Lesson) -> str:
     return "".join(out)
 
 
-def handout(lesson: Lesson) -> str:
-    """The lesson as one self-contained HTML page in the current language (see the module's docstring)."""
+def handout(lesson: Lesson, progress: Progress = _quiet) -> str:
+    """The lesson as one self-contained HTML page in the current language (see the module's docstring);
+    ``progress`` hears each step drawn (after the preparation, part 1 of the plan's steps + 1)."""
     c, a = lesson.choices, lesson.analysis
     labels = class_labels(lesson.bundle.categories, c.lang)
     title = t("handout_title", model=c.model, photo=c.photo_name)
@@ -532,6 +542,7 @@ def handout(lesson: Lesson) -> str:
                   f"<div class='question'><p><strong>{html.escape(t('lesson_question'))}</strong> "
                   f"{html.escape(t(f'lesson_{step.id}_q'))}</p><p><em>{html.escape(t('lesson_answer'))}:</em></p>"
                   f"{_inline(t(f'lesson_{step.id}_a'))}</div>"]
+        progress(n + 1, len(steps) + 1)
     lang = {"zh": "zh-CN", "zh-Hant": "zh-Hant-TW"}.get(c.lang, "en")
     return (f'<!DOCTYPE html>\n<html lang="{lang}"><head><meta charset="utf-8">'
             '<meta name="viewport" content="width=device-width, initial-scale=1">'
@@ -539,12 +550,19 @@ def handout(lesson: Lesson) -> str:
             + "\n".join(parts) + "\n</body></html>\n")
 
 
-def handout_bytes(lesson: Lesson) -> bytes:
-    return handout(lesson).encode("utf-8")
+def handout_bytes(lesson: Lesson, progress: Progress = _quiet) -> bytes:
+    return handout(lesson, progress).encode("utf-8")
 
 
-def lesson_file(choices: LessonChoices, bundle: vz.ModelBundle, fmt: str) -> bytes:
-    """The lesson as ``fmt`` ("ipynb" or "html") bytes, in ``choices.lang``.
+def lesson_parts(choices: LessonChoices, fmt: str) -> int:
+    """How many parts :func:`lesson_file` reports for ``fmt``: the preparation, then each step of the
+    handout, or the notebook's writing."""
+    return 1 + (len(plan_steps(choices.plan)) if fmt == "html" else 1)
+
+
+def lesson_file(choices: LessonChoices, bundle: vz.ModelBundle, fmt: str, progress: Progress = _quiet) -> bytes:
+    """The lesson as ``fmt`` ("ipynb" or "html") bytes, in ``choices.lang``; ``progress(done, total)``
+    hears each part made (:func:`lesson_parts` of them), so a page can say how far it is.
 
     Raises:
         ValueError: an unknown format or language.
@@ -554,8 +572,18 @@ def lesson_file(choices: LessonChoices, bundle: vz.ModelBundle, fmt: str) -> byt
         raise ValueError(f"format must be one of {', '.join(FORMATS)}, not {fmt!r}.")
     if choices.lang not in LANGUAGES:
         raise ValueError(f"language must be one of {', '.join(LANGUAGES)}, not {choices.lang!r}.")
-    write = notebook_bytes if fmt == "ipynb" else handout_bytes
-    return in_language(choices.lang, lambda: write(prepare(choices, bundle)))
+    total = lesson_parts(choices, fmt)
+
+    def make() -> bytes:
+        lesson = prepare(choices, bundle)
+        progress(1, total)
+        if fmt == "html":
+            return handout_bytes(lesson, progress)
+        data = notebook_bytes(lesson)
+        progress(total, total)
+        return data
+
+    return in_language(choices.lang, make)
 
 
 def file_name(choices: LessonChoices, fmt: str) -> str:

@@ -100,6 +100,14 @@ class ByteLRU:
         self._tell(key, "computed")
         return value
 
+    def peek(self, key: Hashable) -> object | None:
+        """The value kept for ``key`` (as recently used), or None; never computes, never waits."""
+        with self._lock:
+            if key not in self._items:
+                return None
+            self._items.move_to_end(key)
+            return self._items[key][0]
+
     def _tell(self, key: Hashable, event: str) -> None:
         if self._observe is not None:
             self._observe(key, event)

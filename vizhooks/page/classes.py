@@ -565,6 +565,9 @@ def publish(data: bytes | None) -> None:
         page[key] = list(value) if isinstance(value, (list, tuple)) else value
     digest = image_digest(data) if data is not None else None
     page["photo"] = digest
+    # the name the take-home files give the photo (the class's while this page shows it)
+    page["photo_name"] = last.get("photo_name") if digest == last.get("photo") and last.get("photo_name") \
+        else _own_photo_name()
     if page == last:
         return
     try:
@@ -584,6 +587,12 @@ def publish(data: bytes | None) -> None:
         return
     st.session_state["_class_published"] = page
     st.session_state["_class_version"] = state.version  # this page's own action: not news to adopt
+
+
+def _own_photo_name() -> str:
+    """The file name of the photo this page's sidebar holds, as the lesson's code names it."""
+    state = st.session_state
+    return str(state["sample"]) if state.get("source", "sample") == "sample" and state.get("sample") else "my_photo.jpg"
 
 
 def class_page() -> dict[str, Any]:
@@ -686,11 +695,12 @@ def poll_choices(step_id: str) -> list[str]:
     return [t(key) for n in range(1, 7) if (key := f"lesson_{step_id}_c{n}") in EN]
 
 
-def poll_questions() -> list[tuple[str, list[str]]]:
-    """Every lesson poll as (step id, its choices), in the page's language."""
-    from vizhooks.lesson.steps import STEPS
+def poll_questions(plan: tuple[int, ...] = ()) -> list[tuple[str, list[str]]]:
+    """The polls of the lesson plan's steps (step numbers; empty: the whole lesson), in the plan's order,
+    as (step id, its choices) in the page's language."""
+    from vizhooks.lesson.steps import plan_steps
 
-    return [(step.id, poll_choices(step.id)) for step in STEPS]
+    return [(step.id, poll_choices(step.id)) for step in plan_steps(plan)]
 
 
 def polls_csv(code: str, questions: list[tuple[str, list[str]]] | None = None) -> str:
@@ -761,7 +771,8 @@ def poll(step_id: str) -> bool:
             left.success(t("poll_revealed", choice=choices[correct]))
         else:
             left.button(t("poll_reveal"), key=f"poll_reveal_{step_id}", on_click=_reveal, args=(step_id,))
-        questions = poll_questions()  # in this run's language: the click's thread has none set
+        # the plan's polls in this run's language (the click's thread has none set)
+        questions = poll_questions(tuple(st.session_state.get("lesson_plan") or ()))
         right.download_button(t("poll_csv"), lambda: polls_csv(code, questions),  # made on the click
                               file_name=f"class-{code}-polls.csv", mime="text/csv", key="poll_csv",
                               on_click="ignore")

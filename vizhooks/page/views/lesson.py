@@ -4,6 +4,7 @@ its answer. The live parts are the other views' own functions."""
 from __future__ import annotations
 
 import functools
+from dataclasses import replace
 from pathlib import Path
 from typing import TYPE_CHECKING
 from urllib.parse import urlencode
@@ -14,13 +15,15 @@ import vizhooks as vz
 from vizhooks.analysis import hook_calls_demo, image_digest, lesson_sanity, sanity_bytes
 from vizhooks.hooks.patching import PatchResult
 from vizhooks.interpret.methods import ExplainError
-from vizhooks.lesson.code import Code, ConvPlace
+from vizhooks.lesson.code import Code, ConvPlace, conv_place
 from vizhooks.lesson.display import PATCH_SOURCE_NAME, patch_source, patch_sweep
-from vizhooks.lesson.handout import LessonChoices, file_name, lesson_file, step_code
+from vizhooks.lesson.handout import LessonChoices, file_name, lesson_file, lesson_parts, step_code
 from vizhooks.lesson.steps import FORMATS, PRESETS, STEPS, Step, plan_minutes, plan_steps, preset_plan, step_index
-from vizhooks.page.classes import answer_hidden, poll
+from vizhooks.page.builds import Builds
+from vizhooks.page.classes import answer_hidden, class_page, class_photo, poll
+from vizhooks.page.errors import reason
 from vizhooks.page.present import NAV_KEY, present_on, scroll_to_step, step_anchor
-from vizhooks.page.results import cached, get_analysis, get_bundle, grid_png, tensor_bytes
+from vizhooks.page.results import cached, conv_infos, get_analysis, get_bundle, grid_png, tensor_bytes
 from vizhooks.page.sources import photo_bytes
 from vizhooks.page.taught import code_head
 from vizhooks.page.texts import language, t
@@ -30,7 +33,7 @@ from vizhooks.page.widgets import class_picker, shown_labels
 from vizhooks.render.figures import channel_overlay, image_to_png
 
 if TYPE_CHECKING:  # annotations only: a view never imports the page's state (urlstate reads the views)
-    from vizhooks.page.state import Context
+    from vizhooks.page.state import Choices, Context
 
 
 def _clamp_choice(ctx: Context) -> tuple[str, int]:
@@ -75,28 +78,116 @@ def lesson_code(step: Step, ctx: Context) -> Code:
                      source_image=photo_b()[1])
 
 
-def take_home(ctx: Context) -> None:
-    """The whole lesson on this photo and model to download, as a notebook or an HTML handout. Made
-    on the click (in Streamlit's own thread, without this run's session), so the closure keeps every
-    value it needs."""
+#: What a class's photo is called in a take-home file when the teacher's page did not say.
+CLASS_PHOTO_NAME = "class_photo.jpg"
+#: The bytes of finished take-home files the server keeps for whoever asks next.
+TAKE_HOME_BYTES = 200e6
+#: How often the page looks at a running build's progress (seconds).
+TAKE_HOME_POLL = 1.0
+
+
+def shown_photo(c: Choices) -> tuple[bytes | None, str]:
+    """The photo this page shows and its file name: the class's (the teacher's) while the page shows
+    it, as app.py does (a follower's own sample is not on its screen), else the sidebar's."""
+    data = class_photo()
+    if data is not None:
+        return data, str(class_page().get("photo_name") or CLASS_PHOTO_NAME)
+    return photo_bytes(c.source), Path(image_path(c)).name
+
+
+@st.cache_resource(show_spinner=False)
+def take_homes() -> Builds:
+    """The take-home files of every session of this server, each made once (vizhooks.page.builds)."""
+    return Builds(TAKE_HOME_BYTES)
+
+
+def take_home_choices(ctx: Context) -> LessonChoices | None:
+    """What this page shows, as a lesson file is made from it: its photo, model, layers, plan and
+    settings; None without a photo."""
     c = ctx.choices
-    data = photo_bytes(c.source)
+    data, name = shown_photo(c)
     if data is None:
-        return
+        return None
     clamp_at, percentile = _clamp_choice(ctx)
-    choices = LessonChoices(model=c.model, photo=data, photo_name=Path(image_path(c)).name, size=c.size,
-                            lang=language(), layers=tuple(c.layers), target=chosen_target(), clamp_at=clamp_at,
-                            percentile=percentile, channels=c.channels, order=c.grid_order, cmap=c.cmap, norm=c.norm,
-                            columns=c.columns or None, conv=_conv_choice(), head=code_head(c.model),
-                            plan=the_plan(), source_photo=photo_b()[0], source_name=Path(photo_b()[1]).name)
-    bundle = ctx.bundle
+    return LessonChoices(model=c.model, photo=data, photo_name=name, size=c.size, lang=language(),
+                         layers=tuple(c.layers), target=chosen_target(), clamp_at=clamp_at, percentile=percentile,
+                         channels=c.channels, order=c.grid_order, cmap=c.cmap, norm=c.norm, columns=c.columns or None,
+                         conv=_chosen_place(ctx), head=code_head(c.model), plan=the_plan(),
+                         source_photo=photo_b()[0], source_name=Path(photo_b()[1]).name)
+
+
+def _chosen_place(ctx: Context) -> ConvPlace | None:
+    """The Convolution view's place, None while it is the view's default (as the lesson file's own
+    default is): pages that opened the conv step and pages that did not ask for one file."""
+    chosen = _conv_choice()
+    if chosen is None or chosen.channel:
+        return chosen
+    layers = list(ctx.choices.layers)
+    infos = {info.name: info for info in conv_infos(ctx.choices.model, tuple(ctx.analysis.x.shape[-2:]))}
+    info = infos.get(chosen.layer)
+    if info is None or chosen.layer != conv_place(ctx.choices.model, layers).layer:
+        return chosen
+    h, w = info.out_hw or (1, 1)
+    return None if (chosen.row, chosen.col) == (h // 2, w // 2) else chosen
+
+
+def take_home_key(choices: LessonChoices, digest: str, fmt: str) -> tuple:
+    """What decides a lesson file: every choice, the photo by its ``digest`` (everyone on one class
+    state asks for the same key)."""
+    return ("take-home", fmt, replace(choices, photo=b""), digest)
+
+
+def _make(key: tuple, choices: LessonChoices, bundle: vz.ModelBundle, fmt: str) -> None:
+    take_homes().start(key, fmt, lesson_parts(choices, fmt),
+                       lambda progress: lesson_file(choices, bundle, fmt, progress))
+
+
+def _building(key: tuple, fmt: str) -> None:
+    """A running build's progress, looked at every second; the whole page runs again when it is done
+    (its download button then shows)."""
+    build = take_homes().find(key)
+    if build is None or not build.running:
+        st.rerun(scope="app")
+        return
+    last = take_homes().last_seconds(fmt)
+    text = t("follow_building", what=t(f"follow_what_{fmt}"), done=build.done, total=build.total,
+             seconds=build.seconds())
+    if last is not None:
+        text = f"{text} {t('follow_building_last', last=last)}"
+    st.progress(min(build.done / build.total, 1.0), text=text)
+
+
+def take_home(ctx: Context) -> None:
+    """The lesson on what this page shows (the teacher's photo and choices for a follower), to take home
+    as a notebook or an HTML handout. Each file is made once per class state for every session that asks
+    (vizhooks.page.builds), in a thread of its own, so a rerun of the page (the teacher moving on) does
+    not cut it short; while it builds, its progress and time show."""
+    choices = take_home_choices(ctx)
+    if choices is None:
+        return
     st.markdown(f"**{t('handout_download')}**")
     st.caption(t("handout_download_help", n=len(plan_steps(the_plan()))))
-    cols = st.columns(2)
-    for col, fmt in zip(cols, FORMATS, strict=True):
-        col.download_button(t(f"handout_download_{fmt}"), data=functools.partial(lesson_file, choices, bundle, fmt),
-                            file_name=file_name(choices, fmt), mime=FORMATS[fmt], key=f"lesson_take_home_{fmt}",
-                            on_click="ignore", icon=":material/download:")
+    for col, fmt in zip(st.columns(2), FORMATS, strict=True):
+        key = take_home_key(choices, ctx.digest, fmt)
+        build = take_homes().find(key)
+        with col:
+            if build is not None and build.data is not None:
+                # deferred: the page does not hash megabytes on every run; the click gets the bytes kept
+                st.download_button(t(f"handout_download_{fmt}"), data=functools.partial(bytes, build.data),
+                                   file_name=file_name(choices, fmt),
+                                   mime=FORMATS[fmt], key=f"lesson_take_home_{fmt}", on_click="ignore",
+                                   icon=":material/download:")
+                st.caption(t("follow_ready", seconds=build.seconds()))
+            elif build is not None and build.running:
+                st.fragment(_building, run_every=TAKE_HOME_POLL)(key, fmt)
+            else:
+                if build is not None and build.error is not None:
+                    st.error(t("follow_failed", what=t(f"follow_what_{fmt}"), reason=reason(build.error)))
+                st.button(t(f"follow_make_{fmt}"), key=f"lesson_make_{fmt}", on_click=_make,
+                          args=(key, choices, ctx.bundle, fmt), icon=":material/build:")
+                last = take_homes().last_seconds(fmt)
+                st.caption(t("follow_make_help") + " " + (t("follow_took", seconds=last) if last is not None
+                                                          else t(f"follow_first_{fmt}")))
 
 
 def show_code(step: Step, ctx: Context) -> None:
@@ -177,7 +268,7 @@ def show_live_part(step: Step, ctx: Context) -> None:
         maps.show(ctx)
     elif step.live == "prepost":
         layer = layers[0]
-        data = photo_bytes(c.source)
+        data = shown_photo(c)[0]  # a follower's is the teacher's: the digest names it in the shared cache
         assert data is not None  # the analysis was made from it
         before = get_analysis(c.model, digest, data, c.size, (layer,), "input")
         left, right = st.columns(2)
