@@ -13,8 +13,6 @@ from pathlib import Path
 
 import pytest
 
-pytestmark = pytest.mark.bench
-
 ROOT = Path(__file__).resolve().parents[1]
 BENCHES = {"grids", "hooks", "page", "coldstart", "memory", "gpu", "featurevis", "exemplars", "video", "live",
            "teach", "overview", "explain", "export", "patching",
@@ -46,6 +44,7 @@ def _quick(tmp_path: Path, *only: str) -> tuple[subprocess.CompletedProcess[str]
 
 # One run per benchmark, so the two test workers share them (one run of all of them held one core for
 # five minutes).
+@pytest.mark.bench
 @pytest.mark.parametrize("bench", sorted(BENCHES))
 def test_quick_benchmark_runs(bench, tmp_path):
     _, rows, _ = _quick(tmp_path, bench)
@@ -64,6 +63,7 @@ def test_quick_benchmark_runs(bench, tmp_path):
     assert any(r["target"] != "—" for r in rows) == (bench in TARGETED)
 
 
+@pytest.mark.bench
 def test_the_table_is_written_and_printed(tmp_path):
     proc, rows, text = _quick(tmp_path, "hooks", "gpu")
     assert {r["bench"] for r in rows} == {"hooks", "gpu"}
