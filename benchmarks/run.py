@@ -32,9 +32,9 @@ Benchmarks (each module in this package has the details):
 --repeat N (default 5) is the number of measured repetitions: A/B pairs for grids, 3N pairs for
 hooks and gpu, N reruns of each kind for page, min(N, 3) launches for coldstart, min(N, 3) feature
 pairs and cached teach() calls and 3N page-view pairs for teach, max(3, N) pairs and min(N, 3)
-Score-CAM calls for explain, max(3, 2N) new sessions and reruns for pagecpu; memory runs each case once in a fresh process. --quick is a smoke test
-(about a minute): one repetition, two layers for grids, one memory case, no profiles; its numbers
-are not measurements.
+Score-CAM calls for explain, max(3, 2N) new sessions and reruns for pagecpu; memory runs each case
+once in a fresh process. --quick is a smoke test (about a minute): one repetition, two layers for
+grids, one memory case, no profiles; its numbers are not measurements.
 
 Everything runs offline: VIZHOOKS_OFFLINE=1, an empty temporary TORCH_HOME, random weights.
 Targets are reported as PASS / MISS and never asserted; a benchmark that fails to run is an ERROR
