@@ -70,6 +70,15 @@ GLOSSARY: tuple[Term, ...] = (
     Term("heat map", "热力图", "Grad-CAM、实时、视频", (r"热图", r"热度图")),
     Term("feature visualization", "特征可视化", "通道图谱", (r"特征可视图",)),
     Term("dataset exemplars", "数据集样例", "通道图谱", (r"数据集示例", r"数据集范例")),
+    Term("sample photo", "示例照片", "侧边栏“图像”、对比、干预、激活修补、概念（“样例”只用于数据集样例）",
+         (r"样例照片", r"范例照片", r"样本照片")),
+    Term("sanity check", "合理性检验", "该相信哪张图、课程第 {sanity} 步",
+         (r"合理性检查", r"健全性检查", r"完整性检验")),
+    Term("relevance (of a channel)", "相关性", "特征图的通道顺序、通道相关性", (r"关联性", r"相关度", r"关联度")),
+    Term("activation patching", "激活修补", "对比视图", (r"激活补丁", r"打补丁", r"激活替换")),
+    Term("crop (of a photo, for concepts)", "裁剪块", "概念", (r"剪裁块", r"裁切块", r"裁剪片")),
+    Term("audit (a folder)", "检查", "“检查一个文件夹”视图", (r"审查", r"审计")),
+    Term("confusion matrix", "混淆矩阵", "“检查一个文件夹”视图", (r"混淆表", r"误差矩阵", r"错误矩阵")),
 )
 
 _PLACEHOLDER = re.compile(r"\{[^{}]*\}")

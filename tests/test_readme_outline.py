@@ -43,7 +43,7 @@ OUTLINE: dict[str, str] = {
     "# Your own classes": "# 教网络认识你自己的类别",
     "## Take it to other tools": "## 带到其他工具里用",
     "# Which explanation to believe": "# 该相信哪一张解释图",
-    "## Auditing a whole folder": "## 审查整个文件夹",
+    "## Auditing a whole folder": "## 检查整个文件夹",
     "## Which channels decided? (channel relevance)": "## 哪些通道做了决定？（通道相关性）",
     "## Concepts: what a layer has learned over many photos": "## 概念：一层在许多照片上学到了什么",
     "# The lesson and the class": "# 课程与课堂",
