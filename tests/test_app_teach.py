@@ -63,7 +63,7 @@ def test_teach_then_every_view_uses_the_taught_model(lang, request):
     ok(at)
     name = at.session_state["model"]
     assert name.startswith("resnet18+my:") and taught.names_of(name) == tuple(CLASSES)
-    label = texts["model_taught_option"].format(name="resnet18", classes=", ".join(CLASSES))
+    label = texts["model_taught_option"].format(name="resnet18", classes=texts["list_separator"].join(CLASSES))
     assert at.success[0].value == texts["teach_done"].format(model=label, backbone="resnet18")
     assert at.metric[0].label == texts["teach_accuracy"]
     assert any(c.value == texts["teach_method_loo"].format(n=4) for c in at.caption)

@@ -36,7 +36,7 @@ from __future__ import annotations
 import contextvars
 import functools
 import os
-from collections.abc import Iterator, Mapping
+from collections.abc import Iterable, Iterator, Mapping
 from pathlib import Path
 
 #: Where the catalogues live: one folder per language, gettext's layout.
@@ -150,6 +150,11 @@ def t(key: str, **values: object) -> str:
     """
     text = table(language()).get(key) or table(SOURCE)[key]
     return text.format(**values) if values else text
+
+
+def listed(items: Iterable[str]) -> str:
+    """``items`` as one list in the current language: "a, b, c"; in Chinese "a、b、c"."""
+    return t("list_separator").join(items)
 
 
 def english(key: str, **values: object) -> str:

@@ -147,7 +147,7 @@ def test_snapshots_into_two_classes_train_then_gradcam_names_them(teach_server, 
     _no_errors(page, log)
 
     page.locator(".st-key-teach_train").get_by_role("button", name=texts["teach_train"]).click()
-    label = texts["model_taught_option"].format(name="resnet18", classes=", ".join(names))
+    label = texts["model_taught_option"].format(name="resnet18", classes=texts["list_separator"].join(names))
     done = texts["teach_done"].format(model=label, backbone="resnet18").replace("**", "")
     expect(page.get_by_test_id("stAlert").filter(has_text=done)).to_be_visible(timeout=STEP_MS)
     _idle(page)

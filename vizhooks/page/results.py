@@ -45,7 +45,7 @@ from vizhooks.page.cache import ByteLRU
 from vizhooks.page.clip import clip_option
 from vizhooks.page.metrics import computed, counted, observe_cache
 from vizhooks.page.taught import compose, is_taught, names_of
-from vizhooks.page.texts import set_language, t
+from vizhooks.page.texts import listed, set_language, t
 from vizhooks.render.figures import (
     conv_products_figure,
     conv_window_figure,
@@ -86,7 +86,7 @@ def model_option(name: str, lang: str) -> str:
     backbone and its classes."""
     if is_taught(name):
         set_language(lang)
-        return t("model_taught_option", name=backbone_name(name), classes=", ".join(names_of(name)) or "?")
+        return t("model_taught_option", name=backbone_name(name), classes=listed(names_of(name)) or "?")
     if is_clip(name):
         set_language(lang)
         return clip_option(name)

@@ -18,7 +18,7 @@ from vizhooks.page.sources.sample import default_sample
 from vizhooks.page.sources.video import video_sidebar
 from vizhooks.page.state import Choices, apply_quick_pick, keep_a_language, model_changed, picks_for
 from vizhooks.page.taught import offered_models, switch_pending
-from vizhooks.page.texts import LANGUAGE_NAMES, language, t
+from vizhooks.page.texts import LANGUAGE_NAMES, language, listed, t
 from vizhooks.page.urlstate import CHANNEL_CHOICES, DEFAULTS, LANGS, PAGE_ORDERS, SIZE_MAX, SIZE_MIN, SIZE_STEP
 from vizhooks.page.widgets import keep_valid, labels_for, layer_label, pick_label
 from vizhooks.render.figures import CMAPS, NORMS
@@ -29,7 +29,7 @@ def sidebar() -> tuple[Choices, Any]:
     sb = st.sidebar
     hidden = hidden_controls()
     if hidden:  # a teacher's link fixed these (?hide=): the student sees what, not the controls
-        sb.caption(t("plan_hidden", items=", ".join(t(f"plan_hide_{name}") for name in hidden)))
+        sb.caption(t("plan_hidden", items=listed(t(f"plan_hide_{name}") for name in hidden)))
     # switching language only redraws: no cache key holds the language
     if "lang" not in hidden:
         sb.segmented_control(t("language"), LANGS, key="lang", format_func=LANGUAGE_NAMES.__getitem__,

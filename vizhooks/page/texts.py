@@ -12,14 +12,15 @@ from vizhooks.i18n import (
     LANGUAGES,
     language,
     language_from_locale,
+    listed,
     section,
     set_language,
     t,
     table,
 )
 
-__all__ = ["EN", "LANGUAGES", "LANGUAGE_NAMES", "ZH", "language", "language_from_locale", "section", "set_language",
-           "t", "use_session_language"]
+__all__ = ["EN", "LANGUAGES", "LANGUAGE_NAMES", "ZH", "language", "language_from_locale", "listed", "section",
+           "set_language", "t", "use_session_language"]
 
 EN = table("en")
 ZH = table("zh")

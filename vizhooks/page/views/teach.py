@@ -26,7 +26,7 @@ from vizhooks.page.results import get_bundle, plain_bundle
 from vizhooks.page.sources.sample import read_sample, samples
 from vizhooks.page.sources.upload import PHOTO_MB
 from vizhooks.page.taught import checkpoint_bytes, checkpoint_files, names_of, read_upload, remember, use_model
-from vizhooks.page.texts import t
+from vizhooks.page.texts import listed, t
 from vizhooks.page.views import View
 from vizhooks.page.widgets import fraction, progress_bar
 from vizhooks.render.figures import confusion_figure, figure_to_png
@@ -223,7 +223,7 @@ def _result(model: str, n: int) -> None:
     if not result:
         return
     backbone = backbone_name(result["model"])
-    label = t("model_taught_option", name=backbone, classes=", ".join(result["names"]))
+    label = t("model_taught_option", name=backbone, classes=listed(result["names"]))
     if result.pop("fresh", False):
         st.success(t("teach_done", model=label, backbone=backbone))
     if signature(n) != result["signature"]:
@@ -307,7 +307,7 @@ def _bring_back(bundle: vz.ModelBundle) -> None:
             return
         use_model(remember(taught))
         st.session_state["_teach_notices"] = [t("teach_uploaded", model=t(
-            "model_taught_option", name=bundle.name, classes=", ".join(taught.bundle.categories)))]
+            "model_taught_option", name=bundle.name, classes=listed(taught.bundle.categories)))]
         st.rerun()
 
 
