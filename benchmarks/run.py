@@ -27,6 +27,8 @@ Benchmarks (each module in this package has the details):
              ablation vs 512 intervene calls, 16 conditional heatmaps in one call vs 16 calls
   concepts  17. concepts: the activation pass vs a bare batched forward to the layer, discovery end to
              end, peak memory at 1,000 and 10,000 crops
+  hf        18. the Hugging Face wrapper's forward vs the model's own (ViT, 224 px), and CLIP zero-shot
+             with new class names vs the same names again (text forwards counted)
 
 --repeat N (default 5) is the number of measured repetitions: A/B pairs for grids, 3N pairs for
 hooks and gpu, N reruns of each kind for page, min(N, 3) launches for coldstart, min(N, 3) feature
@@ -79,6 +81,7 @@ BENCHES = {
     "patching": "15. Activation patching (sweep vs separate patch calls)",
     "relevance": "16. Channel relevance",
     "concepts": "17. Concepts (activation pass vs bare forward to the layer, discovery, memory)",
+    "hf": "18. Hugging Face wrapper and CLIP prompt cache",
 }
 DEFAULT_HEADER = """# vizhooks benchmarks
 
