@@ -28,6 +28,8 @@ Benchmarks (each module in this package has the details):
   concepts  17. concepts: the activation pass vs a bare batched forward to the layer, discovery end to
              end, peak memory at 1,000 and 10,000 crops
   pagecpu   18. the CPU of one default-page run of a new session on a warm server, by part (AppTest)
+  hf        19. the Hugging Face wrapper's forward vs the model's own (ViT, 224 px), and CLIP zero-shot
+             with new class names vs the same names again (text forwards counted)
 
 --repeat N (default 5) is the number of measured repetitions: A/B pairs for grids, 3N pairs for
 hooks and gpu, N reruns of each kind for page, min(N, 3) launches for coldstart, min(N, 3) feature
@@ -81,6 +83,7 @@ BENCHES = {
     "relevance": "16. Channel relevance",
     "concepts": "17. Concepts (activation pass vs bare forward to the layer, discovery, memory)",
     "pagecpu": "18. Page CPU per default-page run, by part",
+    "hf": "19. Hugging Face wrapper and CLIP prompt cache",
 }
 DEFAULT_HEADER = """# vizhooks benchmarks
 

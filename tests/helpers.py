@@ -260,3 +260,48 @@ def shape_photos(per_class: int = 15, seed: int = 0, side: int = 128) -> dict[st
                 draw.polygon([(x, y + s), (x + s, y + s), (x + s // 2, y)], fill=colour)
             photos[kind].append(image)
     return photos
+
+
+# --- tiny Hugging Face models (test_hf.py, test_zoo.py) --------------------------------------------
+
+HF_LABELS = ["cat", "dog", "mug"]
+#: The block class of each tiny family, as transformers names it.
+HF_BLOCKS = {"vit": "ViTLayer", "beit": "BeitLayer", "convnext": "ConvNextLayer", "swin": "SwinLayer",
+             "resnet": "ResNetBasicLayer"}
+
+
+def tiny_hf_config(kind: str):
+    """A transformers config of a tiny image classifier of ``kind`` (three classes, random weights)."""
+    import transformers as tf
+
+    labels = {"id2label": dict(enumerate(HF_LABELS)), "label2id": {n: i for i, n in enumerate(HF_LABELS)}}
+    if kind in ("vit", "beit"):
+        config = tf.ViTConfig if kind == "vit" else tf.BeitConfig
+        return config(hidden_size=32, num_hidden_layers=2, num_attention_heads=2, intermediate_size=64,
+                      image_size=32, patch_size=8, **labels)
+    if kind == "convnext":  # channels 16 and 24 at 8x8 and 4x4: no shape is ambiguous
+        return tf.ConvNextConfig(hidden_sizes=[16, 24], depths=[1, 1], num_stages=2, **labels)
+    if kind == "swin":
+        return tf.SwinConfig(image_size=32, patch_size=4, embed_dim=16, depths=[1, 1], num_heads=[2, 2],
+                             window_size=4, **labels)
+    return tf.ResNetConfig(embedding_size=8, hidden_sizes=[16, 24], depths=[1, 1], layer_type="basic", **labels)
+
+
+def tiny_hf_processor(kind: str):
+    """The image processor saved with a tiny model of ``kind``."""
+    import transformers as tf
+
+    if kind in ("vit", "swin", "beit"):  # what these families' checkpoints save: a fixed square size
+        return tf.ViTImageProcessor(size={"height": 32, "width": 32}, image_mean=[0.5, 0.4, 0.3],
+                                    image_std=[0.2, 0.25, 0.3], resample=2)
+    return tf.ConvNextImageProcessor(size={"shortest_edge": 32}, resample=3)
+
+
+def save_tiny_hf(kind: str, folder: Path) -> Path:
+    """A tiny random model of ``kind`` (seed 7) and its image processor, save_pretrained into ``folder``."""
+    from transformers import AutoModelForImageClassification
+
+    torch.manual_seed(7)
+    AutoModelForImageClassification.from_config(tiny_hf_config(kind)).save_pretrained(folder)
+    tiny_hf_processor(kind).save_pretrained(folder)
+    return folder

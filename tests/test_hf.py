@@ -11,7 +11,7 @@ import pytest
 import torch
 from PIL import Image
 
-from tests.helpers import count_hooks, run_cli
+from tests.helpers import HF_LABELS, count_hooks, run_cli, save_tiny_hf
 from vizhooks.hooks.capture import capture
 from vizhooks.interpret.cam import grad_cam
 from vizhooks.models import weights as weights_module
@@ -23,31 +23,7 @@ from vizhooks.models.weights import WeightsError
 os.environ["HF_HUB_OFFLINE"] = "1"  # before transformers is imported: no test reaches the Hub
 
 KINDS = ("vit", "convnext", "swin", "resnet")
-LABELS = ["cat", "dog", "mug"]
-
-
-def _config(kind: str):
-    import transformers as tf
-
-    labels = {"id2label": dict(enumerate(LABELS)), "label2id": {n: i for i, n in enumerate(LABELS)}}
-    if kind == "vit":
-        return tf.ViTConfig(hidden_size=32, num_hidden_layers=2, num_attention_heads=2, intermediate_size=64,
-                            image_size=32, patch_size=8, **labels)
-    if kind == "convnext":  # channels 16 and 24 at 8x8 and 4x4: no shape is ambiguous
-        return tf.ConvNextConfig(hidden_sizes=[16, 24], depths=[1, 1], num_stages=2, **labels)
-    if kind == "swin":
-        return tf.SwinConfig(image_size=32, patch_size=4, embed_dim=16, depths=[1, 1], num_heads=[2, 2],
-                             window_size=4, **labels)
-    return tf.ResNetConfig(embedding_size=8, hidden_sizes=[16, 24], depths=[1, 1], layer_type="basic", **labels)
-
-
-def _processor(kind: str):
-    import transformers as tf
-
-    if kind in ("vit", "swin"):  # what these families' checkpoints save: a fixed square size
-        return tf.ViTImageProcessor(size={"height": 32, "width": 32}, image_mean=[0.5, 0.4, 0.3],
-                                    image_std=[0.2, 0.25, 0.3], resample=2)
-    return tf.ConvNextImageProcessor(size={"shortest_edge": 32}, resample=3)
+LABELS = HF_LABELS
 
 
 @pytest.fixture(autouse=True)
@@ -58,17 +34,7 @@ def _hub_offline(monkeypatch):
 @pytest.fixture(scope="module")
 def folders(tmp_path_factory):
     """{kind: save_pretrained folder} of four tiny random models, each with its image processor."""
-    from transformers import AutoModelForImageClassification
-
-    out = {}
-    for kind in KINDS:
-        torch.manual_seed(7)
-        model = AutoModelForImageClassification.from_config(_config(kind))
-        folder = tmp_path_factory.mktemp(kind)
-        model.save_pretrained(folder)
-        _processor(kind).save_pretrained(folder)
-        out[kind] = folder
-    return out
+    return {kind: save_tiny_hf(kind, tmp_path_factory.mktemp(kind)) for kind in KINDS}
 
 
 @pytest.fixture(scope="module")
@@ -253,3 +219,42 @@ def test_the_page_shows_an_operators_hf_model_in_its_views(folders, tmp_path, mo
     for view in ("explain", "overview"):
         choose_view(at, view)
         ok(at)
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("pretrained", [True, False])
+def test_the_lessons_code_for_an_hf_model_runs_and_prints_the_pages_numbers(folders, tmp_path, pretrained):
+    """The code under "How this was made" for an hf: model: transformers' own loading code, wrapped to return
+    logits, run by a fresh Python (no vizhooks) on the saved folder; its logits and Grad-CAM are the page's."""
+    import json
+    import subprocess
+    import sys
+
+    from tests.helpers import ROOT
+    from vizhooks.analysis import analyse
+    from vizhooks.hooks.gradients import gradient_pass
+    from vizhooks.interpret.cam import cams_from
+    from vizhooks.lesson.code import view_code
+    from vizhooks.models.images import load_image
+
+    name, layers, image = f"hf:{folders['vit']}", ["hf.vit.layers.0", "hf.vit.layers.1"], "sample_images/chelsea.jpg"
+    code = view_code("gradcam", model=name, image=image, size=128, layers=layers, pretrained=pretrained).full
+    assert "vizhooks" not in code and "models.hf" not in code and "AutoModelForImageClassification" in code
+    path = tmp_path / "snippet.py"
+    path.write_text(code + '\nimport json\n\nprint("@@", json.dumps(model(x)[0].tolist()))\n')  # its logits
+    env = {**os.environ, "HF_HUB_OFFLINE": "1", "VIZHOOKS_OFFLINE": "1"}
+    run = subprocess.run([sys.executable, str(path)], cwd=ROOT, env=env, capture_output=True, text=True, timeout=600)
+    assert run.returncode == 0, run.stderr[-3000:]
+    lines = run.stdout.splitlines()
+    printed = torch.tensor(json.loads(next(line for line in lines if line.startswith("@@"))[3:]))
+    # the page: the same model (its folder's weights, or the seeded random ones), the same photo and size
+    bundle = load_model(name, weights="auto" if pretrained else "none", device="cpu")
+    analysis = analyse(bundle, load_image(ROOT / image), 128, layers)
+    torch.testing.assert_close(printed, analysis.logits[0], rtol=1e-4, atol=1e-4)
+    result = gradient_pass(bundle.model, analysis.x, layers, target=int(analysis.logits[0].argmax()), as_maps=True)
+    cams = cams_from(result, tuple(analysis.x.shape[-2:]))
+    for layer in layers:
+        line = next(line for line in lines if line.startswith(f"{layer} Grad-CAM"))
+        shape, mean = line.split(" Grad-CAM ")[1].split(" mean ")
+        assert shape == str(tuple(cams[layer].shape))
+        assert abs(float(mean.split(" peak")[0]) - float(cams[layer].mean())) <= 1e-3, (layer, line)

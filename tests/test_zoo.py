@@ -559,3 +559,77 @@ def test_budget_checks_allocate_no_weights():
     assert grew_kb < 200_000, f"peak memory grew by {grew_kb / 1e3:.0f} MB"
     assert params > 1.2e9  # the weights that were not allocated: about 5 GB of float32
     assert (refused, blocks) == (2, 32) and convs > 100
+
+
+# ----------------------------------------------------------------------------------------------
+# Hugging Face families (hf:FOLDER): tiny models from a config, save_pretrained with an image processor
+
+HF_KINDS = ("vit", "beit", "convnext", "swin", "resnet")
+HF_FIXED = {"vit", "beit", "swin"}  # their processors save a fixed square size (32)
+
+
+@pytest.fixture(scope="module", params=HF_KINDS)
+def hf_zoo(request, tmp_path_factory):
+    """(kind, name, bundle, input) for one tiny Hugging Face family."""
+    from tests.helpers import save_tiny_hf
+
+    os.environ["HF_HUB_OFFLINE"] = "1"
+    name = f"hf:{save_tiny_hf(request.param, tmp_path_factory.mktemp(request.param))}"
+    bundle = vm.load_model(name, device="cpu")
+    return request.param, name, bundle, bundle.preprocess(_picture(), SMALL)
+
+
+def _hand_hooked(model: nn.Module, x: torch.Tensor, names: list[str]) -> dict[str, torch.Tensor]:
+    """Each module's output by a forward hook written out here, on a copy with in-place ops off."""
+    clone = copy.deepcopy(model)
+    for m in clone.modules():
+        if hasattr(m, "inplace"):
+            m.inplace = False
+    modules, seen = dict(clone.named_modules()), {}
+    handles = [modules[n].register_forward_hook(lambda _m, _i, out, n=n: seen.__setitem__(n, out.detach().clone()))
+               for n in names]
+    try:
+        with torch.no_grad():
+            clone(x)
+    finally:
+        for handle in handles:
+            handle.remove()
+    return seen
+
+
+def test_hf_input_follows_the_saved_processor(hf_zoo):
+    kind, _, bundle, x = hf_zoo
+    if kind in HF_FIXED:
+        assert bundle.input.fixed_size == 32 and tuple(x.shape) == (1, 3, 32, 32)
+    else:
+        assert bundle.input.fixed_size is None and tuple(x.shape) == (1, 3, SMALL, 80)
+
+
+def test_hf_every_conv_matches_a_hand_written_hook(hf_zoo):
+    kind, _, bundle, x = hf_zoo
+    names = [n for n, m in bundle.model.named_modules() if isinstance(m, nn.Conv2d)]
+    assert [c.name for c in conv_layers(bundle.model)] == names and names
+    want = _hand_hooked(bundle.model, x, names)
+    got = capture(bundle.model, x, names)
+    assert list(got) == names
+    for name in names:
+        assert torch.equal(got[name], want[name]), (kind, name)
+    assert count_hooks(bundle.model) == 0
+
+
+def test_hf_blocks_are_each_familys_unit_and_quick_picks_resolve(hf_zoo):
+    from tests.helpers import HF_BLOCKS, tiny_hf_config
+
+    kind, name, bundle, _ = hf_zoo
+    config = tiny_hf_config(kind)
+    count = getattr(config, "num_hidden_layers", None) if kind in ("vit", "beit") else sum(config.depths)
+    modules = dict(bundle.model.named_modules())
+    expected = [n for n, m in modules.items() if type(m).__name__ == HF_BLOCKS[kind]]
+    assert len(expected) == count and [b.name for b in find_layers(bundle.model, "block")] == expected
+    assert all(n.startswith("hf.") for n in expected)  # the Hugging Face names under the wrapper's prefix
+    picks = quick_picks(architecture_layers(name), token_model(name))
+    assert picks["tour"] and all(n in modules for names in picks.values() for n in names)
+    assert picks["blocks"] == expected if "blocks" in picks else expected in picks.values()
+    convs = [n for n, m in modules.items() if isinstance(m, nn.Conv2d)]
+    assert picks["tour"][0] == (expected[0] if kind in HF_FIXED else convs[0])
+    assert token_model(name) == (kind in HF_FIXED)  # Swin too: its blocks give (1, tokens, C)

@@ -21,7 +21,7 @@ from typing import Any
 
 from vizhooks.hooks.budget import capture_shapes
 from vizhooks.lesson.snippets import WIDTH, Source, render
-from vizhooks.models.architectures import SEED, TIMM_PREFIX, build_kwargs, imagenet_weights
+from vizhooks.models.architectures import HF_PREFIX, SEED, TIMM_PREFIX, build_kwargs, imagenet_weights
 from vizhooks.models.images import MAX_SIZE
 from vizhooks.models.maps import channels_last_modules
 from vizhooks.models.registry import TAUGHT_MARK, input_spec, meta_model, resolve_entry
@@ -77,6 +77,13 @@ def _constructor(name: str, pretrained: bool, num_classes: int | None, head: New
         return _taught_constructor(arch, head)
     # random weights are the page's own: the same seed, so every number printed matches the page
     seed = "" if pretrained else f"torch.manual_seed({SEED})\n"
+    if arch.startswith(HF_PREFIX):  # the set-up's HFLogits (setup.hf_model) wraps the transformers model
+        ref = repr(arch.removeprefix(HF_PREFIX))
+        if pretrained:
+            return call("model = HFLogits", [call("AutoModelForImageClassification.from_pretrained", [ref])
+                                              .rstrip("\n")], ".eval()")
+        return (seed + call("config = AutoConfig.from_pretrained", [ref])
+                + "model = HFLogits(AutoModelForImageClassification.from_config(config)).eval()\n")
     if arch.startswith(TIMM_PREFIX):
         return "import timm\n\n" + seed + call(
             "model = timm.create_model", [repr(arch.removeprefix(TIMM_PREFIX)), f"pretrained={pretrained}"], ".eval()")
@@ -128,7 +135,10 @@ def setup_code(name: str, image: str, size: int, pretrained: bool, num_classes: 
     spec = input_spec(entry.arch, model)
     values: dict[str, object] = dict(image=image, resample=Source(f"Image.Resampling.{spec.interpolation.upper()}"),
                                      mean=list(spec.mean), std=list(spec.std))
-    text = render("setup.imports", lang) + _constructor(name, pretrained, num_classes, head)
+    text = render("setup.imports", lang)
+    if entry.is_hf:
+        text += render("setup.hf_model", lang)
+    text += _constructor(name, pretrained, num_classes, head)
     if spec.fixed_size:
         text += render("setup.fixed_size", lang, side=spec.fixed_size, **values)
     else:

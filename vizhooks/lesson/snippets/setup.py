@@ -13,6 +13,26 @@ from torchvision.transforms import functional as TF
 from vizhooks.lesson.snippets import fill
 
 model = models.resnet18(weights=None).eval()  # the builder writes the model's own constructor here
+# %% hf_model
+from transformers import AutoConfig, AutoModelForImageClassification
+
+
+# en: A Hugging Face model returns an object; like the page's model, this one returns the logits,
+# en: and its layers keep their Hugging Face names under "hf." (e.g. hf.vit.layers.0).
+# zh: Hugging Face 模型返回的是一个对象；与页面的模型一样，这里只返回 logits，
+# zh: 各层保留 Hugging Face 的名字，前面加 "hf."（如 hf.vit.layers.0）。
+class HFLogits(torch.nn.Module):
+    def __init__(self, hf):
+        super().__init__()
+        self.hf = hf
+
+    def forward(self, x):
+        return self.hf(pixel_values=x).logits
+
+
+# %% _
+hf_config = AutoConfig.from_pretrained("folder")  # the builder writes the model's constructor
+model = HFLogits(AutoModelForImageClassification.from_config(hf_config)).eval()
 # %% free_size
 
 # en: The page's preprocessing: shorter side -> {fill.size} px, aspect kept
