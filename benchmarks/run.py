@@ -27,6 +27,8 @@ Benchmarks (each module in this package has the details):
              ablation vs 512 intervene calls, 16 conditional heatmaps in one call vs 16 calls
   concepts  17. concepts: the activation pass vs a bare batched forward to the layer, discovery end to
              end, peak memory at 1,000 and 10,000 crops
+  audit     18. the folder audit: Grad-CAM + SpRAy vs a bare batched forward + backward, and the Python heap
+             peak with a store at 5,000 and 10,000 pictures, extrapolated to 100,000
 
 --repeat N (default 5) is the number of measured repetitions: A/B pairs for grids, 3N pairs for
 hooks and gpu, N reruns of each kind for page, min(N, 3) launches for coldstart, min(N, 3) feature
@@ -79,6 +81,7 @@ BENCHES = {
     "patching": "15. Activation patching (sweep vs separate patch calls)",
     "relevance": "16. Channel relevance",
     "concepts": "17. Concepts (activation pass vs bare forward to the layer, discovery, memory)",
+    "audit": "18. Folder audit (throughput vs bare forward + backward, heap peak extrapolated to 100,000)",
 }
 DEFAULT_HEADER = """# vizhooks benchmarks
 

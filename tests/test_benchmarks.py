@@ -18,7 +18,7 @@ pytestmark = pytest.mark.bench
 ROOT = Path(__file__).resolve().parents[1]
 BENCHES = {"grids", "hooks", "page", "coldstart", "memory", "gpu", "featurevis", "exemplars", "video", "live",
            "teach", "overview", "explain", "export", "patching",
-           "relevance", "concepts"}
+           "relevance", "concepts", "audit"}
 
 
 def test_quick_benchmark_run_produces_the_table(tmp_path):
@@ -48,7 +48,7 @@ def test_quick_benchmark_run_produces_the_table(tmp_path):
     targets = [r for r in rows if r["target"] != "—"]
     assert {r["bench"] for r in targets} == {"grids", "hooks", "page", "exemplars", "featurevis", "video", "live",
                                              "teach", "overview", "explain", "export", "patching",
-                                             "relevance", "concepts"}
+                                             "relevance", "concepts", "audit"}
 
     text = out.read_text()
     assert "| Benchmark | Case | Measured (median) | Target | Result |" in text
