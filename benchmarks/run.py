@@ -30,6 +30,8 @@ Benchmarks (each module in this package has the details):
   pagecpu   18. the CPU of one default-page run of a new session on a warm server, by part (AppTest)
   hf        19. the Hugging Face wrapper's forward vs the model's own (ViT, 224 px), and CLIP zero-shot
              with new class names vs the same names again (text forwards counted)
+  audit     20. the folder audit: Grad-CAM + SpRAy vs a bare batched forward + backward, and the Python heap
+             peak with a store at 5,000 and 10,000 pictures, extrapolated to 100,000
 
 --repeat N (default 5) is the number of measured repetitions: A/B pairs for grids, 3N pairs for
 hooks and gpu, N reruns of each kind for page, min(N, 3) launches for coldstart, min(N, 3) feature
@@ -84,6 +86,7 @@ BENCHES = {
     "concepts": "17. Concepts (activation pass vs bare forward to the layer, discovery, memory)",
     "pagecpu": "18. Page CPU per default-page run, by part",
     "hf": "19. Hugging Face wrapper and CLIP prompt cache",
+    "audit": "20. Folder audit (throughput vs bare forward + backward, heap peak extrapolated to 100,000)",
 }
 DEFAULT_HEADER = """# vizhooks benchmarks
 

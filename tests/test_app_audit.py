@@ -115,3 +115,41 @@ def test_the_teach_photos_are_audited_as_their_classes(monkeypatch, tmp_path):
     captions = [c.value for c in at.caption]
     shown = [c for c in captions if c.startswith(("goldfish: ", "tabby: "))]
     assert [c.split(":")[0] for c in shown] == ["goldfish", "tabby"] and all(c.endswith(" right of 4") for c in shown)
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("lang", ["en", "zh"])
+def test_a_clicked_cell_and_a_chosen_class_come_back_with_the_link(lang, monkeypatch, tmp_path):
+    """The confusion matrix's cells are buttons: a click opens that cell; the page's link then carries the
+    folder, the cell and the class, and a new session opened with it shows the audit with both chosen."""
+    from tests.test_app_links import reopen
+
+    folder = _folder(tmp_path / "photos")
+    at, texts = _audit_page(lang, monkeypatch, folder)
+    ok(at)
+    want = audit(get_bundle("resnet18"), folder, size=224)
+    cells = [(i, j) for i in range(len(want.classes)) for j in range(len(want.columns)) if want.confusion[i, j]]
+    first = at.selectbox(key="audit_cell").value
+    cell = next(c for c in reversed(cells) if c != first) if len(cells) > 1 else first
+    assert at.button(key=f"audit_cell_{cell[0]}_{cell[1]}").proto.label == str(want.confusion[cell])
+    empty = [(i, j) for i in range(len(want.classes)) for j in range(len(want.columns)) if (i, j) not in cells]
+    assert all(at.button(key=f"audit_cell_{i}_{j}").disabled for i, j in empty)
+    at.button(key=f"audit_cell_{cell[0]}_{cell[1]}").click().run()
+    ok(at)
+    assert at.selectbox(key="audit_cell").value == cell
+    names = list(at.selectbox(key="audit_class").options)
+    at.selectbox(key="audit_class").set_value(names[-1]).run()
+    ok(at)
+    assert at.query_params["audit_cell"] in ([f"{cell[0]},{cell[1]}"], f"{cell[0]},{cell[1]}")
+    again = reopen(at)
+    ok(again)
+    assert again.selectbox(key="audit_cell").value == cell
+    assert again.selectbox(key="audit_class").value == names[-1]
+    assert again.radio(key="audit_source").value == texts["audit_source_dir"].format(path=str(folder))
+    i, j = cell
+    column = want.columns[j]
+    pictures = sorted((r for r in want.predictions if r["label"] == want.classes[i] and (
+        r["predicted"] == column or (column == OTHER and r["predicted"] not in want.classes))),
+        key=lambda r: -r["confidence"])
+    wanted = [texts["audit_picture"].format(guess=r["predicted"], conf=r["confidence"]) for r in pictures[:8]]
+    assert _image_captions(again)[1:1 + len(wanted)] == wanted

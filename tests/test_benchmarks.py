@@ -16,12 +16,12 @@ import pytest
 ROOT = Path(__file__).resolve().parents[1]
 BENCHES = {"grids", "hooks", "page", "coldstart", "memory", "gpu", "featurevis", "exemplars", "video", "live",
            "teach", "overview", "explain", "export", "patching",
-           "relevance", "concepts", "pagecpu", "hf"}
+           "relevance", "concepts", "pagecpu", "hf", "audit"}
 
 
 # the benchmarks with a target (PASS / MISS); the others report information only
 TARGETED = {"grids", "hooks", "page", "exemplars", "featurevis", "video", "live", "teach", "overview", "explain",
-            "export", "patching", "relevance", "concepts", "pagecpu", "hf"}
+            "export", "patching", "relevance", "concepts", "pagecpu", "hf", "audit"}
 
 
 def test_every_benchmark_is_listed_here():

@@ -140,6 +140,12 @@ def parse_query(
         "pt_part": lambda v: v if v in PATCH_PARTS else None,
         "pt_channels": lambda v: (sorted({int(x) for x in parts}) if (parts := [p for p in v.split(",") if p])
                                   and all(_int(x) is not None and int(x) < 100_000 for x in parts) else None),
+        # the Audit view: its folder's id, the confusion cell (true, guessed) and the class of its clusters,
+        # each checked against the folder's audit by the view
+        "audit_folder": lambda v: v if re.fullmatch(r"[a-z0-9-]{1,40}", v) else None,
+        "audit_cell": lambda v: (int(v.split(",")[0]), int(v.split(",")[1])) if re.fullmatch(r"\d{1,3},\d{1,3}", v)
+        else None,
+        "audit_class": lambda v: v if 0 < len(v) <= 200 else None,
         "pt_rows": _span,
         "pt_cols": _span,
         # steering A towards B in the Compare view: a strength the slider offers

@@ -32,6 +32,8 @@ from vizhooks.render.figures import channel_overlay, confusion_figure, figure_to
 SIZE = 224
 SHOWN = 8  # pictures of a cell, members of a cluster's strip
 THUMB = 112
+#: The confusion matrix is drawn as buttons up to this many columns (the cell picker is there always).
+MAX_GRID = 9
 #: The Teach view's photos, as this session keeps them (vizhooks/page/views/teach.py).
 TEACH_PHOTOS = "_teach_photos"
 
@@ -81,13 +83,14 @@ def _open(source: Path | Photos, path: str) -> Image.Image:
     return Image.open(source / path).convert("RGB")
 
 
-def _sources() -> dict[str, Path | Photos | None]:
-    found: dict[str, Path | Photos | None] = {}
+def _sources() -> dict[str, tuple[str, Path | Photos | None]]:
+    """label -> (the source's id in a link, its folder or photos); ids do not depend on the language."""
+    found: dict[str, tuple[str, Path | Photos | None]] = {}
     for path in shipped_dirs():
-        found[t("audit_source_sample", name=f"shortcut/{path.name}")] = path
-    for path in operator_dirs():
-        found[t("audit_source_dir", path=str(path))] = path
-    found[t("audit_source_teach")] = teach_photos()
+        found[t("audit_source_sample", name=f"shortcut/{path.name}")] = (f"shortcut-{path.name}", path)
+    for n, path in enumerate(operator_dirs(), 1):
+        found[t("audit_source_dir", path=str(path))] = (f"dir{n}", path)
+    found[t("audit_source_teach")] = ("teach", teach_photos())
     return found
 
 
@@ -101,16 +104,23 @@ def show(model: str) -> None:
     """The Audit view for the session's model ``model``."""
     st.markdown(t("audit_intro"))
     sources = _sources()
+    linked = st.session_state.get("audit_folder")  # a link's folder (or the one shown last): reopened
+    by_id = {ident: label for label, (ident, _) in sources.items()}
+    if linked in by_id and st.session_state.get("audit_source") not in sources:
+        st.session_state["audit_source"] = by_id[linked]
     choice = st.radio(t("audit_source"), list(sources), key="audit_source")
-    folder = sources.get(choice) if choice is not None else None
+    ident, folder = sources[choice] if choice is not None else ("", None)
     if folder is None:
+        st.session_state.pop("audit_folder", None)
         st.info(t("audit_no_teach_photos"))
         return
     key = ("audit", model, str(folder) if isinstance(folder, Path) else "teach", _signature(folder), SIZE)
-    if not st.session_state.get("_audit_run") == key and not st.button(t("audit_run"), type="primary",
-                                                                        key="audit_run"):
+    if not (st.session_state.get("_audit_run") == key or linked == ident) and not st.button(
+            t("audit_run"), type="primary", key="audit_run"):
+        st.session_state.pop("audit_folder", None)
         return
     st.session_state["_audit_run"] = key
+    st.session_state["audit_folder"] = ident
     with shown_errors():
         with progress_bar() as bar:
 
@@ -148,6 +158,7 @@ def _cells(found: Audit, folder: Path | Photos) -> None:
     label = {(i, j): t("audit_cell_option", truth=found.classes[i], guess=t("audit_other_column")
                        if found.columns[j] == OTHER else found.columns[j], n=int(found.confusion[i, j]))
              for i, j in options}
+    _cell_buttons(found, options)
     i, j = st.selectbox(t("audit_cell"), options, key="audit_cell", format_func=label.__getitem__)
     truth, guess = found.classes[i], found.columns[j]
     rows = [r for r in found.predictions if r["label"] == truth
@@ -166,6 +177,28 @@ def _cells(found: Audit, folder: Path | Photos) -> None:
         for n, row in enumerate(worst):
             columns[n].image(image_to_png(_thumb(found, folder, row["path"])), caption=t(
                 "audit_mistake", truth=row["label"], guess=row["predicted"], conf=row["confidence"]))
+
+
+def _pick(cell: tuple[int, int]) -> None:
+    st.session_state["audit_cell"] = cell
+
+
+def _cell_buttons(found: Audit, options: list[tuple[int, int]]) -> None:
+    """The confusion matrix as buttons (rows the true class, columns the guess): a click opens that cell."""
+    if len(found.columns) > MAX_GRID:
+        return
+    chosen = st.session_state.get("audit_cell")
+    head = st.columns(len(found.columns) + 1)
+    head[0].caption(t("audit_grid_corner"))
+    for j, column in enumerate(found.columns):
+        head[j + 1].caption(t("audit_other_column") if column == OTHER else column)
+    for i, name in enumerate(found.classes):
+        row = st.columns(len(found.columns) + 1)
+        row[0].caption(name)
+        for j in range(len(found.columns)):
+            row[j + 1].button(str(int(found.confusion[i, j])), key=f"audit_cell_{i}_{j}", on_click=_pick,
+                              args=((i, j),), disabled=(i, j) not in options,
+                              type="primary" if chosen == (i, j) else "secondary", width="stretch")
 
 
 def _clusters(found: Audit, folder: Path | Photos) -> None:
@@ -193,4 +226,5 @@ def _clusters(found: Audit, folder: Path | Photos) -> None:
         st.success(t("audit_no_shortcut"))
 
 
-VIEW = View("audit", group="explain", order=40, label="view_audit", show=show, own_area=True)
+VIEW = View("audit", group="explain", order=40, label="view_audit", show=show, own_area=True,
+            keys=("audit_folder", "audit_cell", "audit_class"))
