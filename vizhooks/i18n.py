@@ -83,8 +83,8 @@ def _read(lang: str) -> tuple[dict[str, str], dict[str, str], dict[str, tuple[st
     for message in catalog:
         if not message.id:
             continue  # the header
-        key = message.id[0] if isinstance(message.id, tuple) else message.id
-        if isinstance(message.id, tuple):
+        key = str(message.id[0] if isinstance(message.id, (tuple, list)) else message.id)
+        if isinstance(message.string, (tuple, list)):  # a plural entry: one text per form
             forms = tuple(str(form) for form in message.string)
             if all(forms) and not message.fuzzy:
                 plurals[key] = forms
@@ -249,7 +249,8 @@ def write_template(path: Path | None = None) -> Path:
             # no python-brace-format flag: Babel derives it from the msgid, a key without braces, and drops it on
             # update; tests/test_catalogue.py compares the placeholders instead. A plural entry's comment is
             # its English forms, one a line
-            text = "\n".join(message.string) if isinstance(message.id, tuple) else str(message.string)
+            text = ("\n".join(message.string) if isinstance(message.string, (tuple, list))
+                    else str(message.string))
             template.add(message.id, ("", "") if isinstance(message.id, tuple) else "",
                          auto_comments=text.split("\n"), user_comments=message.user_comments)
     target = path or LOCALE_DIR / f"{DOMAIN}.pot"
