@@ -31,7 +31,7 @@ def test_more_than_sixty_layers_are_shown_one_stage_at_a_time():
     at = open_page(view="overview", model="densenet121", size="128")
     ok(at)
     stages = at.selectbox(key="ov_stage").options
-    assert len(stages) == 5 and stages[0] == "Stage 1: 64×96, 1 layer(s)"  # conv0 at half the 128 × 192 picture
+    assert len(stages) == 5 and stages[0] == "Stage 1: 64×96, 1 layer"  # conv0 at half the 128 × 192 picture
     assert any(c.value.startswith("This network has 120 layers in 5 stages") for c in at.caption)
     at.selectbox(key="ov_stage").set_value(3).run()
     ok(at)

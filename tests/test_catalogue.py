@@ -21,7 +21,7 @@ from vizhooks import i18n
 
 ROOT = Path(__file__).resolve().parent.parent
 #: the functions whose first argument is a message id (babel.cfg's documented `-k t -k english`)
-KEYWORDS = {"t": None, "english": None}
+KEYWORDS = {"t": None, "english": None, "nt": None}
 #: presentation types that take the same kind of value: a spec may change width or precision, not the kind
 KINDS = {**dict.fromkeys("s", "text"), **dict.fromkeys("bcdoxXn", "integer"), **dict.fromkeys("eEfFgG%", "real")}
 
@@ -32,7 +32,14 @@ def catalogue(lang: str) -> Catalog:
 
 
 def entries(cat: Catalog) -> dict[str, object]:
-    return {m.id: m for m in cat if m.id}
+    """key -> entry; a plural entry (msgid, msgid_plural) under its msgid."""
+    return {m.id[0] if isinstance(m.id, tuple) else m.id: m for m in cat if m.id}
+
+
+def written(message: object) -> str:
+    """An entry's text; a plural entry's forms, one a line (as the template's comment gives them)."""
+    string = message.string  # type: ignore[attr-defined]
+    return "\n".join(string) if isinstance(string, tuple) else str(string)
 
 
 LANGS = i18n.languages()
@@ -54,7 +61,8 @@ def test_every_key_translated(lang):
     mine = entries(catalogue(lang))
     assert sorted(set(ENGLISH) - set(mine)) == [], f"keys missing in {i18n.po_path(lang)}"
     assert sorted(set(mine) - set(ENGLISH)) == [], f"keys of {lang} that English does not have"
-    untranslated = sorted(k for k, m in mine.items() if not m.string or m.fuzzy)
+    untranslated = sorted(k for k, m in mine.items() if not all(m.string if isinstance(m.string, tuple) else [m.string])
+                          or m.fuzzy)
     assert untranslated == [], f"untranslated or fuzzy in {i18n.po_path(lang)}"
 
 
@@ -94,7 +102,7 @@ def test_placeholder_check_catches_a_mismatch():
 
 
 def babel_keys() -> set[str]:
-    """Every message id that `pybabel extract -F babel.cfg -k t -k english` finds, through Babel's API."""
+    """Every message id that `pybabel extract -F babel.cfg -k t -k english -k nt` finds, through Babel's API."""
     with (ROOT / "babel.cfg").open() as fh:
         method_map, options_map = parse_mapping_cfg(fh)
     return {message for _, _, message, _, _ in
@@ -126,7 +134,7 @@ def test_every_key_the_code_uses_is_in_the_catalogue():
 
 def test_pybabel_extract_on_the_command_line(tmp_path):
     pybabel = Path(sys.executable).with_name("pybabel")
-    subprocess.run([pybabel, "--quiet", "extract", "-F", "babel.cfg", "-k", "t", "-k", "english", "-o",
+    subprocess.run([pybabel, "--quiet", "extract", "-F", "babel.cfg", "-k", "t", "-k", "english", "-k", "nt", "-o",
                     tmp_path / "used.pot", "."], cwd=ROOT, check=True)
     with (tmp_path / "used.pot").open("rb") as fh:
         used = {m.id for m in read_po(fh) if m.id}
@@ -140,7 +148,7 @@ def english_comment(message: object) -> str:
 @pytest.mark.parametrize("lang", OTHERS)
 def test_translators_see_the_current_english(lang):
     stale = {key: english_comment(m) for key, m in entries(catalogue(lang)).items()
-             if key in ENGLISH and english_comment(m) != " ".join(str(ENGLISH[key].string).split())}
+             if key in ENGLISH and english_comment(m) != " ".join(written(ENGLISH[key]).split())}
     assert stale == {}, ("English changed: python -m vizhooks.i18n, then pybabel update -w 100 -i vizhooks/locale/"
                          f"vizhooks.pot -d vizhooks/locale -D vizhooks -l {lang.replace('-', '_')}")
 

@@ -115,6 +115,8 @@ def catalogue_text(convert: Callable[[str], str], overrides: Overrides) -> str:
     for message in catalog:
         if message.id and isinstance(message.id, str) and isinstance(message.string, str):
             message.string = overrides.keys.get(message.id) or (convert(message.string) if message.string else "")
+        elif message.id and isinstance(message.string, tuple):  # a plural entry (vizhooks.i18n.nt): each form
+            message.string = tuple(convert(form) if form else "" for form in message.string)
     out = io.BytesIO()
     write_po(out, catalog, width=100, omit_header=False)
     return out.getvalue().decode("utf-8")

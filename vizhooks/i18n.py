@@ -12,6 +12,9 @@ script, which runs on every interaction, never reads a file.
 ``t(key, **values)`` looks a text up in the current language (a context variable, so each Streamlit
 session's thread has its own) and fills in ``{values}`` with ``str.format``. A key missing in another
 language falls back to English; a key missing in English is a bug and raises KeyError.
+``nt(key, count, **values)`` is the same for a text that names a count ("1 layer", "4 layers"): its entry is
+a gettext plural entry (``msgid "key"``, ``msgid_plural "key_plural"``, ``msgstr[0]``, ``msgstr[1]``...),
+and the catalogue header's ``Plural-Forms`` rule picks the form for the count (English two, Chinese one).
 
 Adding a language needs no code:
 
@@ -27,7 +30,7 @@ Adding a language needs no code:
 The page calls the language by its folder's name with ``-`` for ``_`` (``zh_Hant`` -> ``zh-Hant``).
 After English texts change, ``python -m vizhooks.i18n`` rewrites the template from ``en.po`` and
 ``pybabel update -w 100 -i vizhooks/locale/vizhooks.pot -d vizhooks/locale -D vizhooks -l zh`` carries the new
-English comments and keys into ``zh.po``. ``pybabel extract -F babel.cfg -k t -k english -o used.pot .`` lists
+English comments and keys into ``zh.po``. ``pybabel extract -F babel.cfg -k t -k english -k nt -o used.pot .`` lists
 every key the code uses; the tests check each of them is in the catalogue.
 """
 
@@ -36,7 +39,7 @@ from __future__ import annotations
 import contextvars
 import functools
 import os
-from collections.abc import Iterable, Iterator, Mapping
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from pathlib import Path
 
 #: Where the catalogues live: one folder per language, gettext's layout.
@@ -65,24 +68,40 @@ def languages() -> tuple[str, ...]:
 
 
 @functools.cache
-def _read(lang: str) -> tuple[dict[str, str], dict[str, str]]:
-    """``(texts, sections)`` of one catalogue: key -> text (untranslated entries left out, so they fall
-    back to English) and key -> section name. Parsed once per process."""
+def _read(lang: str) -> tuple[dict[str, str], dict[str, str], dict[str, tuple[str, ...]], str]:
+    """``(texts, sections, plurals, rule)`` of one catalogue: key -> text (untranslated entries left out,
+    so they fall back to English), key -> section name, key -> the forms of a plural entry (``msgid`` /
+    ``msgid_plural``, read by :func:`nt`) and the catalogue's ``Plural-Forms`` rule (``"(n != 1)"``,
+    Chinese ``"0"``). Parsed once per process."""
     from babel.messages.pofile import read_po  # here: the library's import stays free of Babel
 
     with po_path(lang).open("rb") as fh:
         catalog = read_po(fh, locale=lang.replace("-", "_"), domain=DOMAIN)
     texts: dict[str, str] = {}
     sections: dict[str, str] = {}
+    plurals: dict[str, tuple[str, ...]] = {}
     for message in catalog:
-        if not message.id or not isinstance(message.id, str):
-            continue  # the header; a plural entry would be a tuple (vizhooks has none)
-        if message.string and not message.fuzzy:
-            texts[message.id] = str(message.string)
+        if not message.id:
+            continue  # the header
+        key = str(message.id[0] if isinstance(message.id, (tuple, list)) else message.id)
+        if isinstance(message.string, (tuple, list)):  # a plural entry: one text per form
+            forms = tuple(str(form) for form in message.string)
+            if all(forms) and not message.fuzzy:
+                plurals[key] = forms
+        elif message.string and not message.fuzzy:
+            texts[key] = str(message.string)
         for comment in message.user_comments:
             if comment.startswith(SECTION_MARK):
-                sections[message.id] = comment[len(SECTION_MARK):].strip()
-    return texts, sections
+                sections[key] = comment[len(SECTION_MARK):].strip()
+    return texts, sections, plurals, catalog.plural_expr
+
+
+@functools.cache
+def _plural_index(rule: str) -> Callable[[int], int]:
+    """gettext's plural rule (C syntax, from a catalogue's header) as a function of the count."""
+    import gettext
+
+    return gettext.c2py(rule)
 
 
 def table(lang: str) -> dict[str, str]:
@@ -157,6 +176,27 @@ def listed(items: Iterable[str]) -> str:
     return t("list_separator").join(items)
 
 
+def nt(key: str, count: int, /, **values: object) -> str:
+    """The plural entry ``key`` in the current language, in its form for ``count``, formatted with
+    ``values`` (``{n}`` is the count when ``values`` has no ``n``). The forms and the rule that picks one are the
+    catalogue's gettext plural forms (``msgid_plural``, ``msgstr[0]``...; ``Plural-Forms`` in its header):
+    English has two, Chinese one. A language without the entry falls back to English.
+
+    Raises:
+        KeyError: ``key`` is not a plural entry of the English catalogue (a bug).
+
+    Example:
+        >>> nt("ov_stage", 1, n=2, h=28, w=28, layers=1), nt("ov_stage", 4, n=2, h=28, w=28, layers=4)
+        ('Stage 2: 28×28, 1 layer', 'Stage 2: 28×28, 4 layers')
+    """
+    lang = language()
+    if key not in _read(lang)[2]:
+        lang = SOURCE
+    forms, rule = _read(lang)[2][key], _read(lang)[3]
+    text = forms[min(_plural_index(rule)(count), len(forms) - 1)]
+    return text.format(**{"n": count, **values})
+
+
 def english(key: str, **values: object) -> str:
     """The English text ``key`` whatever the page's language: library refusals and the command line."""
     text = table(SOURCE)[key]
@@ -212,9 +252,12 @@ def write_template(path: Path | None = None) -> Path:
     for message in english_catalog:
         if message.id:
             # no python-brace-format flag: Babel derives it from the msgid, a key without braces, and drops it on
-            # update; tests/test_catalogue.py compares the placeholders instead
-            template.add(message.id, "", auto_comments=str(message.string).split("\n"),
-                         user_comments=message.user_comments)
+            # update; tests/test_catalogue.py compares the placeholders instead. A plural entry's comment is
+            # its English forms, one a line
+            text = ("\n".join(message.string) if isinstance(message.string, (tuple, list))
+                    else str(message.string))
+            template.add(message.id, ("", "") if isinstance(message.id, tuple) else "",
+                         auto_comments=text.split("\n"), user_comments=message.user_comments)
     target = path or LOCALE_DIR / f"{DOMAIN}.pot"
     with target.open("wb") as fh:
         write_po(fh, template, width=100, omit_header=False)

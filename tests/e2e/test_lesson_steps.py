@@ -171,3 +171,28 @@ def test_a_shared_inspector_link_opens_its_channel(server, page):
     expect(page.locator(".st-key-insp_layer input[role=combobox]")).to_have_value("conv1")
     expect(page.locator(".st-key-insp_channel input")).to_have_value("7")
     expect(page.get_by_text(re.compile(r"^conv1, channel 7, upsampled from"))).to_be_visible()
+
+
+# Every element inside the element of ``selector`` whose text is wider than its box (cut off, with or
+# without an ellipsis): its text and both widths.
+_CUT = """selector => {
+  const root = document.querySelector(selector);
+  if (!root) { return null; }
+  return [root, ...root.querySelectorAll('*')].filter(e => e.scrollWidth > e.clientWidth + 1 && e.innerText)
+    .map(e => ({text: e.innerText, scrollWidth: e.scrollWidth, clientWidth: e.clientWidth}));
+}"""
+
+
+@pytest.mark.parametrize(("size", "lang"), [((1280, 800), "en"), ((1024, 768), "en"), ((1024, 768), "zh")])
+def test_the_open_in_the_inspector_button_shows_its_whole_label(server, browser, size, lang):
+    context = browser.new_context(viewport={"width": size[0], "height": size[1]})
+    try:
+        page = context.new_page()
+        page.set_default_timeout(120_000)
+        page.goto(f"{server}/?view=overview&lang={lang}")
+        _settle(page)
+        button = page.locator(".st-key-ov_open button")
+        expect(button.locator("p")).to_have_text(LANGUAGES[lang]["ov_open"])
+        assert page.evaluate(_CUT, ".st-key-ov_open button") == [], f"{lang} at {size}: the label is cut off"
+    finally:
+        context.close()

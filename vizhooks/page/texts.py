@@ -1,5 +1,6 @@
-"""The page's texts: ``t(key, **values)`` and the language switch, over the one text catalogue
-(vizhooks/i18n.py; the texts are in vizhooks/locale/<lang>/LC_MESSAGES/vizhooks.po, one file per language).
+"""The page's texts: ``t(key, **values)``, ``nt(key, count, **values)`` (a count's plural form) and the
+language switch, over the one text catalogue (vizhooks/i18n.py; the texts are in
+vizhooks/locale/<lang>/LC_MESSAGES/vizhooks.po, one file per language).
 
 ``EN`` and ``ZH`` are the English and Chinese tables (key -> text) for code and tests that read a text
 without the current language; ``section("polls")`` is one part of them.
@@ -13,14 +14,15 @@ from vizhooks.i18n import (
     language,
     language_from_locale,
     listed,
+    nt,
     section,
     set_language,
     t,
     table,
 )
 
-__all__ = ["EN", "LANGUAGES", "LANGUAGE_NAMES", "ZH", "language", "language_from_locale", "listed", "section",
-           "set_language", "t", "use_session_language"]
+__all__ = ["EN", "LANGUAGES", "LANGUAGE_NAMES", "ZH", "language", "language_from_locale", "listed", "nt",
+           "section", "set_language", "t", "use_session_language"]
 
 EN = table("en")
 ZH = table("zh")

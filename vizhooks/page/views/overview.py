@@ -10,7 +10,7 @@ import streamlit as st
 
 from vizhooks.network.overview import stages
 from vizhooks.page.results import get_overview, overview_picture
-from vizhooks.page.texts import t
+from vizhooks.page.texts import nt, t
 from vizhooks.page.views import View
 from vizhooks.page.widgets import keep_valid, shown_labels, top5
 
@@ -32,7 +32,7 @@ def show(ctx: Context) -> None:
     rows, first = ov.rows, 0
     parts = stages(rows)
     if len(rows) > MAX_ROWS:  # DenseNet-121's 120 convs: one stage at a time
-        labels = {i: t("ov_stage", n=i + 1, h=rows[a].hw[0], w=rows[a].hw[1], layers=b - a)
+        labels = {i: nt("ov_stage", b - a, n=i + 1, h=rows[a].hw[0], w=rows[a].hw[1], layers=b - a)
                   for i, (a, b) in enumerate(parts)}
         keep_valid("ov_stage", list(labels), 0)
         stage = int(st.selectbox(t("ov_stage_pick"), list(labels), key="ov_stage", format_func=labels.__getitem__))
