@@ -368,6 +368,98 @@ def test_attribute_takes_batches_and_serves_captums_sensitivity(resnet18):
 
 
 # ----------------------------------------------------------------------------------------------
+# LRP against Zennit called directly
+
+
+def _zennit_relevance(model: nn.Module, x: torch.Tensor, target: int, canonizers: list) -> torch.Tensor:
+    """Zennit's own attributor on a copy (ReLUs not in place): composite EpsilonPlusFlat with these
+    canonizers, the relevance starting as the target logit at the target class."""
+    from zennit.attribution import Gradient
+    from zennit.composites import EpsilonPlusFlat
+
+    model = _plain_copy(model)
+    with Gradient(model, EpsilonPlusFlat(canonizers=canonizers)) as attributor:
+        _, relevance = attributor(x.clone(), lambda out: out * torch.eye(out.shape[-1])[[target]])
+    return relevance[0].detach()
+
+
+def _bn_net() -> nn.Module:
+    """A VGG-BN-like net whose BatchNorm is far from the identity, so merging it changes the map."""
+    torch.manual_seed(0)
+    net = nn.Sequential(nn.Conv2d(3, 8, 3, padding=1), nn.BatchNorm2d(8), nn.ReLU(inplace=True), nn.MaxPool2d(2),
+                        nn.Conv2d(8, 16, 3, padding=1), nn.BatchNorm2d(16), nn.ReLU(inplace=True),
+                        nn.AdaptiveAvgPool2d(1), nn.Flatten(), nn.Linear(16, 5))
+    g = torch.Generator().manual_seed(1)
+    for m in net.modules():
+        if isinstance(m, nn.BatchNorm2d):
+            m.running_mean.copy_(torch.rand(m.num_features, generator=g) * 0.2 - 0.1)
+            m.running_var.copy_(torch.rand(m.num_features, generator=g) + 0.5)
+            m.weight.data.copy_(torch.rand(m.num_features, generator=g) + 0.5)
+    return net.eval()
+
+
+def test_lrp_map_equals_zennit_called_directly_on_a_resnet(resnet18):
+    from zennit.torchvision import ResNetCanonizer
+
+    x = _picture(32, 32, 4)
+    cls = _two_classes(resnet18.model, x)[1]
+    maps = explain(resnet18, x, cls, ["lrp", "gradcam"])
+    expected = _zennit_relevance(resnet18.model, x, cls, [ResNetCanonizer()])
+    torch.testing.assert_close(maps["lrp"], expected.sum(dim=0), rtol=1e-4, atol=1e-7)
+    torch.testing.assert_close(explain(resnet18, x, cls, ["lrp"], raw=True)["lrp"], expected, rtol=1e-4, atol=1e-7)
+    assert maps["lrp"].shape == (32, 32) and maps["lrp"].dtype == torch.float32
+    assert count_hooks(resnet18.model) == 0
+
+
+def test_lrp_map_on_a_batchnorm_net_merges_batchnorm_as_zennit_does():
+    from zennit.torchvision import VGGCanonizer
+
+    net, x = _bn_net(), _picture(32, 32, 5)
+    top1 = int(net(x)[0].argmax())
+    found = explain(net, x, methods=["lrp"])["lrp"]
+    torch.testing.assert_close(found, _zennit_relevance(net, x, top1, [VGGCanonizer()]).sum(dim=0),
+                               rtol=1e-4, atol=1e-7)
+    # Zennit without the canonizer gives another map: merging BatchNorm is part of the answer
+    assert not torch.allclose(found, _zennit_relevance(net, x, top1, []).sum(dim=0), rtol=1e-2)
+
+
+def test_attribute_gives_lrp_per_picture_for_its_own_class(resnet18):
+    from zennit.torchvision import ResNetCanonizer
+
+    x = torch.cat([_picture(32, 32, 1), _picture(32, 32, 2)])
+    both = attribute(resnet18, x, [3, 7], "lrp")
+    assert both.shape == x.shape and both.dtype == torch.float32
+    for i, cls in enumerate((3, 7)):
+        torch.testing.assert_close(both[i], _zennit_relevance(resnet18.model, x[i:i + 1], cls, [ResNetCanonizer()]),
+                                   rtol=1e-4, atol=1e-7)
+
+
+def test_sanity_check_draws_lrp_on_each_randomised_copy(resnet18):
+    """The sanity check runs LRP like the other methods: after a step, the map is Zennit's on a copy
+    whose stage the test re-initialises by hand; the shared model keeps its weights."""
+    from zennit.torchvision import ResNetCanonizer
+
+    from vizhooks.interpret.sanity import sanity_check, spearman
+
+    x = _picture(32, 32, 6)
+    before = _state(resnet18.model)
+    result = sanity_check(resnet18, x, methods=["lrp"], stages=["fc", "layer4"], seed=5)
+    by_hand = copy.deepcopy(resnet18.model)
+    for i, stage in enumerate(("fc", "layer4"), 1):
+        torch.manual_seed(5 + i)
+        for m in by_hand.get_submodule(stage).modules():
+            if hasattr(m, "reset_parameters"):
+                m.reset_parameters()
+            if isinstance(m, nn.BatchNorm2d):
+                m.reset_running_stats()
+    expected = _zennit_relevance(by_hand, x, result.target, [ResNetCanonizer()]).sum(dim=0)
+    torch.testing.assert_close(result.maps["lrp"][2], expected, rtol=1e-4, atol=1e-7)
+    assert result.correlations["lrp"][-1] == pytest.approx(spearman(result.maps["lrp"][0], expected), abs=1e-6)
+    assert all(torch.equal(before[k], v) for k, v in resnet18.model.state_dict().items())
+    assert count_hooks(resnet18.model) == 0
+
+
+# ----------------------------------------------------------------------------------------------
 # the shared model: hooks, state, parameters
 
 
@@ -418,7 +510,9 @@ def test_a_failure_midway_leaves_no_hook(own_resnet18, monkeypatch, method):
     model = own_resnet18.model
     model.train()
     before = _state(model)
-    block = model.layer4[1]
+    # LRP's copy is canonized: Zennit's ResNetCanonizer gives each block a forward of its own, so
+    # the failure sits in a convolution inside the block, which every method runs
+    block = model.layer4[1].conv1 if method == "lrp" else model.layer4[1]
     real = block.forward
     calls = {"n": 0}
     # explain's own check runs the model once first (top-1 class and the CAM layers' shapes in one
@@ -513,4 +607,4 @@ def test_slow_methods_report_progress_and_print_nothing(resnet18, capfd):
 def test_vizhooks_explain_is_the_function():
     assert vizhooks.explain is explain
     assert "explain" in vizhooks.__all__
-    assert set(METHODS) == set(CAM_METHODS) | set(INPUT_METHODS) and len(METHODS) == 12
+    assert set(METHODS) == set(CAM_METHODS) | set(INPUT_METHODS) and len(METHODS) == 13

@@ -12,8 +12,9 @@ from vizhooks.interpret.relevance import (
     channel_relevance,
     conditional_heatmap,
     conditional_heatmaps,
+    lrp_attribution,
     lrp_heatmap,
 )
 
 __all__ = ["METHODS", "ChannelRelevance", "RelevanceError", "channel_relevance", "conditional_heatmap",
-           "conditional_heatmaps", "lrp_heatmap"]
+           "conditional_heatmaps", "lrp_attribution", "lrp_heatmap"]

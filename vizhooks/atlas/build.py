@@ -18,6 +18,7 @@ from vizhooks.atlas.state import (
     Job,
     PartialAtlas,
     RateLine,
+    check_rank,
     check_settings,
     trace_hw,
 )
@@ -97,6 +98,8 @@ def build_atlas(
     checkpoint_every: int = 20,
     progress: bool = True,
     on_batch: Callable[[int, PartialAtlas], object] | None = None,
+    rank: str = "activation",
+    target: int | None = None,
 ) -> Atlas:
     """Find the top-``top`` images of ``folder`` for every channel of ``layers`` and write an atlas.
 
@@ -121,6 +124,9 @@ def build_atlas(
         checkpoint_every: save the state after this many batches (ray: after this many shards).
         progress: print a progress line (images/s, time left) on stderr.
         on_batch: called as ``on_batch(batches_done, state)`` after every batch (ray: every shard).
+        rank: ``"activation"`` (each channel's peak) or ``"relevance"`` (RelMax: the channel's Taylor
+            relevance for class ``target``, activation x gradient summed over its positions; the box
+            is where that product is largest). The manifest's config says which (``rank``, ``target``).
 
     Returns:
         The finished :class:`Atlas`.
@@ -143,6 +149,7 @@ def build_atlas(
         raise AtlasError(f"{root} is a file; give the folder that holds the images.")
     check_engine(engine)
     check_settings(top, size, batch)
+    check_rank(rank, target)
     if isinstance(workers, bool) or not isinstance(workers, int) or workers < 0:
         raise AtlasError(f"workers must be 0 or more, not {workers!r}.")
     if isinstance(checkpoint_every, bool) or not isinstance(checkpoint_every, int) or checkpoint_every < 1:
@@ -155,10 +162,13 @@ def build_atlas(
     config = {"model": bundle.name, "arch": bundle.arch, "weights": bundle.weights_source,
               "weights_status": bundle.weights_status, "size": size, "layers": names, "top": top,
               "folder": str(root.resolve())}
+    if rank == "relevance":  # activation atlases keep the config they always had
+        config |= {"rank": rank, "target": target}
     state = resume(out, config, names, top)
     handled = set(state.done) | set(state.skipped)
     todo = [f for f in files if f not in handled]
-    job = Job(bundle, root, names, receptive_fields(bundle.model, names, trace_hw(bundle, size)), top, size, batch)
+    job = Job(bundle, root, names, receptive_fields(bundle.model, names, trace_hw(bundle, size)), top, size, batch,
+              rank, target)
     checkpoint = Progress(out, config, state)
     try:
         if engine == "ray":

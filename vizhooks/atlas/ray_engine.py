@@ -34,8 +34,9 @@ class _Scanner:
             bundle = dataclasses.replace(bundle, model=bundle.model.to("cuda"), device=torch.device("cuda"))
         self.bundle = bundle
 
-    def scan(self, root: str, paths: list[str], names: list[str], top: int, size: int, batch: int) -> PartialAtlas:
-        return scan_paths(self.bundle, root, paths, names, top=top, size=size, batch=batch)
+    def scan(self, root: str, paths: list[str], names: list[str], top: int, size: int, batch: int,
+             rank: str = "activation", target: int | None = None) -> PartialAtlas:
+        return scan_paths(self.bundle, root, paths, names, top=top, size=size, batch=batch, rank=rank, target=target)
 
 
 def _connect(workers: int) -> tuple[Any, bool]:
@@ -75,8 +76,8 @@ class _ShardScanner:
 
         import numpy as np
 
-        root, names, top, size, per_pass = self.args
-        parts = [pickle.dumps(self.scanner.scan(root, self.shards[int(i)], names, top, size, per_pass))
+        root, names, top, size, per_pass, rank, target = self.args
+        parts = [pickle.dumps(self.scanner.scan(root, self.shards[int(i)], names, top, size, per_pass, rank, target))
                  for i in batch["shard"]]
         return {"part": np.array(parts, dtype=object)}
 
@@ -115,7 +116,7 @@ def run_ray(job: Job, todo: list[str], state: PartialAtlas, *, workers: int, sav
         count = max(1, workers or (gpus or int(resources.get("CPU", 1))))
         shards = _shards(todo, job.batch, count)
         count = min(count, len(shards))
-        args = (str(job.root), job.names, job.top, job.size, job.batch)
+        args = (str(job.root), job.names, job.top, job.size, job.batch, job.rank, job.target)
         dataset = ray.data.from_items([{"shard": i} for i in range(len(shards))], override_num_blocks=len(shards))
         parts = dataset.map_batches(
             _ShardScanner, batch_size=1, concurrency=count, num_cpus=1, num_gpus=1 if gpus else 0,

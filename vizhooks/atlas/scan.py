@@ -15,7 +15,16 @@ from torch import nn
 
 from vizhooks._hooks import check_ran, hooked, model_device
 from vizhooks.atlas.receptive import ReceptiveField, receptive_fields
-from vizhooks.atlas.state import IMAGE_EXTENSIONS, Job, PartialAtlas, TopK, check_settings, trace_hw
+from vizhooks.atlas.state import (
+    IMAGE_EXTENSIONS,
+    AtlasError,
+    Job,
+    PartialAtlas,
+    TopK,
+    check_rank,
+    check_settings,
+    trace_hw,
+)
 from vizhooks.models.images import InputSpec, load_image
 from vizhooks.models.layers import resolve_layers
 from vizhooks.models.maps import maps_of
@@ -104,6 +113,47 @@ def _batch_maxima(model: nn.Module, names: Sequence[str], x: torch.Tensor) -> di
     return found
 
 
+def _batch_relevance(model: nn.Module, names: Sequence[str], x: torch.Tensor,
+                     target: int) -> dict[str, tuple[Any, ...]]:
+    """``{layer: (relevance (B, C), flat argmax (B, C), (H, W))}`` of one batch: per photo and channel,
+    the sum over the map's positions of activation x gradient of the logit of ``target`` (the photos
+    of a batch are independent in eval mode, so one backward pass of their summed logits gives each
+    its own gradient), and the position where that product is largest (where the evidence sits)."""
+    hw = (int(x.shape[-2]), int(x.shape[-1]))
+    kept: dict[str, dict[str, torch.Tensor]] = {}
+
+    def keep(name: str) -> Any:
+        def hook(_m: nn.Module, _a: Any, output: Any) -> None:
+            out = output[0] if isinstance(output, tuple) else output
+            if name in kept:  # a module that runs twice: its first run is the layer
+                return
+            # clone now: ResNet's `out += identity` rewrites this tensor after the hook saw it
+            kept[name] = {"act": out.detach().clone()}
+            hooks.tensor_hook(out, lambda grad: kept[name].__setitem__("grad", grad.detach()))
+        return hook
+
+    with hooked(model) as hooks:
+        for name in names:
+            hooks.forward_hook(name, keep(name))
+        xg = x.to(model_device(model)).clone().requires_grad_(True)
+        logits = model(xg)
+        logits = logits[0] if isinstance(logits, tuple) else logits
+        if target >= logits.shape[-1]:
+            raise AtlasError(f"The model has {logits.shape[-1]} classes; give a target from 0 to "
+                             f"{logits.shape[-1] - 1}, not {target}.")
+        check_ran(names, kept)
+        logits[:, target].sum().backward()
+    found = {}
+    for name in names:
+        act = kept[name]["act"]
+        grad = kept[name].get("grad", torch.zeros_like(act))
+        product = maps_of(model, {name: act}, hw)[name] * maps_of(model, {name: grad}, hw)[name]
+        _, where = product.flatten(2).max(dim=2)
+        found[name] = (product.sum(dim=(2, 3)).float().cpu().numpy(), where.cpu().numpy(),
+                       (int(product.shape[-2]), int(product.shape[-1])))
+    return found
+
+
 def _placement(spec: InputSpec, wh: np.ndarray, input_hw: tuple[int, int]) -> tuple[np.ndarray, ...]:
     """Per image: the resized width and height before any crop, and the crop's left and top (the
     arithmetic of :func:`vizhooks.models.images.fit_to_model`)."""
@@ -144,7 +194,9 @@ def fold(job: Job, state: PartialAtlas, items: list[dict]) -> None:
     paths = [item["path"] for item in items]
     wh = np.asarray([item["wh"] for item in items], np.int64)
     input_hw = (int(x.shape[-2]), int(x.shape[-1]))
-    for name, (values, where, (_, width)) in _batch_maxima(job.bundle.model, job.names, x).items():
+    scored = (_batch_relevance(job.bundle.model, job.names, x, int(job.target or 0)) if job.rank == "relevance"
+              else _batch_maxima(job.bundle.model, job.names, x))
+    for name, (values, where, (_, width)) in scored.items():
         ys, xs = where // width, where % width
         boxes = _boxes(job.rfs[name], ys, xs, wh, input_hw, job.bundle.input)
         state.tops[name] = state.tops[name].merge(TopK.from_batch(job.top, values, paths, ys, xs, boxes))
@@ -183,6 +235,8 @@ def scan_paths(
     top: int = 9,
     size: int = 224,
     batch: int = 32,
+    rank: str = "activation",
+    target: int | None = None,
 ) -> PartialAtlas:
     """The partial atlas of some files of ``folder``: the map step of any engine (one shard).
 
@@ -195,6 +249,8 @@ def scan_paths(
         paths: relative paths, e.g. a slice of :func:`list_images`.
         layers: qualified module names.
         top, size, batch: images kept per channel, shorter side of the model input, images per pass.
+        rank: ``"activation"`` (a channel's peak) or ``"relevance"``: the channel's Taylor relevance
+            for class ``target`` (activation x gradient of its logit, summed over the positions).
 
     Returns:
         A :class:`PartialAtlas`; merge shards with :meth:`PartialAtlas.merge`.
@@ -210,9 +266,10 @@ def scan_paths(
         >>> a.merge(b).tops["layer3.0.conv1"].entries(0)[0]  # (path, score, y, x, box)
     """
     check_settings(top, size, batch)
+    check_rank(rank, target)
     names = resolve_layers(bundle.model, layers)
     job = Job(bundle, Path(folder), names, receptive_fields(bundle.model, names, trace_hw(bundle, size)),
-               top, size, batch)
+               top, size, batch, rank, target)
     state = PartialAtlas.empty(names, top)
     prepare, buckets = Prepare(bundle, size), Buckets(batch)
     for path in paths:

@@ -182,6 +182,23 @@ class Job:
     top: int
     size: int
     batch: int
+    #: "activation" (a channel's peak) or "relevance" (its Taylor relevance for class ``target``)
+    rank: str = "activation"
+    target: int | None = None
+
+
+#: How an atlas ranks the photos of a channel: by its peak activation, or by its relevance for one
+#: class (RelMax: activation x gradient of the class logit, summed over the channel's positions).
+RANKS = ("activation", "relevance")
+
+
+def check_rank(rank: object, target: object) -> None:
+    """A known ranking; relevance needs a class index (whole number of 0 or more)."""
+    if rank not in RANKS:
+        raise AtlasError(f"rank must be 'activation' or 'relevance', not {rank!r}.")
+    if rank == "relevance" and (isinstance(target, bool) or not isinstance(target, int) or target < 0):
+        raise AtlasError(f"Ranking by relevance needs the class it is for: give target as a class index, "
+                         f"not {target!r}.")
 
 
 def check_settings(top: int, size: int, batch: int) -> None:

@@ -167,6 +167,8 @@ def write_atlas(job: Job, state: PartialAtlas, out: Path, config: dict) -> None:
                    for name, topk in state.tops.items()],
         "vizhooks": __version__,
     }
+    if job.rank == "relevance":  # which ranking the atlas holds; an activation atlas's manifest is as before
+        manifest |= {"rank": job.rank, "target": job.target}
     write_atomic(out / MANIFEST, (json.dumps(manifest, indent=2, ensure_ascii=False) + "\n").encode())
 
 

@@ -1,4 +1,4 @@
-"""Explanation methods side by side: which pixels a prediction rests on, by twelve definitions.
+"""Explanation methods side by side: which pixels a prediction rests on, by thirteen definitions.
 
 Two families, each through a well-kept engine, with vizhooks' rules around it (the model's lock,
 state restored, zero hooks left, the shared model never modified):
@@ -15,6 +15,10 @@ state restored, zero hooks left, the shared model never modified):
   ``guidedgradcam``. Their map is the attribution summed over the colour channels (signed),
   except ``saliency`` and ``smoothgrad``, which follow Simonyan et al.: the largest absolute
   gradient over the channels (non-negative). ``raw=True`` keeps the (3, H, W) attribution.
+* **LRP** (``lrp``), layer-wise relevance propagation through Zennit 0.5
+  (:func:`vizhooks.interpret.relevance.lrp_attribution`: composite ``EpsilonPlusFlat``, Zennit's
+  canonizers, on a private copy): the input relevance of the class, summed over the colour
+  channels (signed), like the input attributions. Attention models (ViT, Swin) are refused.
 
 Where the libraries differ (measured in tests/test_explain.py):
 
@@ -46,12 +50,14 @@ from torch import nn
 from vizhooks._hooks import check_input, first_tensor, hooked, model_device, private_copy
 from vizhooks.errors import CodedError
 from vizhooks.interpret.cam import grad_cam
+from vizhooks.interpret.relevance import lrp_attribution
 from vizhooks.models.layers import find_layers, resolve_layers
 from vizhooks.models.registry import ModelBundle
 from vizhooks.render.scale import min_max
 
 CAM_METHODS = ("gradcam", "gradcampp", "xgradcam", "layercam", "scorecam", "eigencam")
-INPUT_METHODS = ("saliency", "smoothgrad", "ig", "occlusion", "guidedbackprop", "guidedgradcam")
+#: Input attributions: Captum's six and LRP (Zennit, through vizhooks.interpret.relevance).
+INPUT_METHODS = ("saliency", "smoothgrad", "ig", "occlusion", "guidedbackprop", "guidedgradcam", "lrp")
 METHODS = CAM_METHODS + INPUT_METHODS
 IG_BASELINES = ("black", "blur")
 
@@ -324,6 +330,9 @@ def _captum(model: nn.Module, x: torch.Tensor, target: Any, method: str, layers:
     from captum import attr
 
     # parameters are frozen, so the input is what carries requires_grad into the graph
+    if method == "lrp":  # one picture at a time: Zennit's pass starts from each one's own class
+        targets = target if isinstance(target, list) else [target] * len(x)
+        return torch.stack([lrp_attribution(model, x[i:i + 1], int(targets[i])) for i in range(len(x))])
     x = x.detach().to(model_device(model)).clone().requires_grad_(method != "occlusion")
     if method in ("guidedbackprop", "guidedgradcam"):
         clone = private_copy(model)

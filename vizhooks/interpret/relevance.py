@@ -51,7 +51,7 @@ from vizhooks.models.registry import ModelBundle
 METHODS = ("taylor", "ablation", "lrp")
 
 __all__ = ["METHODS", "ChannelRelevance", "RelevanceError", "channel_relevance", "conditional_heatmap",
-           "conditional_heatmaps", "lrp_heatmap"]
+           "conditional_heatmaps", "lrp_attribution", "lrp_heatmap"]
 
 
 class RelevanceError(CodedError):
@@ -422,15 +422,26 @@ def conditional_heatmap(model: ModelBundle | nn.Module, x: torch.Tensor, layer: 
     return conditional_heatmaps(model, x, layer, [channels], target)[0]
 
 
-def lrp_heatmap(model: ModelBundle | nn.Module, x: torch.Tensor, target: int | None = None) -> torch.Tensor:
-    """The full LRP heatmap of ``x`` for class ``target`` (default the top-1): the input relevance
-    (EpsilonPlusFlat, canonized as above) summed over the colour channels, (H, W) float32, signed.
-    The explanation view's ``"lrp"`` method.
+def lrp_attribution(model: ModelBundle | nn.Module, x: torch.Tensor, target: int | None = None) -> torch.Tensor:
+    """The LRP relevance of every input value of ``x`` for class ``target`` (default the top-1):
+    EpsilonPlusFlat, canonized as above, (3, H, W) float32, signed. Its sum is about the target
+    logit (conservation; the flat first layer and the epsilon keep a little).
 
     Example:
-        >>> heat = lrp_heatmap(bundle, x)
+        >>> relevance = lrp_attribution(bundle, x, target=281)
     """
     net = _net(model)
     _check_one(x)
     _, relevance, _, _ = _lrp_pass(net, x, None, target, None)
-    return relevance[0].sum(dim=0)
+    return relevance[0]
+
+
+def lrp_heatmap(model: ModelBundle | nn.Module, x: torch.Tensor, target: int | None = None) -> torch.Tensor:
+    """The full LRP heatmap of ``x`` for class ``target`` (default the top-1): the input relevance
+    (:func:`lrp_attribution`) summed over the colour channels, (H, W) float32, signed. The
+    explanation view's ``"lrp"`` method.
+
+    Example:
+        >>> heat = lrp_heatmap(bundle, x)
+    """
+    return lrp_attribution(model, x, target).sum(dim=0)

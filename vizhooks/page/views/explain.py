@@ -45,7 +45,7 @@ IG_STEPS = 32
 SCORE_STEPS, SCORE_BASELINES = 20, ("blur", "zeros")
 REFERENCES = ("random", "gaussian")
 #: Methods whose map is signed (an attribution summed over the colours).
-SIGNED = ("ig", "occlusion", "guidedbackprop", "guidedgradcam")
+SIGNED = ("ig", "occlusion", "guidedbackprop", "guidedgradcam", "lrp")
 COLUMNS = 3
 
 
