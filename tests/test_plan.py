@@ -45,6 +45,31 @@ def test_presets_take_the_minutes_of_their_steps_and_exist_in_both_languages():
         assert f"plan_hide_{name}" in EN and f"plan_hide_{name}" in ZH
 
 
+@pytest.mark.parametrize("lang", ["en", "zh"])
+def test_a_presets_name_promises_no_minutes_and_its_option_adds_up(lang):
+    """The names once said "45 minutes" over 36 (or 30, or "90" over 45) minutes of steps: a name now
+    states no number, and the option says the lesson's length, the steps' sum of suggested minutes
+    (from STEPS, added up here) and the minutes left, which are never negative."""
+    from vizhooks.lesson.steps import LESSON_MINUTES
+    from vizhooks.page.texts import set_language
+    from vizhooks.page.views.lesson import preset_option
+
+    texts = {"en": EN, "zh": ZH}[lang]
+    by_id = {step.id: step for step in STEPS}
+    set_language(lang)
+    try:
+        for key, ids in PRESETS:
+            assert not any(ch.isdigit() for ch in texts[key]), texts[key]
+            steps = sum(by_id[i].minutes for i in ids)
+            lesson = LESSON_MINUTES[key]
+            assert 0 <= lesson - steps <= lesson // 3, (key, lesson, steps)  # time to talk, not an empty half
+            assert preset_option(key) == texts["plan_preset_option"].format(name=texts[key], lesson=lesson,
+                                                                            minutes=steps, spare=lesson - steps)
+            assert f"{lesson}" in preset_option(key) and f"{steps}" in preset_option(key)
+    finally:
+        set_language("en")
+
+
 def _main(*argv: object) -> int:
     from vizhooks.__main__ import main
 

@@ -55,6 +55,10 @@ PRESETS: tuple[tuple[str, tuple[str, ...]], ...] = (
     ("plan_preset_why", ("what", "forward", "shapes", "tensor", "backward", "gradcam", "sanity", "patching")),
     ("plan_preset_all", tuple(step.id for step in STEPS)),
 )
+#: The length of the lesson each preset is for (minutes; a class period). Its steps' suggested minutes
+#: add up to less: the rest is for questions and discussion, and the page says how much that is. A preset
+#: whose steps outgrow its lesson fails tests/test_plan.py: lengthen the lesson or drop a step.
+LESSON_MINUTES: dict[str, int] = {"plan_preset_kinds": 45, "plan_preset_why": 45, "plan_preset_all": 60}
 #: The link's ``?hide=`` names: the sidebar's controls a teacher's link can fix and hide for students.
 HIDEABLE = ("lang", "model", "source", "size", "layers", "display", "view")
 
@@ -83,6 +87,12 @@ def parse_plan(text: str) -> tuple[tuple[int, ...], list[str]]:
         else:
             bad.append(part)
     return tuple(numbers), bad
+
+
+def preset_minutes(key: str) -> tuple[int, int, int]:
+    """(the lesson's minutes, its steps' minutes, the minutes left for discussion) of preset ``key``."""
+    lesson, steps = LESSON_MINUTES[key], plan_minutes(plan_steps(preset_plan(key)))
+    return lesson, steps, lesson - steps
 
 
 def preset_plan(key: str) -> tuple[int, ...]:

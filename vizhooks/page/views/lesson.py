@@ -18,7 +18,17 @@ from vizhooks.interpret.methods import ExplainError
 from vizhooks.lesson.code import Code, ConvPlace, conv_place
 from vizhooks.lesson.display import PATCH_SOURCE_NAME, patch_source, patch_sweep
 from vizhooks.lesson.handout import LessonChoices, file_name, lesson_file, lesson_parts, step_code
-from vizhooks.lesson.steps import FORMATS, PRESETS, STEPS, Step, plan_minutes, plan_steps, preset_plan, step_index
+from vizhooks.lesson.steps import (
+    FORMATS,
+    PRESETS,
+    STEPS,
+    Step,
+    plan_minutes,
+    plan_steps,
+    preset_minutes,
+    preset_plan,
+    step_index,
+)
 from vizhooks.page.builds import Builds
 from vizhooks.page.classes import answer_hidden, class_page, class_photo, poll
 from vizhooks.page.errors import reason
@@ -229,6 +239,13 @@ def _picked_preset() -> None:
     st.session_state["lesson_preset"] = None
 
 
+def preset_option(key: str) -> str:
+    """A preset as the form offers it: its name, the lesson it is for, its steps' minutes and what is
+    left for discussion (the name promises no number of its own: every figure comes from steps.py)."""
+    lesson, minutes, spare = preset_minutes(key)
+    return t("plan_preset_option", name=t(key), lesson=lesson, minutes=minutes, spare=spare)
+
+
 def option(n: int) -> str:
     step = STEPS[n - 1]
     return t("plan_step_option", n=n, title=t(f"lesson_{step.id}_title"), level=t(f"plan_level_{step.level}"),
@@ -242,8 +259,7 @@ def plan_form() -> None:
         st.caption(t("plan_help"))
         presets = [key for key, _ in PRESETS]
         st.selectbox(t("plan_preset"), presets, index=None, key="lesson_preset", on_change=_picked_preset,
-                     format_func=lambda key: t("plan_preset_option", name=t(key),
-                                                    minutes=plan_minutes(plan_steps(preset_plan(key)))))
+                     format_func=preset_option)
         st.session_state["lesson_plan_pick"] = list(the_plan())
         st.multiselect(t("plan_steps"), range(1, len(STEPS) + 1), key="lesson_plan_pick", on_change=_picked_plan,
                        format_func=option)
