@@ -30,10 +30,10 @@ def _column_bars(page, head: str) -> list[str]:
 
 
 def _expected_top5() -> list[str]:
-    """patch() on the photos as the page prepares them: A at the link's size, B squashed to A's size."""
+    """patch() on the photos as the page prepares them: each at the link's size, then B squashed to A's."""
     bundle = vz.load_model("resnet18", weights="none", device="cpu")
     a = bundle.resize(vz.load_image(ROOT / "sample_images/chelsea.jpg"), SIZE)
-    b = vz.load_image(ROOT / "sample_images/coffee.jpg").resize(a.size)
+    b = bundle.resize(vz.load_image(ROOT / "sample_images/coffee.jpg"), SIZE).resize(a.size)
     result = patch(bundle.model, to_tensor(a, bundle.input.mean, bundle.input.std), to_tensor(b, bundle.input.mean,
                    bundle.input.std), "conv1")
     probs = result.logits.softmax(-1)
