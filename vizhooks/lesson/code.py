@@ -185,10 +185,12 @@ def lesson_code(body: str, *, model: str, image: str, size: int, layers: list[st
     where = (Source(f"{place.row}, {place.col}") if place.row is not None and place.col is not None else
              Source(render("values.centre", lang).strip()))
     stages = sanity_stages(model) if body == "sanity" else []
-    # the patching body resizes photo B as the set-up resized photo A
+    # the patching body prepares photo B as the set-up prepared photo A (its own values: in a notebook
+    # an earlier step may have reused the set-up's names)
     spec = input_spec(resolve_entry(model).arch, meta_model(model)[0])
     resample = Source(f"Image.Resampling.{spec.interpolation.upper()}")
     return Code(text, render(body, lang, layers=list(layers), layer=place.layer, resample=resample,
+                             mean=list(spec.mean), std=list(spec.std),
                              target=_target(target, "values.top1_lesson", lang), clamp_at=clamp_at, limit=float(limit),
                              channel=place.channel, where=where, stages=stages, source_image=source_image))
 
