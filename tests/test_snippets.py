@@ -479,6 +479,25 @@ def test_lesson_patching_snippet_prints_what_the_lesson_shows(seen):
     assert len({value for _, value in printed}) == len(printed)  # each layer restores its own share
 
 
+@pytest.mark.slow
+@pytest.mark.parametrize("seen", [CASES[0]], ids=[CASES[0].id], indirect=True)
+def test_lesson_relevance_snippet_prints_what_the_lesson_shows(seen):
+    """The lesson's relevance step: a forward hook and a tensor hook print the five channels of the
+    deepest layer that channel_relevance (Taylor) ranks first, with its scores."""
+    from vizhooks.interpret.relevance import channel_relevance
+
+    assert "relevance" in seen.case.lessons
+    layer = seen.case.layers[-1]
+    x = _analysis(seen, seen.case.layers, seen.case.what).x
+    found = channel_relevance(seen.bundle, x, layer, _target(seen), method="taylor")
+    lines = _lines(seen, "lesson:relevance")
+    assert lines[0] == f"target {_target(seen)}"
+    printed = [re.match(rf"^{re.escape(layer)} channel (\d+) relevance {NUMBER}$", line) for line in lines[1:]]
+    assert all(printed), lines
+    assert [int(m.group(1)) for m in printed] == found.order[:5].tolist()
+    assert _close([float(m.group(2)) for m in printed], found.scores[found.order[:5]].tolist())
+
+
 # --- code the back row can read (issue 23): the lesson's code, step by step ------------------------
 
 #: Models of three families, with layers the page offers for them: convolutions (two of them) and

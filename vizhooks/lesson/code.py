@@ -28,7 +28,7 @@ from vizhooks.models.registry import TAUGHT_MARK, input_spec, meta_model, resolv
 
 VIEWS = ("maps", "gradients", "gradcam", "backward", "table")
 #: Bodies used by the lesson only (see vizhooks/lesson/steps.py).
-LESSON_BODIES = ("hello", "prepost", "conv", "grad_none", "clamp", "sanity", "remove", "patching")
+LESSON_BODIES = ("hello", "prepost", "conv", "grad_none", "clamp", "sanity", "remove", "patching", "relevance")
 
 
 def call(head: str, args: list[str], tail: str = "") -> str:
@@ -190,14 +190,17 @@ def lesson_code(body: str, *, model: str, image: str, size: int, layers: list[st
         raise ValueError(f"body must be one of {', '.join(LESSON_BODIES)}, not {body!r}.")
     names = setup_layers if setup_layers is not None else [*layers, *([clamp_at] if clamp_at else [])]
     text = setup_code(model, image, size, pretrained, num_classes, names, lang, head)
-    place = (conv or conv_place(model, layers)) if body == "conv" else ConvPlace(layers[-1 if body == "sanity" else 0])
+    deepest = body in ("sanity", "relevance")  # these look at the deepest chosen layer
+    place = (conv or conv_place(model, layers)) if body == "conv" else ConvPlace(layers[-1 if deepest else 0])
     where = (Source(f"{place.row}, {place.col}") if place.row is not None and place.col is not None else
              Source(render("values.centre", lang).strip()))
     stages = sanity_stages(model) if body == "sanity" else []
-    # the patching body resizes photo B as the set-up resized photo A
+    # the patching body prepares photo B as the set-up prepared photo A (its own values: in a notebook
+    # an earlier step may have reused the set-up's names)
     spec = input_spec(resolve_entry(model).arch, meta_model(model)[0])
     resample = Source(f"Image.Resampling.{spec.interpolation.upper()}")
     return Code(text, render(body, lang, layers=list(layers), layer=place.layer, resample=resample,
+                             mean=list(spec.mean), std=list(spec.std),
                              target=_target(target, "values.top1_lesson", lang), clamp_at=clamp_at, limit=float(limit),
                              channel=place.channel, where=where, stages=stages, source_image=source_image))
 

@@ -81,6 +81,15 @@ def patch_source(bundle: ModelBundle, picture: Image.Image, photo_b: Image.Image
                      bundle.input.std)
 
 
+def top_relevance(bundle: ModelBundle, x: Tensor, layer: str, target: int, k: int = 5) -> list[tuple[int, float]]:
+    """The relevance step's table: the ``k`` channels of ``layer`` with the highest activation x
+    gradient for ``target``, as (channel, score), highest first (vizhooks.interpret.relevance)."""
+    from vizhooks.interpret.relevance import channel_relevance
+
+    found = channel_relevance(bundle, x, layer.split("#")[0], target, method="taylor")
+    return [(int(c), float(found.scores[c])) for c in found.order[:k]]
+
+
 def patch_sweep(bundle: ModelBundle, x: Tensor, source: Tensor, layers: Sequence[str]) -> list[PatchResult]:
     """The patching step's sweep: photo A (``x``) with each layer taken from B in turn, on B's top class."""
     from vizhooks.hooks.patching import sweep

@@ -49,6 +49,7 @@ from vizhooks.lesson.display import (
     patch_sweep,
     shapes_text,
     table_facts,
+    top_relevance,
 )
 from vizhooks.lesson.i18n import in_language, known, t
 from vizhooks.lesson.steps import FORMATS, Step, plan_steps
@@ -441,6 +442,11 @@ def live_part(lesson: Lesson, step: Step, labels: list[str]) -> str:
                 + f"<p class='caption'>{html.escape(t('patching_chart_caption', label=labels[runs[0].target]))}</p>"
                 + _table([t("lesson_col_layer"), t("patching_chart_y")],
                          [[r.layer, f"{r.restored:.0%}"] for r in runs]))
+    if step.live == "relevance":
+        ranked = top_relevance(bundle, a.x, layers[-1], target)
+        caption = t("lesson_relevance_caption", layer=layers[-1], label=labels[target])
+        return f"<p class='caption'>{html.escape(caption)}</p>" + _table(
+            [t("lesson_col_channel"), t("lesson_col_relevance")], [[c, f"{score:.4g}"] for c, score in ranked])
     if step.live == "remove":
         counts = hook_calls_demo(model, a.x, layers[0])
         return _inline(f"- {t('lesson_remove_forgot', calls=counts['forgot'])}\n"

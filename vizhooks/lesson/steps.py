@@ -39,6 +39,7 @@ STEPS: tuple[Step, ...] = (
     Step("remove", "remove", ("lesson", "remove"), 3),
     # new steps go at the end: shared links name steps by number (?step=11, ?plan=4,1,11)
     Step("patching", "patching", ("lesson", "patching"), 5, "advanced"),  # two photos, two hooks
+    Step("relevance", "relevance", ("lesson", "relevance"), 4, "advanced"),  # activation x gradient
 )
 LEVELS = ("core", "advanced")
 
@@ -52,7 +53,8 @@ def plan_minutes(steps: tuple[Step, ...] = STEPS) -> int:
 #: a preset, add its id to that preset's tuple (its minutes count by themselves, from the step).
 PRESETS: tuple[tuple[str, tuple[str, ...]], ...] = (
     ("plan_preset_kinds", ("what", "forward", "prehook", "shapes", "conv", "tensor", "clamp", "backward", "remove")),
-    ("plan_preset_why", ("what", "forward", "shapes", "tensor", "backward", "gradcam", "sanity", "patching")),
+    ("plan_preset_why", ("what", "forward", "shapes", "tensor", "backward", "gradcam", "sanity", "relevance",
+                         "patching")),
     ("plan_preset_all", tuple(step.id for step in STEPS)),
 )
 #: The length of the lesson each preset is for (minutes; a class period). Its steps' suggested minutes

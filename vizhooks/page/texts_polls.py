@@ -22,4 +22,5 @@ CORRECT: dict[str, int] = {
     "conv": 0,
     "sanity": 2,
     "patching": 3,
+    "relevance": 0,
 }

@@ -6,7 +6,7 @@ from PIL import Image
 from torchvision.transforms import functional as TF
 
 from vizhooks.lesson.snippets import fill
-from vizhooks.lesson.snippets.setup import image, mean, model, modules, std, x
+from vizhooks.lesson.snippets.setup import image, model, modules, x
 
 # %%
 
@@ -21,7 +21,9 @@ layers = fill.layers
 # zh: 照片 B 缩放成照片 A 的大小：这样每一层给两张照片的特征图一样大
 other = Image.open(fill.source_image).convert("RGB")
 other = other.resize(image.size, fill.resample, reducing_gap=3.0)
-source = TF.normalize(TF.to_tensor(other), mean, std).unsqueeze(0)
+b_mean = fill.mean
+b_std = fill.std
+source = TF.normalize(TF.to_tensor(other), b_mean, b_std).unsqueeze(0)
 kept = {}
 
 

@@ -16,7 +16,7 @@ from vizhooks.analysis import hook_calls_demo, image_digest, lesson_sanity, sani
 from vizhooks.hooks.patching import PatchResult
 from vizhooks.interpret.methods import ExplainError
 from vizhooks.lesson.code import Code, ConvPlace, conv_place
-from vizhooks.lesson.display import PATCH_SOURCE_NAME, patch_source, patch_sweep
+from vizhooks.lesson.display import PATCH_SOURCE_NAME, patch_source, patch_sweep, top_relevance
 from vizhooks.lesson.handout import LessonChoices, file_name, lesson_file, lesson_parts, step_code
 from vizhooks.lesson.steps import (
     FORMATS,
@@ -309,6 +309,13 @@ def show_live_part(step: Step, ctx: Context) -> None:
         show_sanity(ctx, layers[-1])
     elif step.live == "patching":
         show_patching(ctx, layers)
+    elif step.live == "relevance":
+        layer, target = layers[-1], class_picker(ctx.bundle, analysis)
+        rows = cached(("lesson-relevance", c.model, digest, c.size, layer, target),
+                      lambda: top_relevance(get_bundle(c.model), analysis.x, layer, target), lambda _: 256)
+        st.caption(t("lesson_relevance_caption", layer=layer, label=shown_labels(ctx.bundle)[target]))
+        st.dataframe([{t("lesson_col_channel"): channel, t("lesson_col_relevance"): score} for channel, score in rows],
+                     hide_index=True, key="lesson_relevance")
     elif step.live == "remove":
         layer = layers[0]
         counts = cached(("hook-calls", c.model, digest, c.size, layer),
