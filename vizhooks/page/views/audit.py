@@ -106,8 +106,8 @@ def show(model: str) -> None:
     sources = _sources()
     linked = st.session_state.get("audit_folder")  # a link's folder (or the one shown last): reopened
     by_id = {ident: label for label, (ident, _) in sources.items()}
-    if linked in by_id and st.session_state.get("audit_source") not in sources:
-        st.session_state["audit_source"] = by_id[linked]
+    if linked in by_id:
+        keep_valid("audit_source", list(sources), by_id[linked])
     choice = st.radio(t("audit_source"), list(sources), key="audit_source")
     ident, folder = sources[choice] if choice is not None else ("", None)
     if folder is None:
