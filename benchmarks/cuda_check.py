@@ -99,6 +99,41 @@ def main() -> int:
         assert hook_count(gpu.model) == 0
         return "; ".join(notes)
 
+    @check("explain: LRP among the methods")
+    def _explain_lrp() -> str:
+        from vizhooks.interpret.methods import explain
+
+        a = explain(cpu, x, 3, methods=["lrp"])["lrp"]
+        b = explain(gpu, x.cuda(), 3, methods=["lrp"])["lrp"]
+        assert hook_count(gpu.model) == 0
+        return close(b, a, rtol=2e-3)
+
+    @check("steer along mean_direction")
+    def _steer() -> str:
+        from vizhooks.patching import mean_direction, steer
+
+        da = mean_direction(cpu, source, x, "layer3")
+        db = mean_direction(gpu, source.cuda(), x.cuda(), "layer3")
+        notes = [close(db, da)]
+        a = steer(cpu, x, "layer3", da, 1.0)
+        b = steer(gpu, x.cuda(), "layer3", db.cuda() if db.device.type != "cuda" else db, 1.0)
+        notes.append(close(b.logits, a.logits))
+        assert hook_count(gpu.model) == 0
+        return "; ".join(notes)
+
+    @check("audit with a store (resume)")
+    def _audit_store() -> str:
+        from vizhooks.audit import audit
+
+        folder = ROOT / "sample_images" / "shortcut" / "test"
+        categories = ["circle", "triangle"] + [str(i) for i in range(2, 1000)]
+        store = Path(tempfile.mkdtemp())
+        first = audit(gpu.model, folder, categories=categories, size=64, clusters=2, store=store)
+        again = audit(gpu.model, folder, categories=categories, size=64, clusters=2, store=store)
+        same = [p["predicted_index"] for p in first.predictions] == [p["predicted_index"] for p in again.predictions]
+        assert same, "the resumed audit differs"
+        return f"{len(first.predictions)} pictures, resumed equal"
+
     @check("concepts")
     def _concepts() -> str:
         from vizhooks.concepts import discover
