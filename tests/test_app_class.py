@@ -139,6 +139,25 @@ def test_a_following_student_who_changes_nothing_stays_following():
 
 
 @pytest.mark.slow
+def test_a_plan_without_the_current_step_keeps_the_students_following():
+    """The teacher picks a plan that leaves out the step the class is on: the followers go to the plan's
+    first step with the teacher and stay following (the page moving them is not their own change)."""
+    teacher = open_page(size="64")
+    code = start_class(teacher)
+    choose_view(teacher, "lesson")
+    pupil = student(code, size="64")
+    ok(pupil)
+    assert pupil.session_state["lesson_step"] == 1
+    teacher.multiselect(key="lesson_plan_pick").set_value([5, 2, 9]).run()
+    ok(teacher)
+    for _ in range(2):  # the run that takes the plan, and the next
+        pupil.run()
+        ok(pupil)
+        assert pupil.session_state["_class_following"] is True
+        assert pupil.session_state["lesson_step"] == 5 and tuple(pupil.session_state["lesson_plan"]) == (5, 2, 9)
+
+
+@pytest.mark.slow
 def test_a_teacher_link_leads_from_a_second_device_and_its_secret_never_reaches_the_address_bar():
     teacher = open_page()
     code = start_class(teacher)

@@ -272,6 +272,14 @@ def note_follower_page() -> None:
         st.session_state.pop("_class_seen", None)
 
 
+def page_moved(key: str) -> None:
+    """The page itself changed the followed choice ``key`` in this run (the lesson moving to its plan's
+    first step): the student did not, so it does not detach them."""
+    seen = st.session_state.get("_class_seen")
+    if seen is not None and key in seen:
+        seen[key] = _plain(st.session_state.get(key))
+
+
 def _leave(notice: str) -> None:
     for key in ("_class_code", "_class_following", "_class_version", "_class_page", "_class_photo",
                 "_class_teacher", "_class_published", "_class_down"):  # "ended" alone, not "cannot be reached"

@@ -30,7 +30,7 @@ from vizhooks.lesson.steps import (
     step_index,
 )
 from vizhooks.page.builds import Builds
-from vizhooks.page.classes import answer_hidden, class_page, class_photo, poll
+from vizhooks.page.classes import answer_hidden, class_page, class_photo, page_moved, poll
 from vizhooks.page.errors import reason
 from vizhooks.page.present import NAV_KEY, present_on, scroll_to_step, step_anchor
 from vizhooks.page.results import cached, conv_infos, get_analysis, get_bundle, grid_png, tensor_bytes
@@ -404,6 +404,7 @@ def show(ctx: Context) -> None:
     if n not in order:  # a step the plan leaves out: its first step
         n = order[0]
         st.session_state["lesson_step"] = n
+        page_moved("lesson_step")  # a follower stays following: the page moved it, not the student
     at = order.index(n)
     step = STEPS[n - 1]
     scroll_to_step(n)  # Next and Back land on the new step's heading
