@@ -22,7 +22,6 @@ PHOTO = ROOT / "sample_images" / "coffee.jpg"
 expect.set_options(timeout=120_000)
 
 SHOWN = 16  # channels per grid until the visitor picks another number
-REFERENCE = 224  # the layer menu and captions place a layer at a square input of this side
 NUMBER = r"-?\d[\d.]*(?:e[+-]\d+)?"  # a number as "{:.3g}" writes it; never nan or inf
 LINK_LAYERS = ("conv1", "layer4.1.conv2")
 
@@ -59,10 +58,10 @@ def _maps_caption(name: str, height: int, width: int) -> re.Pattern:
     mean · max · 16 of 128 channels"."""
     shapes = _conv_shapes(height, width)
     channels, h, w = shapes[name]
-    _, ref_h, ref_w = _conv_shapes(REFERENCE, REFERENCE)[name]
     index = list(shapes).index(name) + 1
     shown = f"{SHOWN} of {channels} channels" if SHOWN < channels else f"all {channels} channels"
-    return re.compile(rf"^conv {index} of {len(shapes)} · {ref_h}×{ref_w} · output {channels}×{h}×{w} · "
+    # the layer's resolution for this photo (issue 34: it quoted the model's square before)
+    return re.compile(rf"^conv {index} of {len(shapes)} · {h}×{w} · output {channels}×{h}×{w} · "
                       rf"min {NUMBER} · mean {NUMBER} · max {NUMBER} · {shown}$")
 
 
