@@ -142,7 +142,8 @@ def expected_views(sessions: list[Session]) -> None:
     from vizhooks.analysis import analyse, layer_stats, top_classes
     from vizhooks.models.layers import architecture_convs
     bundle = vz.load_model("resnet18", weights="auto")
-    where = {c.name: c.where for c in architecture_convs("resnet18")}
+    # "conv 6 of 20": the conv's place; its resolution is this photo's (the captured map's own H×W)
+    place = {c.name: c.where.split(" · ")[0] for c in architecture_convs("resnet18")}
     what = t("what_output").split(" ")[0]
     for s in sessions:
         a = analyse(bundle, vz.load_image(s.path.read_bytes()), 224, s.layers)
@@ -152,7 +153,8 @@ def expected_views(sessions: list[Session]) -> None:
             st = layer_stats(a.activations[name])
             shown = min(CHANNELS, st.channels)
             s.captions[name] = t(
-                "layer_caption", where=where[name], what=what, shape="×".join(map(str, st.shape)),
+                "layer_caption", where=f"{place[name]} · {st.shape[1]}×{st.shape[2]}", what=what,
+                shape="×".join(map(str, st.shape)),
                 min=st.min, mean=st.mean, max=st.max,
                 shown=t("shown_some", shown=shown, total=st.channels) if shown < st.channels
                 else t("shown_all", total=st.channels))
