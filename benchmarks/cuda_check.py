@@ -9,6 +9,12 @@ the folder audit's predictions, CLIP zero-shot and a Hugging Face model. It also
 result lives (tensors handed back on the model's device or on the CPU, as documented) and that no hook
 is left. Not a test of `make test` (CI has no GPU); a line per check, ``OK`` or ``FAIL`` with why,
 and exit status 1 when any check fails.
+
+On a machine whose image has torch but not this project's pins, install the pure-Python extras
+first (zennit, captum, open_clip_torch and its ftfy/wcwidth, as wheels downloaded here):
+``python3 -m pip install --no-deps --no-index --target /tmp/wh WHEELS; PYTHONPATH=/tmp/wh``.
+Last run: NVIDIA H200, torch 2.11.0+cu130, 2026-12-04: all 12 checks OK (largest difference
+2.6e-6 of 0.207, relevance by ablation).
 """
 
 from __future__ import annotations

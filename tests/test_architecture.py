@@ -7,6 +7,7 @@ OpenCV nor the page nor any optional engine).
 from __future__ import annotations
 
 import ast
+import re
 import subprocess
 import sys
 import warnings
@@ -190,6 +191,17 @@ def test_namespaces_are_attributes_without_a_warning():
         warnings.simplefilter("error")
         for name in ("atlas", "live", "ops", "video"):
             assert getattr(vizhooks, name).__name__ == f"vizhooks.{name}"
+
+
+def test_every_namespace_the_package_docstring_names_is_reachable_and_vice_versa():
+    """The front page of ``help(vizhooks)`` names each namespace, and each one named is there with its
+    public names (``vizhooks.patching.mean_direction`` rather than a hidden module path)."""
+    named = set(re.findall(r"``vizhooks\.(\w+)``", vizhooks.__doc__)) - set(vizhooks.__all__)  # less explain, teach
+    assert named == set(vizhooks._NAMESPACES)
+    for name in named:
+        module = getattr(vizhooks, name)
+        assert all(hasattr(module, public) for public in getattr(module, "__all__", ()))
+    assert vizhooks.patching.mean_direction is not None and vizhooks.relevance.channel_relevance is not None
 
 
 def test_an_unknown_name_is_an_attribute_error():

@@ -17,7 +17,11 @@ use); :func:`faithfulness` scores a map (deletion, insertion, Average Drop) and 
 asks whether maps change when the model's weights are scrambled. :func:`teach` gives a model your
 own classes (a new head on its frozen backbone); the rest of that job comes with
 ``from vizhooks.teaching import TeachError, find_head, ...`` (the attribute ``vizhooks.teach`` is the
-function). None of them is imported until it is used.
+function). This round's questions, why it decided and what it learned, are namespaces too:
+``vizhooks.relevance`` (which channels carried the decision, LRP), ``vizhooks.concepts`` (what a
+layer learned over many photos), ``vizhooks.audit`` (a labelled folder's shortcuts),
+``vizhooks.patching`` (patch, sweep, steer, mean_direction) and ``vizhooks.exporting`` (ONNX).
+None of them is imported until it is used.
 """
 
 from __future__ import annotations
