@@ -9,6 +9,7 @@ import matplotlib.pyplot as plt
 import numpy as np
 import pytest
 import torch
+from matplotlib.figure import Figure
 from PIL import Image
 
 from vizhooks import feature_grid, figure_to_png
@@ -480,3 +481,31 @@ def test_svg_in_chromium_shows_the_png_grid(tmp_path, norm):
         diff = np.abs(got - want).mean()
         assert diff < 2, (dpi, diff)
         assert max(_white_quadrants(got)) < 0.5
+
+
+def test_chinese_labels_find_a_font_installed_after_matplotlibs_font_list(monkeypatch):
+    """matplotlib keeps the fonts it found in a cache until its own version changes; `make test`
+    installs fonts-wqy-zenhei after that cache is first written, and then every Chinese label was
+    drawn as empty boxes ("Glyph ... missing from font(s) DejaVu Sans"). Here the cache is made to
+    forget every Chinese font, as it was on a fresh machine."""
+    import warnings
+
+    from matplotlib import font_manager
+
+    from vizhooks.render.figures import CJK_FONTS, text_fonts
+
+    on_disk = [p for p in font_manager.findSystemFonts() if re.search(r"wqy|cjk|sourcehan", p, re.IGNORECASE)]
+    assert on_disk, "no Chinese font on this machine: `make chromium` installs fonts-wqy-zenhei"
+    stale = [f for f in font_manager.fontManager.ttflist if f.fname not in on_disk and f.name not in CJK_FONTS]
+    monkeypatch.setattr(font_manager.fontManager, "ttflist", stale)
+    text_fonts.cache_clear()
+    try:
+        fonts = text_fonts()
+        assert fonts[0] == "DejaVu Sans" and len(fonts) == 2 and fonts[1] in CJK_FONTS
+        fig = Figure(figsize=(2, 1))
+        fig.suptitle("卷积层 conv1 和 层", family=list(fonts))
+        with warnings.catch_warnings():
+            warnings.simplefilter("error")  # matplotlib warns for each glyph no font in the list has
+            figure_to_png(fig)
+    finally:
+        text_fonts.cache_clear()

@@ -16,6 +16,7 @@ import math
 import os
 from collections.abc import Sequence
 from dataclasses import dataclass
+from types import ModuleType
 from typing import TYPE_CHECKING, Any
 
 import matplotlib
@@ -535,7 +536,24 @@ def text_fonts() -> tuple[str, ...]:
     from matplotlib import font_manager
 
     have = {f.name for f in font_manager.fontManager.ttflist}
+    if not have.intersection(CJK_FONTS):
+        # matplotlib lists the system's fonts once, in a cache it keeps until its own version changes:
+        # a Chinese font installed after that (`make test` installs fonts-wqy-zenhei after the first
+        # import) stayed unknown, and every Chinese label was drawn as empty boxes. Add what is new.
+        have |= _add_new_system_fonts(font_manager)
     return ("DejaVu Sans", *[name for name in CJK_FONTS if name in have][:1])
+
+
+def _add_new_system_fonts(font_manager: ModuleType) -> set[str]:
+    """Register with matplotlib the system fonts its cached list does not know; their names."""
+    known = {f.fname for f in font_manager.fontManager.ttflist}
+    for path in font_manager.findSystemFonts():
+        if path not in known:
+            try:
+                font_manager.fontManager.addfont(path)
+            except (OSError, RuntimeError, ValueError):  # a file FreeType cannot read: skipped, as matplotlib does
+                continue
+    return {f.name for f in font_manager.fontManager.ttflist}
 
 
 def confusion_figure(confusion: np.ndarray, names: list[str], title: str = "", truth: str = "true class",
