@@ -4,9 +4,20 @@ word for word as they were before the catalogue held them, in Chinese with no En
 
 from __future__ import annotations
 
+import argparse
+import os
+import re
+import subprocess
+import sys
+from pathlib import Path
+
 import pytest
 
+from vizhooks import cli, i18n
 from vizhooks.__main__ import main
+from vizhooks.cli import COMMANDS, build_parser
+
+ROOT = Path(__file__).resolve().parents[1]
 
 #: `--help` at 100 columns as the command line printed it before its texts moved into the catalogue
 #: (vizhooks 37b363a), written out here: the English must stay word for word.
@@ -123,3 +134,104 @@ def test_the_english_help_is_as_it_was(capsys, monkeypatch, command):
     monkeypatch.setenv("COLUMNS", "100")
     monkeypatch.delenv("VIZHOOKS_LANG", raising=False)
     assert _help(capsys, *([command] if command else [])) == "".join(BEFORE[command])
+
+
+#: Three or more English words in a row: a sentence (or part of one) left untranslated.
+ENGLISH_RUN = re.compile(r"\b[A-Za-z]{2,}(?: [A-Za-z]{2,}){2,}\b")
+#: Names that stay English in every language: the metric names of the literature (the explain command).
+NAMES = ("Average Drop", "Increase in Confidence")
+
+
+def english_left(text: str) -> list[str]:
+    """Runs of English words in a help text, leaving out what stays as it is in every language: the usage
+    block, the example command lines, the list of command names and `code`."""
+    prose = []
+    for block in text.split("\n\n"):
+        if block.startswith(("usage:", "用法")):
+            continue
+        prose += [line for line in block.splitlines()
+                  if not line.lstrip().startswith(("python ", "{")) and not line.startswith("  python")]
+    found = ENGLISH_RUN.findall(re.sub(r"`[^`]*`", "", "\n".join(prose)))  # `code` stays as it is
+    return [run for run in found if not any(run in name for name in NAMES)]
+
+
+def test_english_left_finds_a_sentence():
+    assert english_left("选项:\n  -h, --help  show this help message and exit") == ["show this help message and exit"]
+    shown = "用法：python -m vizhooks teach [-h] FOLDER\n\n示例：\n  python -m vizhooks teach my_photos/"
+    assert english_left(shown) == []
+
+
+def test_the_help_in_chinese_as_a_user_runs_it():
+    """`VIZHOOKS_LANG=zh python -m vizhooks --help` and a command's --help: Chinese, no English sentence."""
+    env = {**os.environ, "VIZHOOKS_LANG": "zh", "COLUMNS": "100"}
+    for argv in ([], ["teach"]):
+        run = subprocess.run([sys.executable, "-m", "vizhooks", *argv, "--help"], env=env, capture_output=True,
+                             text=True, cwd=ROOT, timeout=120)
+        assert run.returncode == 0 and run.stderr == "", run.stderr
+        assert english_left(run.stdout) == [], run.stdout
+        assert "显示这段帮助并退出" in run.stdout and run.stdout.startswith("用法：python -m vizhooks")
+    assert "用一个文件夹教模型认识你自己的类别" in subprocess.run(
+        [sys.executable, "-m", "vizhooks", "--help"], env=env, capture_output=True, text=True, cwd=ROOT,
+        timeout=120).stdout
+
+
+@pytest.mark.parametrize("command", [c.name for c in COMMANDS])
+def test_every_command_help_in_chinese(capsys, monkeypatch, command):
+    monkeypatch.setenv("COLUMNS", "100")
+    i18n.set_language("zh")
+    out = _help(capsys, command)
+    assert english_left(out) == [], out
+
+
+def catalogue_patterns(lang: str) -> list[re.Pattern[str]]:
+    """Every text of ``lang``'s catalogue as a pattern: each {placeholder} stands for any text. A text that is
+    little more than placeholders ("{a}: {b}") would match anything and is left out."""
+    patterns = []
+    for text in i18n.table(lang).values():
+        parts = re.split(r"\{[^{}]*\}", text) if i18n.placeholders(text) else [text]
+        if len(re.findall(r"\w", "".join(parts))) >= 3:
+            patterns.append(re.compile(".+?".join(map(re.escape, parts)), re.S))
+    return patterns
+
+
+def parsers(top: argparse.ArgumentParser) -> list[argparse.ArgumentParser]:
+    found = [top]
+    for action in top._actions:
+        if isinstance(action, argparse._SubParsersAction):
+            found += list(action.choices.values())
+    return found
+
+
+@pytest.mark.parametrize("lang", ["en", "zh"])
+def test_every_help_of_the_parser_is_a_catalogue_text(lang):
+    """Walk the parser `--help` prints: every argument's help, every command's line and every description
+    is a text of the current language's catalogue, so none is written in the code."""
+    i18n.set_language(lang)
+    patterns = catalogue_patterns(lang)
+    english = {text for key, text in i18n.table("en").items() if key.startswith("cli_")}
+    top = build_parser(COMMANDS)
+    texts = []
+    for p in parsers(top):
+        texts.append(p.description or "")
+        for action in p._actions:
+            if isinstance(action, argparse._SubParsersAction):
+                texts += [choice.help or "" for choice in action._choices_actions]
+            elif action.help != argparse.SUPPRESS:
+                texts.append(action.help or "")
+    assert len(texts) > 100
+    not_in_catalogue = [text for text in texts if not any(p.fullmatch(text) for p in patterns)]
+    assert not_in_catalogue == []
+    if lang != "en":
+        assert [text for text in texts if text in english] == []
+
+
+def test_the_parser_walk_finds_a_help_written_in_the_code(monkeypatch):
+    """The walk above fails on an argument whose help is written in the code."""
+    def arguments(p: argparse.ArgumentParser) -> None:
+        p.add_argument("--size", help="shorter side in pixels")
+
+    sneaky = (*COMMANDS, cli.Command("sneaky", "cli_teach_summary", arguments, lambda args: 0))
+    patterns = catalogue_patterns("en")
+    sub = parsers(build_parser(sneaky))[-1]
+    helps = [a.help for a in sub._actions if a.help != argparse.SUPPRESS]
+    assert [h for h in helps if not any(p.fullmatch(h or "") for p in patterns)] == ["shorter side in pixels"]
