@@ -235,3 +235,22 @@ def test_the_parser_walk_finds_a_help_written_in_the_code(monkeypatch):
     sub = parsers(build_parser(sneaky))[-1]
     helps = [a.help for a in sub._actions if a.help != argparse.SUPPRESS]
     assert [h for h in helps if not any(p.fullmatch(h or "") for p in patterns)] == ["shorter side in pixels"]
+
+
+#: Texts that still say "(s)": a label without a count ("CAM layer(s)"), the Teach view's counts (its browser
+#: test reads "photo(s)") and a library refusal whose sentence the page formats without a count.
+STILL_S = {"ex_layers", "teach_count", "teach_added", "teach_again", "err_teach_few_photos"}
+
+
+def test_counts_are_plural_forms_not_s():
+    """No English text writes a count as "layer(s)": each is a plural entry that nt() picks a form of."""
+    with_s = sorted(key for key, text in i18n.table("en").items() if "(s)" in text)
+    assert with_s == sorted(STILL_S)
+    code = (ROOT / "vizhooks" / "cli.py").read_text("utf-8") + (ROOT / "vizhooks" / "__main__.py").read_text("utf-8")
+    assert "(s)" not in code
+    assert (i18n.nt("running", 1, model="resnet18"), i18n.nt("running", 4, model="resnet18")) == (
+        "Running resnet18 with hooks on 1 layer…", "Running resnet18 with hooks on 4 layers…")
+    assert [i18n.nt("patching_running", n) for n in (1, 3)] == ["Patching 1 layer…", "Patching 3 layers…"]
+    assert [i18n.nt("cli_files_skipped", n) for n in (1, 2)] == ["1 file skipped.", "2 files skipped."]
+    i18n.set_language("zh")
+    assert [i18n.nt("patching_running", n) for n in (1, 3)] == ["正在修补 1 层…", "正在修补 3 层…"]

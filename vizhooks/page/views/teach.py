@@ -26,7 +26,7 @@ from vizhooks.page.results import get_bundle, plain_bundle
 from vizhooks.page.sources.sample import read_sample, samples
 from vizhooks.page.sources.upload import PHOTO_MB
 from vizhooks.page.taught import checkpoint_bytes, checkpoint_files, names_of, read_upload, remember, use_model
-from vizhooks.page.texts import listed, t
+from vizhooks.page.texts import listed, nt, t
 from vizhooks.page.views import View
 from vizhooks.page.widgets import fraction, progress_bar
 from vizhooks.render.figures import confusion_figure, figure_to_png
@@ -203,8 +203,9 @@ def _train(bundle: vz.ModelBundle, n: int) -> None:
     with progress_bar() as bar:
 
         def progress(done: int, total: int, stage: str) -> None:
-            key = "teach_features" if stage == "features" else "teach_fitting"
-            bar.progress(fraction(done, total), text=t(key, done=done, total=total))
+            text = (nt("teach_features", total, done=done, total=total) if stage == "features"
+                    else t("teach_fitting", done=done, total=total))
+            bar.progress(fraction(done, total), text=text)
 
         taught = teach(bundle, examples, progress=progress, cache=cache)
     name = remember(taught)
