@@ -14,8 +14,8 @@ from pathlib import Path
 import pytest
 
 from vizhooks import cli, i18n
-from vizhooks.__main__ import main
-from vizhooks.cli import COMMANDS, build_parser
+from vizhooks.__main__ import ALL_COMMANDS, main
+from vizhooks.cli import build_parser
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -56,6 +56,35 @@ BEFORE = {
     '  python -m vizhooks lesson --photo sample_images/chelsea.jpg --format html --out lesson.html\n'
     '  python -m vizhooks --list-models   |   --list-layers --model vgg16   |   --download-weights vgg16\n'
     'Each command has its own help: python -m vizhooks COMMAND --help\n'
+),
+    "lesson": (
+    'usage: python -m vizhooks lesson [-h] --photo PATH [--lang {en,zh,zh-Hant}] [--model NAME]\n'
+    '                                 [--weights WEIGHTS] [--layers NAME [NAME ...]] [--size SIZE]\n'
+    '                                 [--format {ipynb,html}] [--plan STEPS] [--out FILE]\n'
+    '\n'
+    "The page's step-by-step lesson on hooks for one photo and model, to take home: a Jupyter\n"
+    'notebook (text and code; it runs offline) or one self-contained HTML handout (text, code\n'
+    "and this photo's pictures; prints on A4), in English, 简体中文 or 繁體中文.\n"
+    '\n'
+    'options:\n'
+    '  -h, --help            show this help message and exit\n'
+    '  --photo PATH          the photo (png, jpg, webp, bmp, gif, tiff)\n'
+    '  --lang {en,zh,zh-Hant}\n'
+    '                        language of the text and comments: en, zh, zh-Hant (default: en)\n'
+    '  --model NAME          model name, as for the main command (default: resnet18)\n'
+    '  --weights WEIGHTS     auto | imagenet | none | PATH (default: auto)\n'
+    '  --layers NAME [NAME ...]\n'
+    "                        module names (default: the page's tour)\n"
+    '  --size SIZE           shorter side of the model input in pixels (default: 224)\n'
+    '  --format {ipynb,html}\n'
+    '                        ipynb or html (default: ipynb)\n'
+    '  --plan STEPS          the lesson plan: step numbers or ids in order, e.g. 1,2,4 (default: every\n'
+    '                        step)\n'
+    '  --out FILE            the file to write (default: vizhooks_lesson_MODEL_PHOTO.FORMAT)\n'
+    '\n'
+    'Examples:\n'
+    '  python -m vizhooks lesson --photo sample_images/chelsea.jpg --format ipynb --out lesson.ipynb\n'
+    '  python -m vizhooks lesson --lang zh --model resnet18 --photo cat.jpg --format html --out lesson.html\n'
 ),
     "teach": (
     'usage: python -m vizhooks teach [-h] [--model NAME] [--weights WEIGHTS] [--out FILE] [--onnx FILE]\n'
@@ -175,7 +204,7 @@ def test_the_help_in_chinese_as_a_user_runs_it():
         timeout=120).stdout
 
 
-@pytest.mark.parametrize("command", [c.name for c in COMMANDS])
+@pytest.mark.parametrize("command", [c.name for c in ALL_COMMANDS])
 def test_every_command_help_in_chinese(capsys, monkeypatch, command):
     monkeypatch.setenv("COLUMNS", "100")
     i18n.set_language("zh")
@@ -209,7 +238,7 @@ def test_every_help_of_the_parser_is_a_catalogue_text(lang):
     i18n.set_language(lang)
     patterns = catalogue_patterns(lang)
     english = {text for key, text in i18n.table("en").items() if key.startswith("cli_")}
-    top = build_parser(COMMANDS)
+    top = build_parser(ALL_COMMANDS)
     texts = []
     for p in parsers(top):
         texts.append(p.description or "")
@@ -230,7 +259,7 @@ def test_the_parser_walk_finds_a_help_written_in_the_code(monkeypatch):
     def arguments(p: argparse.ArgumentParser) -> None:
         p.add_argument("--size", help="shorter side in pixels")
 
-    sneaky = (*COMMANDS, cli.Command("sneaky", "cli_teach_summary", arguments, lambda args: 0))
+    sneaky = (*ALL_COMMANDS, cli.Command("sneaky", "cli_teach_summary", arguments, lambda args: 0))
     patterns = catalogue_patterns("en")
     sub = parsers(build_parser(sneaky))[-1]
     helps = [a.help for a in sub._actions if a.help != argparse.SUPPRESS]
