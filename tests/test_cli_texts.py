@@ -283,3 +283,18 @@ def test_counts_are_plural_forms_not_s():
     assert [i18n.nt("cli_files_skipped", n) for n in (1, 2)] == ["1 file skipped.", "2 files skipped."]
     i18n.set_language("zh")
     assert [i18n.nt("patching_running", n) for n in (1, 3)] == ["正在修补 1 层…", "正在修补 3 层…"]
+
+
+@pytest.mark.parametrize("lang", ["en", "zh"])
+def test_refusals_in_the_current_language(tmp_path, capsys, lang):
+    """A bad input says its one sentence in the current language: the command's own refusal and a library
+    refusal with a code (the page's sentence for it), still exit 2 and no traceback."""
+    i18n.set_language(lang)
+    empty = tmp_path / "empty.png"
+    empty.write_bytes(b"")
+    want = {"en": ["vizhooks: error: there is no folder at {missing}", "vizhooks: error: The file is empty (0 bytes)."],
+            "zh": ["vizhooks：错误：{missing} 处没有文件夹", "vizhooks：错误：这个文件是空的（0 字节）。"]}[lang]
+    for argv, line in ((["teach", str(tmp_path / "nothing")], want[0]), ([str(empty)], want[1])):
+        assert main(argv) == 2
+        err = capsys.readouterr().err
+        assert err.strip().splitlines() == [line.format(missing=tmp_path / "nothing")]
