@@ -266,9 +266,8 @@ def test_the_parser_walk_finds_a_help_written_in_the_code(monkeypatch):
     assert [h for h in helps if not any(p.fullmatch(h or "") for p in patterns)] == ["shorter side in pixels"]
 
 
-#: Texts that still say "(s)": a label without a count ("CAM layer(s)"), the Teach view's counts (its browser
-#: test reads "photo(s)") and a library refusal whose sentence the page formats without a count.
-STILL_S = {"ex_layers", "teach_count", "teach_added", "teach_again", "err_teach_few_photos"}
+#: The one text that still says "(s)": a label without a count ("CAM layer(s)", the Explain view's layer choice).
+STILL_S = {"ex_layers"}
 
 
 def test_counts_are_plural_forms_not_s():
@@ -283,6 +282,21 @@ def test_counts_are_plural_forms_not_s():
     assert [i18n.nt("cli_files_skipped", n) for n in (1, 2)] == ["1 file skipped.", "2 files skipped."]
     i18n.set_language("zh")
     assert [i18n.nt("patching_running", n) for n in (1, 3)] == ["正在修补 1 层…", "正在修补 3 层…"]
+
+
+def test_a_refusal_with_a_count_in_every_language():
+    """A library refusal whose sentence has a count is a plural entry too: its English str(), and the
+    sentence the page and the command line say in the current language."""
+    from vizhooks.teaching import TeachError, check_examples
+
+    with pytest.raises(TeachError) as one:
+        check_examples({"a": [1], "b": [1, 2]})
+    assert str(one.value) == "Class “a” has 1 photo; each class needs at least 2."
+    assert i18n.english("err_teach_few_photos", name="b", n=0, least=2) == (
+        "Class “b” has 0 photos; each class needs at least 2.")
+    i18n.set_language("zh")
+    assert i18n.said("err_teach_few_photos", one.value.values) == "类别“a”只有 1 张照片，每个类别至少需要 2 张。"
+    assert i18n.said("err_image_empty", {}) == "这个文件是空的（0 字节）。"
 
 
 @pytest.mark.parametrize("lang", ["en", "zh"])

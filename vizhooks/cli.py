@@ -18,7 +18,7 @@ from typing import TYPE_CHECKING, NoReturn, cast
 
 from vizhooks import __version__
 from vizhooks.hooks.capture import capture
-from vizhooks.i18n import SOURCE, language, nt, t
+from vizhooks.i18n import SOURCE, language, nt, said, t
 from vizhooks.models.images import MAX_SIZE, MIN_SIZE, InvalidImageError, load_image
 from vizhooks.models.layers import UnknownLayerError, default_layers, describe_layers, resolve_layers
 from vizhooks.models.registry import family, list_models, load_model, resolve_entry, torchvision_models
@@ -971,5 +971,5 @@ def _refusal(exc: Exception) -> str:
     from vizhooks.errors import CodedError
 
     if language() != SOURCE and isinstance(exc, CodedError) and exc.code:
-        return t(f"err_{exc.code}", **exc.values)
+        return said(f"err_{exc.code}", exc.values)
     return str(exc)

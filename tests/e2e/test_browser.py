@@ -252,10 +252,10 @@ def _shows_convolution(page, height, width):
 
 
 def _shows_teach(page, height, width):
-    from vizhooks.page.texts import EN
+    from vizhooks.page.texts import EN, nt
 
     expect(page.get_by_role("button", name=EN["teach_train"])).to_be_visible()
-    expect(page.get_by_text(EN["teach_count"].format(n=0)).first).to_be_visible()
+    expect(page.get_by_text(nt("teach_count", 0)).first).to_be_visible()
 
 
 def _shows_explain(page, height, width):

@@ -92,9 +92,9 @@ def add(i: int, files: list[tuple[str, bytes]]) -> None:
         else:
             again += 1
     if again:  # the same picture twice teaches nothing more
-        notices.insert(0, t("teach_again", n=again, name=shown_name(i)))
+        notices.insert(0, nt("teach_again", again, name=shown_name(i)))
     if added:
-        notices.insert(0, t("teach_added", n=added, name=shown_name(i)))
+        notices.insert(0, nt("teach_added", added, name=shown_name(i)))
     st.session_state["_teach_notices"] = notices
     st.session_state["_teach_gen"] = st.session_state.get("_teach_gen", 0) + 1  # fresh camera and uploader
 
@@ -143,7 +143,7 @@ def _classes(n: int) -> None:
             st.text_input(t("teach_name", n=i + 1), key=f"teach_name_{i}", placeholder=t("teach_name_placeholder"),
                           max_chars=40, on_change=_relabel)
             group = photos()[i]
-            st.caption(t("teach_count", n=len(group)))
+            st.caption(nt("teach_count", len(group)))
             shown = group[-SHOWN:]
             grid = st.columns(4)
             for k, (digest, data) in enumerate(shown):
