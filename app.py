@@ -36,7 +36,7 @@ from vizhooks.page.sources import photo_bytes
 from vizhooks.page.sources.video import show_video
 from vizhooks.page.startup import start as start_warm_up
 from vizhooks.page.state import Context, init_state, sync_url
-from vizhooks.page.texts import t, use_session_language
+from vizhooks.page.texts import nt, t, use_session_language
 from vizhooks.page.views import BY_NAME
 from vizhooks.page.widgets import input_and_predictions
 
@@ -88,7 +88,7 @@ def main() -> None:
         st.info(t("no_layers"))
         return
     digest = image_digest(data)
-    with shown_errors(), st.spinner(t("running", model=choices.model, n=len(choices.layers))):
+    with shown_errors(), st.spinner(nt("running", len(choices.layers), model=choices.model)):
         analysis = get_analysis(choices.model, digest, data, choices.size, choices.layers, choices.what)
 
     ctx = Context(choices, bundle, analysis, digest)

@@ -48,7 +48,7 @@ def test_rows_are_the_librarys_scores_and_the_summary_their_mean(photos, tmp_pat
     rows = _rows(out)
     assert [(r["photo"], r["method"]) for r in rows] == [
         (p, m) for p in ("cats/chelsea.jpg", "coffee.jpg") for m in ("gradcam", "saliency", "random", "gaussian")]
-    assert "skipped notes.png" in err and "1 file(s) skipped" in err
+    assert "skipped notes.png" in err and "1 file skipped." in err
     bundle = vz.load_model("resnet18")  # as the command, offline: the seeded random weights
     x = bundle.preprocess(vz.load_image(photos / "coffee.jpg"), SIZE)
     target = int(bundle.model(x)[0].argmax())

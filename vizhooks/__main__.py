@@ -12,6 +12,7 @@ from pathlib import Path
 
 from vizhooks.cli import COMMANDS, Command
 from vizhooks.cli import main as cli_main
+from vizhooks.i18n import t
 from vizhooks.lesson.steps import STEPS, command_arguments
 from vizhooks.models.images import MAX_SIZE, MIN_SIZE, InvalidImageError, load_image
 from vizhooks.models.registry import load_model
@@ -29,29 +30,27 @@ def _lesson(args: argparse.Namespace) -> int:
     try:
         from vizhooks.lesson.handout import LessonChoices, file_name, lesson_file
     except ModuleNotFoundError as exc:  # a core install: nbformat comes with the page's extra
-        raise ValueError(f"the lesson command needs the page's packages ({exc.name} is missing): "
-                         "pip install 'vizhooks[page]'") from None
+        raise ValueError(t("cli_lesson_needs_page", name=exc.name)) from None
     photo = Path(args.photo)
     if not photo.is_file():
-        raise ValueError(f"there is no file at {photo} (--photo)" if not photo.exists()
-                         else f"{photo} is a folder; --photo takes a picture file")
+        raise ValueError(t("cli_lesson_no_photo", photo=photo) if not photo.exists()
+                         else t("cli_lesson_photo_folder", photo=photo))
     if not MIN_SIZE <= args.size <= MAX_SIZE:
-        raise ValueError(f"--size must be from {MIN_SIZE} to {MAX_SIZE}, not {args.size}")
+        raise ValueError(t("cli_from_to", flag="--size", low=MIN_SIZE, high=MAX_SIZE, value=args.size))
     plan: tuple[int, ...] = ()
     if args.plan is not None:
         from vizhooks.lesson.steps import parse_plan
 
         plan, unknown = parse_plan(args.plan)
         if unknown or not plan:
-            raise ValueError(f"--plan names no step {', '.join(unknown) or args.plan!r}; give step numbers "
-                             f"1 to {len(STEPS)} or step ids, comma separated, e.g. --plan 1,2,4")
+            raise ValueError(t("cli_lesson_plan", names=", ".join(unknown) or args.plan, steps=len(STEPS)))
     data = photo.read_bytes()
     try:
         load_image(data)
     except InvalidImageError as exc:
         raise InvalidImageError(f"{photo}: {exc}") from None
     bundle = load_model(args.model, weights=args.weights)
-    print(f"Model: {bundle.name} on {bundle.device}. {bundle.weights_status}", file=sys.stderr)
+    print(t("cli_model_line", name=bundle.name, device=bundle.device, status=bundle.weights_status), file=sys.stderr)
     choices = LessonChoices(model=args.model, photo=data, photo_name=photo.name, size=args.size, lang=args.lang,
                             layers=tuple(args.layers or ()), plan=plan)
     out = Path(args.out or file_name(choices, args.format))
@@ -59,7 +58,7 @@ def _lesson(args: argparse.Namespace) -> int:
     return 0
 
 
-LESSON = Command("lesson", "the page's lesson for one photo: a notebook or HTML", command_arguments, _lesson,
+LESSON = Command("lesson", "cli_lesson_summary", command_arguments, _lesson,
                  "--photo sample_images/chelsea.jpg --format html --out lesson.html")
 #: Every command of ``python -m vizhooks``, in the order ``--help`` lists them.
 ALL_COMMANDS: tuple[Command, ...] = (*COMMANDS, LESSON)

@@ -198,9 +198,40 @@ def nt(key: str, count: int, /, **values: object) -> str:
 
 
 def english(key: str, **values: object) -> str:
-    """The English text ``key`` whatever the page's language: library refusals and the command line."""
+    """The English text ``key`` whatever the page's language: library refusals and the command line. A plural
+    entry (see :func:`nt`) takes its form for ``values["n"]``."""
+    if is_plural(key):
+        return in_source(lambda: nt(key, _count(values), **values))
     text = table(SOURCE)[key]
     return text.format(**values) if values else text
+
+
+def is_plural(key: str, lang: str = SOURCE) -> bool:
+    """Whether ``key`` is a plural entry of ``lang``'s catalogue (read with :func:`nt`, not :func:`t`)."""
+    return key in _read(lang)[2]
+
+
+def in_source(make: Callable[[], str]) -> str:
+    """``make()`` with English as the current language, in a copy of the caller's context."""
+    def run() -> str:
+        _current.set(SOURCE)
+        return make()
+
+    return contextvars.copy_context().run(run)
+
+
+def said(key: str, values: Mapping[str, object]) -> str:
+    """The text ``key`` in the current language filled with ``values``; a plural entry in its form for
+    ``values["n"]`` (a refusal's sentence, ``err_CODE``, whichever kind its entry is)."""
+    return nt(key, _count(values), **values) if is_plural(key) else t(key, **values)
+
+
+def _count(values: Mapping[str, object]) -> int:
+    """The count ``n`` of a plural text's values."""
+    n = values["n"]
+    if not isinstance(n, int):
+        raise TypeError(f"a plural text's n must be a whole number, not {n!r}")
+    return n
 
 
 class _Languages(Mapping[str, dict[str, str]]):

@@ -304,8 +304,7 @@ def check_classes(names: Sequence[str], counts: Sequence[int]) -> list[str]:
                              "teach_same_name", name=name)
         seen.add(name.casefold())
         if count < MIN_PHOTOS:
-            raise TeachError(f"Class {name!r} has {count} photo(s); each class needs at least {MIN_PHOTOS}.",
-                             "teach_few_photos", name=name, n=count, least=MIN_PHOTOS)
+            raise TeachError(code="teach_few_photos", name=name, n=count, least=MIN_PHOTOS)  # "1 photo", "0 photos"
         if count > MAX_PHOTOS:
             raise TeachError(f"Class {name!r} has {count} photos; at most {MAX_PHOTOS} per class are taught.",
                              "teach_too_many", name=name, n=count, most=MAX_PHOTOS)

@@ -242,20 +242,20 @@ def _shows_overview(page, height, width):
 
 
 def _shows_convolution(page, height, width):
-    from vizhooks.page.texts import EN
+    from vizhooks.page.texts import EN, nt
 
     # the link's first layer (conv1, stride 2) taken apart in the middle of channel 0's map
     _, h, w = _conv_shapes(height, width)[LINK_LAYERS[0]]
-    _expect_loaded(_image(page, EN["cv_window_caption"].format(sw=2)))
+    _expect_loaded(_image(page, nt("cv_window_caption", 2, sw=2)))
     total = EN["cv_total"].format(row=h // 2, col=w // 2)
     expect(page.get_by_test_id("stMetric").filter(has_text=total)).to_have_count(1)
 
 
 def _shows_teach(page, height, width):
-    from vizhooks.page.texts import EN
+    from vizhooks.page.texts import EN, nt
 
     expect(page.get_by_role("button", name=EN["teach_train"])).to_be_visible()
-    expect(page.get_by_text(EN["teach_count"].format(n=0)).first).to_be_visible()
+    expect(page.get_by_text(nt("teach_count", 0)).first).to_be_visible()
 
 
 def _shows_explain(page, height, width):

@@ -16,7 +16,8 @@ import pytest
 from playwright.sync_api import Page, expect
 
 from benchmarks.server import start, stop, wait_healthy
-from vizhooks.page.texts import EN, ZH
+from vizhooks.lesson.i18n import in_language
+from vizhooks.page.texts import EN, ZH, nt
 
 from .conftest import new_page
 
@@ -44,7 +45,7 @@ STEP_MS = 60_000
 SNAPSHOTS = 2  # per class: the fewest Train accepts
 TAKE_PHOTO = "Take Photo"  # Streamlit's own button, in English on every page
 CLASSES = {"en": ("mug", "pen"), "zh": ("杯子", "笔")}
-COUNT = re.compile(r"^\d+ (photo\(s\)|张照片)$")  # the catalogue's "teach_count" in both languages
+COUNT = re.compile(r"^\d+ (photos?|张照片)$")  # the catalogue's "teach_count" in both languages
 
 
 @pytest.fixture(scope="module")
@@ -109,7 +110,7 @@ def _camera(page: Page, gen: int):
 
 
 def _counts(page: Page):
-    """Each class's photo count ("2 photo(s)", "2 张照片"), in class order."""
+    """Each class's photo count ("2 photos", "2 张照片"), in class order."""
     return page.get_by_test_id("stCaptionContainer").filter(has_text=COUNT)
 
 
@@ -139,10 +140,10 @@ def test_snapshots_into_two_classes_train_then_gradcam_names_them(teach_server, 
             gen += 1
             _camera(page, gen)  # a fresh widget, its camera running again
             _idle(page)
-            added = texts["teach_added"].format(n=1, name=name)
+            added = in_language(lang, lambda name=name: nt("teach_added", 1, name=name))
             expect(page.get_by_test_id("stAlert").filter(has_text=added)).to_be_visible()
             have = [SNAPSHOTS] * i + [k + 1] + [0] * (len(names) - i - 1)
-            expect(_counts(page)).to_have_text([texts["teach_count"].format(n=n) for n in have])
+            expect(_counts(page)).to_have_text([in_language(lang, lambda n=n: nt("teach_count", n)) for n in have])
     expect(page.get_by_test_id("stImage")).to_have_count(SNAPSHOTS * len(names))  # the thumbnails
     _no_errors(page, log)
 

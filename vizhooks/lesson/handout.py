@@ -34,7 +34,7 @@ from PIL import Image
 import vizhooks as vz
 from vizhooks.analysis import Analysis, analyse, clamp_limit_of, hook_calls_demo, lesson_sanity, top_classes
 from vizhooks.hooks.gradients import GradientResult, backward_report, gradient_pass
-from vizhooks.i18n import LANGUAGES
+from vizhooks.i18n import LANGUAGES, nt
 from vizhooks.interpret.cam import cams_from
 from vizhooks.interpret.methods import ExplainError
 from vizhooks.lesson.code import Code, ConvPlace, NewHead, conv_place, lesson_code, view_code, with_weights_fallback
@@ -458,7 +458,7 @@ def _conv_part(lesson: Lesson) -> str:
     """The Convolution view at the lesson's place: the window on the input, the strongest input
     channels' products and the sum that gives the output value (views.convolution.show)."""
     s, cmap = lesson.conv, lesson.choices.cmap
-    titles = (t("cv_title_input", n=len(s.in_channels)), t("cv_title_close"),
+    titles = (nt("cv_title_input", len(s.in_channels)), t("cv_title_close"),
               t("cv_title_output", channel=s.channel, row=s.row, col=s.col))
     window = vz.figure_to_png(conv_window_figure(s.input_mean, s.rows, s.cols, s.stride, s.output, (s.row, s.col),
                                                  titles, cmap))
@@ -469,7 +469,7 @@ def _conv_part(lesson: Lesson) -> str:
         (t("cv_head_window"), t("cv_head_weights"), t("cv_head_products"), t("cv_head_sum"))))
     equation = t("cv_equation", n=len(s.in_channels), sums=s.total - s.bias, bias=s.bias, total=s.total,
                  own=float(s.output[s.row, s.col]))
-    return (f"<p>{html.escape(s.layer)}</p>" + _figure(window, t("cv_window_caption", sw=s.stride[1]))
+    return (f"<p>{html.escape(s.layer)}</p>" + _figure(window, nt("cv_window_caption", s.stride[1], sw=s.stride[1]))
             + _figure(products, s.layer) + _inline(equation))
 
 

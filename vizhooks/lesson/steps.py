@@ -9,7 +9,7 @@ from __future__ import annotations
 import argparse
 from dataclasses import dataclass
 
-from vizhooks.i18n import LANGUAGES
+from vizhooks.i18n import LANGUAGES, t
 
 
 @dataclass(frozen=True)
@@ -125,21 +125,17 @@ def command_arguments(p: argparse.ArgumentParser) -> None:
     """The arguments of ``python -m vizhooks lesson`` (vizhooks/__main__.py adds the
     command): declared here, without the handout's imports, so that `--help` stays quick."""
     prog = p.prog
-    p.description = ("The page's step-by-step lesson on hooks for one photo and model, to take home: a Jupyter\n"
-                     "notebook (text and code; it runs offline) or one self-contained HTML handout (text, code\n"
-                     "and this photo's pictures; prints on A4), in English, 简体中文 or 繁體中文.")
-    p.epilog = ("Examples:\n"
+    p.description = t("cli_lesson_description")
+    p.epilog = (t("cli_examples") + "\n"
                 f"  {prog} --photo sample_images/chelsea.jpg --format ipynb --out lesson.ipynb\n"
                 f"  {prog} --lang zh --model resnet18 --photo cat.jpg --format html --out lesson.html")
-    p.add_argument("--photo", required=True, metavar="PATH", help="the photo (png, jpg, webp, bmp, gif, tiff)")
-    p.add_argument("--lang", default="en", choices=tuple(LANGUAGES), help="language of the text and comments: "
-                   f"{', '.join(LANGUAGES)} (default: en)")
-    p.add_argument("--model", default="resnet18", metavar="NAME", help="model name, as for the main command "
-                   "(default: resnet18)")
-    p.add_argument("--weights", default="auto", help="auto | imagenet | none | PATH (default: auto)")
-    p.add_argument("--layers", nargs="+", metavar="NAME", help="module names (default: the page's tour)")
-    p.add_argument("--size", type=int, default=224, help="shorter side of the model input in pixels (default: 224)")
-    p.add_argument("--format", default="ipynb", choices=tuple(FORMATS), help="ipynb or html (default: ipynb)")
-    p.add_argument("--plan", metavar="STEPS", help="the lesson plan: step numbers or ids in order, e.g. 1,2,4 "
-                   "(default: every step)")
-    p.add_argument("--out", metavar="FILE", help="the file to write (default: vizhooks_lesson_MODEL_PHOTO.FORMAT)")
+    p.add_argument("--photo", required=True, metavar="PATH", help=t("cli_lesson_photo"))
+    p.add_argument("--lang", default="en", choices=tuple(LANGUAGES),
+                   help=t("cli_lesson_lang", languages=", ".join(LANGUAGES)))
+    p.add_argument("--model", default="resnet18", metavar="NAME", help=t("cli_model_as_main"))
+    p.add_argument("--weights", default="auto", help=t("cli_weights"))
+    p.add_argument("--layers", nargs="+", metavar="NAME", help=t("cli_lesson_layers"))
+    p.add_argument("--size", type=int, default=224, help=t("cli_maps_size"))
+    p.add_argument("--format", default="ipynb", choices=tuple(FORMATS), help=t("cli_lesson_format"))
+    p.add_argument("--plan", metavar="STEPS", help=t("cli_lesson_plan_help"))
+    p.add_argument("--out", metavar="FILE", help=t("cli_lesson_out"))

@@ -12,6 +12,7 @@ import streamlit as st
 import vizhooks as vz
 from vizhooks.classroom.store import StoreUnavailableError
 from vizhooks.hooks.budget import CaptureTooLargeError
+from vizhooks.i18n import is_plural, said
 from vizhooks.ops import is_out_of_memory, release_memory
 from vizhooks.page.cache import StillComputingError
 from vizhooks.page.texts import EN, language, t
@@ -48,8 +49,8 @@ def reason(exc: BaseException) -> str:
         store_down(exc)
         return t("class_store_unreachable")
     code = getattr(exc, "code", "")
-    if code and f"err_{code}" in EN:
-        return t(f"err_{code}", **getattr(exc, "values", {}))
+    if code and (f"err_{code}" in EN or is_plural(f"err_{code}")):
+        return said(f"err_{code}", getattr(exc, "values", {}))
     if language() == "en":
         return str(exc)
     LOG.warning("refusal without a code, shown as err_generic: %s", exc)

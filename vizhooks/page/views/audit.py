@@ -24,7 +24,7 @@ from vizhooks.models.images import load_image
 from vizhooks.page.errors import shown_errors
 from vizhooks.page.folders import samples_dir
 from vizhooks.page.results import cached, get_bundle
-from vizhooks.page.texts import listed, t
+from vizhooks.page.texts import listed, nt, t
 from vizhooks.page.views import View
 from vizhooks.page.widgets import fraction, keep_valid, progress_bar
 from vizhooks.render.figures import channel_overlay, confusion_figure, figure_to_png, image_to_png
@@ -140,9 +140,9 @@ def _summary(found: Audit) -> None:
         n = int(found.confusion[found.classes.index(name)].sum())
         left.caption(t("audit_accuracy", name=name, acc=accuracy, n=n))
     if OTHER in found.columns:
-        left.caption(t("audit_other", n=int(found.confusion[:, -1].sum())))
+        left.caption(nt("audit_other", int(found.confusion[:, -1].sum())))
     if found.skipped:
-        left.warning(t("audit_skipped", n=len(found.skipped), files=listed(p for p, _ in found.skipped[:5])))
+        left.warning(nt("audit_skipped", len(found.skipped), files=listed(p for p, _ in found.skipped[:5])))
     left.caption(t("audit_maps", layer=found.layer))
     k = len(found.classes)
     figure = confusion_figure(found.confusion[:, :k], found.classes, truth=t("audit_truth"), guess=t("audit_guess"))

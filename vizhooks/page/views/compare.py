@@ -15,7 +15,7 @@ from vizhooks.hooks.patching import EditResult, PatchResult, mean_direction, ste
 from vizhooks.models.images import to_tensor
 from vizhooks.page.results import cached, conv_infos, get_analysis, get_bundle, grid_png, tensor_bytes
 from vizhooks.page.sources import PHOTO_SOURCES, photo_bytes, photo_picker
-from vizhooks.page.texts import t
+from vizhooks.page.texts import nt, t
 from vizhooks.page.views import View
 from vizhooks.page.widgets import keep_valid, labels_for, shown_labels, top5_bars
 
@@ -44,7 +44,7 @@ def show(ctx: Context) -> None:
         st.info(t("compare_none"))
         return
     digest_b = image_digest(data)
-    with st.spinner(t("running", model=c.model, n=len(c.layers))):
+    with st.spinner(nt("running", len(c.layers), model=c.model)):
         other = get_analysis(c.model, digest_b, data, c.size, c.layers, c.what)
     a_col, b_col = st.columns(2)
     a_col.image(analysis.picture, caption=t("compare_first"))
@@ -153,7 +153,7 @@ def show_patch(ctx: Context, other: Analysis, digest_b: str) -> None:
     chosen = [*convs, *([layer] if layer not in convs else [])]
     if other.picture.size != analysis.picture.size:
         st.caption(t("patching_resized"))
-    with st.spinner(t("patching_running", n=len(chosen))):
+    with st.spinner(nt("patching_running", len(chosen))):
         runs = _patch_runs(ctx, other, digest_b, chosen, part, channels, span)
     by_layer = {r.layer: r for r in runs}
     labels = shown_labels(bundle)

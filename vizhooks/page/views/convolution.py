@@ -21,7 +21,7 @@ from vizhooks.page.results import (
     pool_infos,
     pool_window_png,
 )
-from vizhooks.page.texts import language, t
+from vizhooks.page.texts import language, nt, t
 from vizhooks.page.views import View
 from vizhooks.page.widgets import keep_below, keep_valid, layer_label
 
@@ -40,7 +40,7 @@ def _place(slot: Any, key: str, count: int, label: str) -> int:
     (a slider needs two)."""
     keep_below(key, count, count // 2)
     if count < 2:
-        slot.caption(t("cv_one_place", n=count, what=label))
+        slot.caption(nt("cv_one_place", count, what=label))
         return 0
     return int(slot.slider(label, 0, count - 1, key=key))
 
@@ -77,10 +77,10 @@ def show(ctx: Context) -> None:
         step = get_conv_step(c.model, (ctx.digest, c.size), layer, channel, row, col, analysis)
     key = ("conv", c.model, ctx.digest, c.size, layer, channel, row, col)
     _show_settings(step)
-    titles = (t("cv_title_input", n=len(step.in_channels)), t("cv_title_close"),
+    titles = (nt("cv_title_input", len(step.in_channels)), t("cv_title_close"),
               t("cv_title_output", channel=channel, row=row, col=col))
-    st.image(conv_window_png(step, key, titles, c.cmap), caption=t("cv_window_caption", sw=step.stride[1]),
-             width="stretch")
+    sw = step.stride[1]
+    st.image(conv_window_png(step, key, titles, c.cmap), caption=nt("cv_window_caption", sw, sw=sw), width="stretch")
     _show_products(step, key)
     _show_next(step)
     if step.groups == 1 and len(step.in_channels) == 3:  # the first conv: it slides over the photo itself
@@ -120,7 +120,7 @@ def _show_products(step: Any, key: tuple) -> None:
              width="stretch")
     all_sums = step.total - step.bias
     if channels > k:
-        st.caption(t("cv_rest", n=channels - k, s=all_sums - sum(sums)))
+        st.caption(nt("cv_rest", channels - k, s=all_sums - sum(sums)))
     own = float(step.output[step.row, step.col])
     st.markdown(t("cv_equation", n=channels, sums=all_sums, bias=step.bias, total=step.total, own=own))
     if not step.has_bias:
@@ -171,7 +171,7 @@ def _show_pool(ctx: Context, pools: dict[str, PoolInfo]) -> None:
     key = ("pool", c.model, ctx.digest, c.size, layer, channel, row, col)
     titles = (t("cv_title_pool_input", channel=channel), t("cv_title_close"),
               t("cv_title_output", channel=channel, row=row, col=col))
-    st.image(pool_window_png(step, key, titles, c.cmap), caption=t("cv_window_caption", sw=sw), width="stretch")
+    st.image(pool_window_png(step, key, titles, c.cmap), caption=nt("cv_window_caption", sw, sw=sw), width="stretch")
     padded = step.padded.numpy()
     cells = [[None if padded[u, v] else round(float(step.values[u, v]), 4) for v in range(len(step.cols))]
              for u in range(len(step.rows))]

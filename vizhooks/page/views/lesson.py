@@ -36,7 +36,7 @@ from vizhooks.page.present import NAV_KEY, present_on, scroll_to_step, step_anch
 from vizhooks.page.results import cached, conv_infos, get_analysis, get_bundle, grid_png, tensor_bytes
 from vizhooks.page.sources import photo_bytes
 from vizhooks.page.taught import code_head
-from vizhooks.page.texts import language, t
+from vizhooks.page.texts import language, nt, t
 from vizhooks.page.views import View, backward, compare, convolution, gradcam, gradients, intervene, maps, table
 from vizhooks.page.views.code import chosen_target, image_path
 from vizhooks.page.widgets import class_picker, shown_labels
@@ -339,7 +339,7 @@ def show_patching(ctx: Context, layers: list[str]) -> None:
         source = patch_source(bundle, analysis.picture, vz.load_image(data))
         return patch_sweep(bundle, analysis.x, source, layers)
 
-    with st.spinner(t("patching_running", n=len(layers))):
+    with st.spinner(nt("patching_running", len(layers))):
         runs = cached(("lesson-patching", c.model, ctx.digest, digest_b, c.size, tuple(layers)), make,
                       lambda rs: tensor_bytes(x for r in rs for x in (r.logits, r.clean, r.source)))
     left, right = st.columns([1, 3])

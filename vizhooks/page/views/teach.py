@@ -26,7 +26,7 @@ from vizhooks.page.results import get_bundle, plain_bundle
 from vizhooks.page.sources.sample import read_sample, samples
 from vizhooks.page.sources.upload import PHOTO_MB
 from vizhooks.page.taught import checkpoint_bytes, checkpoint_files, names_of, read_upload, remember, use_model
-from vizhooks.page.texts import listed, t
+from vizhooks.page.texts import listed, nt, t
 from vizhooks.page.views import View
 from vizhooks.page.widgets import fraction, progress_bar
 from vizhooks.render.figures import confusion_figure, figure_to_png
@@ -92,9 +92,9 @@ def add(i: int, files: list[tuple[str, bytes]]) -> None:
         else:
             again += 1
     if again:  # the same picture twice teaches nothing more
-        notices.insert(0, t("teach_again", n=again, name=shown_name(i)))
+        notices.insert(0, nt("teach_again", again, name=shown_name(i)))
     if added:
-        notices.insert(0, t("teach_added", n=added, name=shown_name(i)))
+        notices.insert(0, nt("teach_added", added, name=shown_name(i)))
     st.session_state["_teach_notices"] = notices
     st.session_state["_teach_gen"] = st.session_state.get("_teach_gen", 0) + 1  # fresh camera and uploader
 
@@ -143,7 +143,7 @@ def _classes(n: int) -> None:
             st.text_input(t("teach_name", n=i + 1), key=f"teach_name_{i}", placeholder=t("teach_name_placeholder"),
                           max_chars=40, on_change=_relabel)
             group = photos()[i]
-            st.caption(t("teach_count", n=len(group)))
+            st.caption(nt("teach_count", len(group)))
             shown = group[-SHOWN:]
             grid = st.columns(4)
             for k, (digest, data) in enumerate(shown):
@@ -203,8 +203,9 @@ def _train(bundle: vz.ModelBundle, n: int) -> None:
     with progress_bar() as bar:
 
         def progress(done: int, total: int, stage: str) -> None:
-            key = "teach_features" if stage == "features" else "teach_fitting"
-            bar.progress(fraction(done, total), text=t(key, done=done, total=total))
+            text = (nt("teach_features", total, done=done, total=total) if stage == "features"
+                    else t("teach_fitting", done=done, total=total))
+            bar.progress(fraction(done, total), text=text)
 
         taught = teach(bundle, examples, progress=progress, cache=cache)
     name = remember(taught)

@@ -1,0 +1,314 @@
+"""The command line's texts come from the catalogue (vizhooks/locale, keys ``cli_*``): in English
+word for word as they were before the catalogue held them, in Chinese with no English sentence left
+(``VIZHOOKS_LANG=zh python -m vizhooks --help``), and every argument's help a catalogue text."""
+
+from __future__ import annotations
+
+import argparse
+import os
+import re
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from vizhooks import cli, i18n
+from vizhooks.__main__ import ALL_COMMANDS, main
+from vizhooks.cli import build_parser
+
+ROOT = Path(__file__).resolve().parents[1]
+
+#: `--help` at 100 columns as the command line printed it before its texts moved into the catalogue
+#: (vizhooks 37b363a), written out here: the English must stay word for word.
+BEFORE = {
+    "": (
+    'usage: python -m vizhooks [-h] [--version]\n'
+    '                          {maps,exemplars,visualize,teach,explain,audit,concepts,lesson} ...\n'
+    '\n'
+    'Look inside image models with PyTorch hooks: feature maps, dataset exemplars, feature visualization,\n'
+    'teaching a model your own classes, explanation methods scored, and the lesson to take home.\n'
+    'Without a command, the arguments are those of `maps`.\n'
+    '\n'
+    'options:\n'
+    '  -h, --help    show this help message and exit\n'
+    "  --version     show program's version number and exit\n"
+    '\n'
+    'commands:\n'
+    '  {maps,exemplars,visualize,teach,explain,audit,concepts,lesson}\n'
+    '    maps        feature-map grids of a photo, or videos of a clip (default)\n'
+    '    exemplars   the images of a folder that excite each channel most\n'
+    '    visualize   an image optimised to excite each channel asked\n'
+    '    teach       teach a model your own classes from a folder\n'
+    '    explain     explanation methods scored on a folder of photos\n'
+    '    audit       a labelled folder: mistakes, maps and shortcuts\n'
+    '    concepts    what a layer has learned over a folder, as concepts\n'
+    "    lesson      the page's lesson for one photo: a notebook or HTML\n"
+    '\n'
+    'Examples (one per command):\n'
+    '  python -m vizhooks sample_images/chelsea.jpg --layers conv1 --out out/   (maps, the default)\n'
+    '  python -m vizhooks exemplars photos/ --layers layer3.0.conv1 --top 9 --out atlas/\n'
+    '  python -m vizhooks visualize --layer layer3.0.conv1 --channels 0 1 2 --out vis/\n'
+    '  python -m vizhooks teach my_photos/ --model resnet18 --out my_model.pth\n'
+    '  python -m vizhooks explain photos/ --methods gradcam,saliency --out scores.csv\n'
+    '  python -m vizhooks audit photos/ --model resnet18 --out audit/\n'
+    '  python -m vizhooks concepts photos/ --layer layer3 --k 10 --target 281 --out concepts/\n'
+    '  python -m vizhooks lesson --photo sample_images/chelsea.jpg --format html --out lesson.html\n'
+    '  python -m vizhooks --list-models   |   --list-layers --model vgg16   |   --download-weights vgg16\n'
+    'Each command has its own help: python -m vizhooks COMMAND --help\n'
+),
+    "lesson": (
+    'usage: python -m vizhooks lesson [-h] --photo PATH [--lang {en,zh,zh-Hant}] [--model NAME]\n'
+    '                                 [--weights WEIGHTS] [--layers NAME [NAME ...]] [--size SIZE]\n'
+    '                                 [--format {ipynb,html}] [--plan STEPS] [--out FILE]\n'
+    '\n'
+    "The page's step-by-step lesson on hooks for one photo and model, to take home: a Jupyter\n"
+    'notebook (text and code; it runs offline) or one self-contained HTML handout (text, code\n'
+    "and this photo's pictures; prints on A4), in English, 简体中文 or 繁體中文.\n"
+    '\n'
+    'options:\n'
+    '  -h, --help            show this help message and exit\n'
+    '  --photo PATH          the photo (png, jpg, webp, bmp, gif, tiff)\n'
+    '  --lang {en,zh,zh-Hant}\n'
+    '                        language of the text and comments: en, zh, zh-Hant (default: en)\n'
+    '  --model NAME          model name, as for the main command (default: resnet18)\n'
+    '  --weights WEIGHTS     auto | imagenet | none | PATH (default: auto)\n'
+    '  --layers NAME [NAME ...]\n'
+    "                        module names (default: the page's tour)\n"
+    '  --size SIZE           shorter side of the model input in pixels (default: 224)\n'
+    '  --format {ipynb,html}\n'
+    '                        ipynb or html (default: ipynb)\n'
+    '  --plan STEPS          the lesson plan: step numbers or ids in order, e.g. 1,2,4 (default: every\n'
+    '                        step)\n'
+    '  --out FILE            the file to write (default: vizhooks_lesson_MODEL_PHOTO.FORMAT)\n'
+    '\n'
+    'Examples:\n'
+    '  python -m vizhooks lesson --photo sample_images/chelsea.jpg --format ipynb --out lesson.ipynb\n'
+    '  python -m vizhooks lesson --lang zh --model resnet18 --photo cat.jpg --format html --out lesson.html\n'
+),
+    "teach": (
+    'usage: python -m vizhooks teach [-h] [--model NAME] [--weights WEIGHTS] [--out FILE] [--onnx FILE]\n'
+    '                                [--torchscript FILE] [--size SIZE] [--folds FOLDS] [--seed SEED]\n'
+    '                                [--device DEVICE]\n'
+    '                                FOLDER\n'
+    '\n'
+    "Teach a model your own classes: a new last layer fitted on the frozen network's features.\n"
+    "FOLDER holds one sub-folder per class (its name is the class name), as torchvision's ImageFolder\n"
+    'reads it. The result is measured by stratified k-fold cross-validation (every photo held out once;\n'
+    'leave-one-out when a class has fewer than 10); the checkpoint and a labels file are written\n'
+    'for load_model(..., weights=, labels=). --onnx and --torchscript also write the model for tools\n'
+    'without vizhooks, each with its labels and a 10-line program that runs it on a photo.\n'
+    '\n'
+    'positional arguments:\n'
+    '  FOLDER              a folder with one sub-folder of photos per class\n'
+    '\n'
+    'options:\n'
+    '  -h, --help          show this help message and exit\n'
+    '  --model NAME        the backbone (default: resnet18)\n'
+    '  --weights WEIGHTS   auto | imagenet | none | PATH (default: auto)\n'
+    '  --out FILE          the checkpoint to write; the labels go beside it as .txt (default:\n'
+    '                      my_model.pth)\n'
+    '  --onnx FILE         also write the taught model as ONNX, with its labels (.txt) and an ONNX\n'
+    '                      Runtime program (_onnx.py) beside it\n'
+    '  --torchscript FILE  also write it as TorchScript (.pt), with its labels and a PyTorch program\n'
+    '                      (_torchscript.py)\n'
+    '  --size SIZE         the square side photos are seen at (default: 224)\n'
+    '  --folds FOLDS       folds of the cross-validation that measures the result (default: 5)\n'
+    '  --seed SEED         random seed (default: 0)\n'
+    '  --device DEVICE     auto, cpu, cuda, cuda:N or mps\n'
+    '\n'
+    'Examples:\n'
+    '  python -m vizhooks teach my_photos/ --model resnet18 --out my_model.pth\n'
+    '  python -m vizhooks teach my_photos/ --onnx my_model.onnx --torchscript my_model.pt\n'
+    '  python -c "import vizhooks; vizhooks.load_model(\'resnet18\', weights=\'my_model.pth\', '
+    'labels=\'my_model.txt\')"\n'
+),
+    "visualize": (
+    'usage: python -m vizhooks visualize [-h] [--model NAME] [--weights WEIGHTS] --layer NAME\n'
+    '                                    [--channels N [N ...]] [--size SIZE] [--steps STEPS]\n'
+    '                                    [--seed SEED] [--out DIR] [--device DEVICE]\n'
+    '\n'
+    'Feature visualization: optimise an image so that one channel of one layer responds as\n'
+    'strongly as possible, for each channel asked (all in one batch), and write one PNG per channel.\n'
+    '\n'
+    'options:\n'
+    '  -h, --help            show this help message and exit\n'
+    '  --model NAME          model name, as for the main command\n'
+    '  --weights WEIGHTS     auto | imagenet | none | PATH (default: auto)\n'
+    '  --layer NAME          the module whose channels to visualize\n'
+    '  --channels N [N ...]  channel numbers (default: 0)\n'
+    '  --size SIZE           image side (default: 128)\n'
+    '  --steps STEPS         optimisation steps (default: 256)\n'
+    '  --seed SEED           random seed (default: 0)\n'
+    '  --out DIR             folder for the PNGs (default: vizhooks-out)\n'
+    '  --device DEVICE       auto, cpu, cuda, cuda:N or mps\n'
+    '\n'
+    'Examples:\n'
+    '  python -m vizhooks visualize --layer layer3.0.conv1 --channels 0 1 2 3 --out vis/\n'
+    '  python -m vizhooks visualize --model vgg16 --layer features.28 --channels 7 --size 224 --steps 512\n'
+),
+}
+
+
+def _help(capsys, *argv: str) -> str:
+    with pytest.raises(SystemExit) as info:
+        main([*argv, "--help"])
+    out, err = capsys.readouterr()
+    assert info.value.code == 0 and err == ""
+    return out
+
+
+@pytest.mark.parametrize("command", sorted(BEFORE))
+def test_the_english_help_is_as_it_was(capsys, monkeypatch, command):
+    monkeypatch.setenv("COLUMNS", "100")
+    monkeypatch.delenv("VIZHOOKS_LANG", raising=False)
+    assert _help(capsys, *([command] if command else [])) == "".join(BEFORE[command])
+
+
+#: Three or more English words in a row: a sentence (or part of one) left untranslated.
+ENGLISH_RUN = re.compile(r"\b[A-Za-z]{2,}(?: [A-Za-z]{2,}){2,}\b")
+#: Names that stay English in every language: the metric names of the literature (the explain command).
+NAMES = ("Average Drop", "Increase in Confidence")
+
+
+def english_left(text: str) -> list[str]:
+    """Runs of English words in a help text, leaving out what stays as it is in every language: the usage
+    block, the example command lines, the list of command names and `code`."""
+    prose = []
+    for block in text.split("\n\n"):
+        if block.startswith(("usage:", "用法")):
+            continue
+        prose += [line for line in block.splitlines()
+                  if not line.lstrip().startswith(("python ", "{")) and not line.startswith("  python")]
+    found = ENGLISH_RUN.findall(re.sub(r"`[^`]*`", "", "\n".join(prose)))  # `code` stays as it is
+    return [run for run in found if not any(run in name for name in NAMES)]
+
+
+def test_english_left_finds_a_sentence():
+    assert english_left("选项:\n  -h, --help  show this help message and exit") == ["show this help message and exit"]
+    shown = "用法：python -m vizhooks teach [-h] FOLDER\n\n示例：\n  python -m vizhooks teach my_photos/"
+    assert english_left(shown) == []
+
+
+def test_the_help_in_chinese_as_a_user_runs_it():
+    """`VIZHOOKS_LANG=zh python -m vizhooks --help` and a command's --help: Chinese, no English sentence."""
+    env = {**os.environ, "VIZHOOKS_LANG": "zh", "COLUMNS": "100"}
+    for argv in ([], ["teach"]):
+        run = subprocess.run([sys.executable, "-m", "vizhooks", *argv, "--help"], env=env, capture_output=True,
+                             text=True, cwd=ROOT, timeout=120)
+        assert run.returncode == 0 and run.stderr == "", run.stderr
+        assert english_left(run.stdout) == [], run.stdout
+        assert "显示这段帮助并退出" in run.stdout and run.stdout.startswith("用法：python -m vizhooks")
+    assert "用一个文件夹教模型认识你自己的类别" in subprocess.run(
+        [sys.executable, "-m", "vizhooks", "--help"], env=env, capture_output=True, text=True, cwd=ROOT,
+        timeout=120).stdout
+
+
+@pytest.mark.parametrize("command", [c.name for c in ALL_COMMANDS])
+def test_every_command_help_in_chinese(capsys, monkeypatch, command):
+    monkeypatch.setenv("COLUMNS", "100")
+    i18n.set_language("zh")
+    out = _help(capsys, command)
+    assert english_left(out) == [], out
+
+
+def catalogue_patterns(lang: str) -> list[re.Pattern[str]]:
+    """Every text of ``lang``'s catalogue as a pattern: each {placeholder} stands for any text. A text that is
+    little more than placeholders ("{a}: {b}") would match anything and is left out."""
+    patterns = []
+    for text in i18n.table(lang).values():
+        parts = re.split(r"\{[^{}]*\}", text) if i18n.placeholders(text) else [text]
+        if len(re.findall(r"\w", "".join(parts))) >= 3:
+            patterns.append(re.compile(".+?".join(map(re.escape, parts)), re.S))
+    return patterns
+
+
+def parsers(top: argparse.ArgumentParser) -> list[argparse.ArgumentParser]:
+    found = [top]
+    for action in top._actions:
+        if isinstance(action, argparse._SubParsersAction):
+            found += list(action.choices.values())
+    return found
+
+
+@pytest.mark.parametrize("lang", ["en", "zh"])
+def test_every_help_of_the_parser_is_a_catalogue_text(lang):
+    """Walk the parser `--help` prints: every argument's help, every command's line and every description
+    is a text of the current language's catalogue, so none is written in the code."""
+    i18n.set_language(lang)
+    patterns = catalogue_patterns(lang)
+    english = {text for key, text in i18n.table("en").items() if key.startswith("cli_")}
+    top = build_parser(ALL_COMMANDS)
+    texts = []
+    for p in parsers(top):
+        texts.append(p.description or "")
+        for action in p._actions:
+            if isinstance(action, argparse._SubParsersAction):
+                texts += [choice.help or "" for choice in action._choices_actions]
+            elif action.help != argparse.SUPPRESS:
+                texts.append(action.help or "")
+    assert len(texts) > 100
+    not_in_catalogue = [text for text in texts if not any(p.fullmatch(text) for p in patterns)]
+    assert not_in_catalogue == []
+    if lang != "en":
+        assert [text for text in texts if text in english] == []
+
+
+def test_the_parser_walk_finds_a_help_written_in_the_code(monkeypatch):
+    """The walk above fails on an argument whose help is written in the code."""
+    def arguments(p: argparse.ArgumentParser) -> None:
+        p.add_argument("--size", help="shorter side in pixels")
+
+    sneaky = (*ALL_COMMANDS, cli.Command("sneaky", "cli_teach_summary", arguments, lambda args: 0))
+    patterns = catalogue_patterns("en")
+    sub = parsers(build_parser(sneaky))[-1]
+    helps = [a.help for a in sub._actions if a.help != argparse.SUPPRESS]
+    assert [h for h in helps if not any(p.fullmatch(h or "") for p in patterns)] == ["shorter side in pixels"]
+
+
+#: The one text that still says "(s)": a label without a count ("CAM layer(s)", the Explain view's layer choice).
+STILL_S = {"ex_layers"}
+
+
+def test_counts_are_plural_forms_not_s():
+    """No English text writes a count as "layer(s)": each is a plural entry that nt() picks a form of."""
+    with_s = sorted(key for key, text in i18n.table("en").items() if "(s)" in text)
+    assert with_s == sorted(STILL_S)
+    code = (ROOT / "vizhooks" / "cli.py").read_text("utf-8") + (ROOT / "vizhooks" / "__main__.py").read_text("utf-8")
+    assert "(s)" not in code
+    assert (i18n.nt("running", 1, model="resnet18"), i18n.nt("running", 4, model="resnet18")) == (
+        "Running resnet18 with hooks on 1 layer…", "Running resnet18 with hooks on 4 layers…")
+    assert [i18n.nt("patching_running", n) for n in (1, 3)] == ["Patching 1 layer…", "Patching 3 layers…"]
+    assert [i18n.nt("cli_files_skipped", n) for n in (1, 2)] == ["1 file skipped.", "2 files skipped."]
+    i18n.set_language("zh")
+    assert [i18n.nt("patching_running", n) for n in (1, 3)] == ["正在修补 1 层…", "正在修补 3 层…"]
+
+
+def test_a_refusal_with_a_count_in_every_language():
+    """A library refusal whose sentence has a count is a plural entry too: its English str(), and the
+    sentence the page and the command line say in the current language."""
+    from vizhooks.teaching import TeachError, check_examples
+
+    with pytest.raises(TeachError) as one:
+        check_examples({"a": [1], "b": [1, 2]})
+    assert str(one.value) == "Class “a” has 1 photo; each class needs at least 2."
+    assert i18n.english("err_teach_few_photos", name="b", n=0, least=2) == (
+        "Class “b” has 0 photos; each class needs at least 2.")
+    i18n.set_language("zh")
+    assert i18n.said("err_teach_few_photos", one.value.values) == "类别“a”只有 1 张照片，每个类别至少需要 2 张。"
+    assert i18n.said("err_image_empty", {}) == "这个文件是空的（0 字节）。"
+
+
+@pytest.mark.parametrize("lang", ["en", "zh"])
+def test_refusals_in_the_current_language(tmp_path, capsys, lang):
+    """A bad input says its one sentence in the current language: the command's own refusal and a library
+    refusal with a code (the page's sentence for it), still exit 2 and no traceback."""
+    i18n.set_language(lang)
+    empty = tmp_path / "empty.png"
+    empty.write_bytes(b"")
+    want = {"en": ["vizhooks: error: there is no folder at {missing}", "vizhooks: error: The file is empty (0 bytes)."],
+            "zh": ["vizhooks：错误：{missing} 处没有文件夹", "vizhooks：错误：这个文件是空的（0 字节）。"]}[lang]
+    for argv, line in ((["teach", str(tmp_path / "nothing")], want[0]), ([str(empty)], want[1])):
+        assert main(argv) == 2
+        err = capsys.readouterr().err
+        assert err.strip().splitlines() == [line.format(missing=tmp_path / "nothing")]
