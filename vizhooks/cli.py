@@ -691,7 +691,8 @@ def _audit_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--size", type=_whole_number("--size", MIN_SIZE, MAX_SIZE), default=224,
                    help="the shorter side pictures are seen at (default: 224)")
     p.add_argument("--clusters", default="auto", help="auto (2 to 8 by the eigengap) or a number per class")
-    p.add_argument("--engine", default="local", choices=["local"], help="where it runs (default: local)")
+    p.add_argument("--engine", default="local", choices=["local", "ray"],
+                   help="local (default: this process) or ray (Ray Data actors; RAY_ADDRESS for a cluster)")
     p.add_argument("--batch", type=_whole_number("--batch", 1, 1024), default=32,
                    help="pictures per pass (default: 32)")
     p.add_argument("--device", default="auto", help="auto, cpu, cuda, cuda:N or mps")
