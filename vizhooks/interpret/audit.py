@@ -525,14 +525,14 @@ def region(centre: tuple[float, float]) -> str:
 
 
 def heat_centres(maps: np.ndarray) -> np.ndarray:
-    """(n, 2) centre of mass (row, column; side = 1) of each (s, s) map's positive part; (0.5, 0.5) for none."""
-    side = maps.shape[-1]
-    grid = (np.arange(side) + 0.5) / side
-    heat = np.clip(maps.reshape(len(maps), side, side).astype(np.float64), 0, None)
+    """(n, 2) centre of mass (row, column; each side = 1) of each (h, w) map's positive part; (0.5, 0.5) for
+    none."""
+    h, w = maps.shape[-2:]
+    heat = np.clip(maps.reshape(len(maps), h, w).astype(np.float64), 0, None)
     total = heat.sum(axis=(1, 2))
     safe = np.where(total > 0, total, 1.0)
-    rows = np.where(total > 0, (heat.sum(axis=2) * grid).sum(axis=1) / safe, 0.5)
-    cols = np.where(total > 0, (heat.sum(axis=1) * grid).sum(axis=1) / safe, 0.5)
+    rows = np.where(total > 0, (heat.sum(axis=2) * ((np.arange(h) + 0.5) / h)).sum(axis=1) / safe, 0.5)
+    cols = np.where(total > 0, (heat.sum(axis=1) * ((np.arange(w) + 0.5) / w)).sum(axis=1) / safe, 0.5)
     return np.stack([rows, cols], axis=1)
 
 
