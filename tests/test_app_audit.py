@@ -153,3 +153,34 @@ def test_a_clicked_cell_and_a_chosen_class_come_back_with_the_link(lang, monkeyp
         key=lambda r: -r["confidence"])
     wanted = [texts["audit_picture"].format(guess=r["predicted"], conf=r["confidence"]) for r in pictures[:8]]
     assert _image_captions(again)[1:1 + len(wanted)] == wanted
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("lang", ["en", "zh"])
+def test_the_clever_hans_lesson_step_shows_the_sticker_table(lang, fresh_results):
+    """The lesson's audit step: a table of the photo and the photo with a sticker, their top classes and
+    Grad-CAM heat centres at the deepest chosen layer, as the lesson's display computes them, in the
+    page's language."""
+    from vizhooks.lesson.display import sticker_heat
+    from vizhooks.lesson.steps import STEPS
+    from vizhooks.page.results import result_cache
+    from vizhooks.page.texts import set_language
+    from vizhooks.page.widgets import shown_labels
+
+    n = [step.id for step in STEPS].index("audit") + 1
+    at = open_page(lang=lang, view="lesson", step=str(n), layers="layer3.0.conv1,layer4.1.conv2", size="128")
+    ok(at)
+    texts = EN if lang == "en" else ZH
+    (analysis,) = [v for key, (v, _) in list(result_cache()._items.items()) if key[0] == "analysis"]
+    bundle = get_bundle("resnet18")
+    target = int(analysis.logits[0].argmax())
+    rows = sticker_heat(bundle, analysis.x, "layer4.1.conv2", target)
+    (table,) = at.dataframe  # the step's one table
+    shown = table.value
+    assert list(shown.columns) == [texts["lesson_audit_col_picture"], texts["lesson_audit_col_top"],
+                                   texts["lesson_audit_col_centre"], texts["lesson_audit_col_where"]]
+    set_language(lang)  # the class names in the page's language, as the page shows them
+    labels = shown_labels(bundle)
+    assert shown.values.tolist() == [
+        [texts["lesson_audit_photo"] if which == "photo" else texts["lesson_audit_sticker"], labels[top],
+         f"{row:.2f}, {col:.2f}", texts[f"audit_where_{where}"]] for which, top, row, col, where in rows]

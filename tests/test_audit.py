@@ -439,3 +439,93 @@ def test_objects_anywhere_are_not_a_shortcut_but_a_sticker_is(model, tmp_path):
         flagged = [c for _, c in found.suspicious()]
         assert sum(c.size for c in flagged) >= 10  # however many clusters the sticker is cut into
         assert all(c.where == "bottom-right" and c.spread < 0.05 and c.share >= 10 / 12 for c in flagged)
+
+
+# ----------------------------------------------------------------------------------------------
+# the ray engine: Ray runs only here, locally (2 CPUs, no dashboard), and is shut down after
+
+
+@pytest.fixture(scope="module")
+def local_ray():
+    import sys
+
+    import ray  # requirements-scale.txt, installed by make test: a missing Ray fails here, never skips
+
+    with pytest.MonkeyPatch.context() as mp:
+        mp.delenv("RAY_ADDRESS", raising=False)
+        ray.init(num_cpus=2, include_dashboard=False, logging_level="WARNING", _node_ip_address="127.0.0.1")
+        ray.cloudpickle.register_pickle_by_value(sys.modules[__name__])  # the workers cannot import this file
+        try:
+            yield ray
+        finally:
+            ray.cloudpickle.unregister_pickle_by_value(sys.modules[__name__])
+            ray.shutdown()
+
+
+def _close(got, want):
+    """The same audit up to float rounding (the engines cut the batches differently)."""
+    assert [{**r, "confidence": 0} for r in got.predictions] == [{**r, "confidence": 0} for r in want.predictions]
+    for g, w in zip(got.predictions, want.predictions, strict=True):
+        assert g["confidence"] == pytest.approx(w["confidence"], rel=1e-5)
+    assert got.skipped == want.skipped
+    assert got.confusion.tolist() == want.confusion.tolist() and got.columns == want.columns
+    assert set(got.maps) == set(want.maps)
+    for path, m in want.maps.items():
+        np.testing.assert_allclose(got.maps[path], m, atol=1e-5)
+    assert got.clusters == want.clusters
+    for name, groups in want.groups.items():
+        assert [(c.members, c.where, c.shortcut) for c in got.groups[name]] == [
+            (c.members, c.where, c.shortcut) for c in groups]
+
+
+@pytest.mark.slow
+def test_ray_engine_gives_the_local_audit(found, model, folder, local_ray, monkeypatch):
+    """Shards run in Ray's actors (nothing goes through this process's model) and come back in the
+    folder's order: the same predictions, maps, clusters and skipped files as the local engine."""
+    seen = _counting(monkeypatch)
+    batches: list[list[str]] = []
+    made = audit(model, folder, layer="features", size=SIDE, batch_size=4, engine="ray", workers=2,
+                 on_batch=lambda rows, maps: batches.append([r["path"] for r in rows]))
+    assert local_ray.is_initialized()  # the test's session was used, not a new one
+    assert seen == []  # every picture went through an actor's model
+    assert len(batches) > 4  # really batched and sharded: 33 pictures in batches of at most 4
+    assert [p for b in batches for p in b] == [r["path"] for r in found.predictions]
+    _close(made, found)
+    assert [name for name, _ in made.suspicious()] == [name for name, _ in found.suspicious()] == ["cat", "cat"]
+
+
+@pytest.mark.slow
+def test_ray_engine_resumes_a_store_and_either_engine_finishes_it(model, folder, local_ray, tmp_path, monkeypatch):
+    """A ray run stopped after 12 pictures keeps them in its store; the ray engine then runs only the
+    rest, and a local run on a copy of the stopped store runs only the rest too (counted here, in this
+    process): all three end as one local pass."""
+    import shutil
+
+    one_pass = audit(model, folder, layer="features", size=SIDE, batch_size=4)
+    store = tmp_path / "store"
+
+    def stop(done, total):
+        if done >= 12:
+            raise Stop
+
+    with pytest.raises(Stop):
+        audit(model, folder, layer="features", size=SIDE, batch_size=4, store=store, progress=stop, engine="ray")
+    lines = (store / "rows.jsonl").read_text().splitlines()
+    kept = [line for line in lines if '"skipped"' not in line]
+    assert len(lines) >= 12 and 0 < len(kept) < 33
+    shutil.copytree(store, tmp_path / "copy")
+    done: list[int] = []
+    again = audit(model, folder, layer="features", size=SIDE, batch_size=4, store=store, engine="ray", workers=2,
+                  progress=lambda n, total: done.append(n))
+    assert done[0] == len(lines)  # it starts from what was kept
+    _close(again, one_pass)
+    seen = _counting(monkeypatch)
+    local = audit(model, folder, layer="features", size=SIDE, batch_size=4, store=tmp_path / "copy")
+    assert sum(seen) == 33 - len(kept)
+    _close(local, one_pass)
+
+
+def test_workers_must_be_a_whole_number(model, folder):
+    with pytest.raises(AuditError, match="workers must be a whole number of at least 0") as err:
+        audit(model, folder, layer="features", size=SIDE, engine="ray", workers=-1)
+    assert err.value.code == "audit_setting"

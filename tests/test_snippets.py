@@ -498,6 +498,27 @@ def test_lesson_relevance_snippet_prints_what_the_lesson_shows(seen):
     assert _close([float(m.group(2)) for m in printed], found.scores[found.order[:5]].tolist())
 
 
+@pytest.mark.slow
+@pytest.mark.parametrize("seen", [CASES[0]], ids=[CASES[0].id], indirect=True)
+def test_lesson_audit_snippet_prints_what_the_lesson_shows(seen):
+    """The lesson's Clever Hans step: for the photo and the photo with a red sticker, hand-written hooks
+    print the top class and Grad-CAM's heat centre that the page's table shows (the library's grad_cam
+    and the audit's heat_centres), to the table's two decimals and closer."""
+    from vizhooks.lesson.display import sticker_heat
+
+    assert "audit" in seen.case.lessons
+    layer = seen.case.layers[-1]
+    x = _analysis(seen, seen.case.layers, seen.case.what).x
+    shown = sticker_heat(seen.bundle, x, layer, _target(seen))
+    lines = _lines(seen, "lesson:audit")
+    printed = [re.match(rf"^(photo|sticker) top (\d+) heat centre {NUMBER} {NUMBER}$", line) for line in lines]
+    assert all(printed), lines
+    assert [(m.group(1), int(m.group(2))) for m in printed] == [(which, top) for which, top, *_ in shown]
+    for m, (_, _, row, col, _) in zip(printed, shown, strict=True):
+        assert float(m.group(3)) == pytest.approx(row, abs=2e-3) and float(m.group(4)) == pytest.approx(col, abs=2e-3)
+    assert shown[0][2:4] != shown[1][2:4]  # the sticker moved the heat: the two rows are two pictures
+
+
 # --- code the back row can read (issue 23): the lesson's code, step by step ------------------------
 
 #: Models of three families, with layers the page offers for them: convolutions (two of them) and

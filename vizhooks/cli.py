@@ -654,7 +654,7 @@ def _audit_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--method", default="gradcam", metavar="NAME", help=t("cli_audit_method"))
     p.add_argument("--size", type=_whole_number("--size", MIN_SIZE, MAX_SIZE), default=224, help=t("cli_audit_size"))
     p.add_argument("--clusters", default="auto", help=t("cli_audit_clusters"))
-    p.add_argument("--engine", default="local", choices=["local"], help=t("cli_audit_engine"))
+    p.add_argument("--engine", default="local", choices=["local", "ray"], help=t("cli_audit_engine"))
     p.add_argument("--batch", type=_whole_number("--batch", 1, 1024), default=32, help=t("cli_audit_batch"))
     p.add_argument("--device", default="auto", help=t("cli_device"))
     p.add_argument("--out", required=True, metavar="DIR", help=t("cli_audit_out"))

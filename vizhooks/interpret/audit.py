@@ -23,6 +23,10 @@ in a corner gives a shortcut away (the wolf told by the snow, the horse by a cop
   centre within :data:`SPOT` of it), and that spot is more than :data:`OFF_CENTRE` of the side from
   the picture's centre. A sticker stays put from picture to
   picture; objects placed anywhere spread their heat over the picture.
+* **Engines.** ``"local"`` reads and runs the pictures in this process; ``"ray"`` cuts the folder into
+  shards of whole batches that Ray Data's actors (each holding the model) run with the same code, and
+  takes their results back in the folder's order, so the audit, the store and the callbacks are the
+  same as the local engine's.
 * **Resume and bounded memory.** With ``store=`` a folder, each finished batch is appended there
   (``rows.jsonl``: one line per picture; ``maps.f32``: its map) before anything else sees it; a rerun
   with the same store and settings reads what is there and processes only the rest. The maps are
@@ -75,7 +79,7 @@ SPRAY_LIMIT = 2000
 CHUNK = 4096
 #: The nine parts of a picture, row by row, as ``Cluster.where`` names them.
 REGIONS = ("top-left", "top", "top-right", "left", "centre", "right", "bottom-left", "bottom", "bottom-right")
-ENGINES = ("local",)
+ENGINES = ("local", "ray")
 
 #: ``progress(done, total)``: pictures done so far.
 Progress = Callable[[int, int], None]
@@ -338,6 +342,133 @@ def _batch_maps(net: nn.Module, x: torch.Tensor, method: str, layer: str) -> tup
     return logits, maps
 
 
+#: One picture's result as a pass finds it: ``(path, label, predicted index, confidence, small map)``.
+Result = tuple[str, str, int, float, np.ndarray]
+#: What :func:`_passes` yields per batch: ``(model outputs, results, files skipped since the last)``;
+#: ``outputs`` is None for a last yield of skipped files only.
+Pass = tuple[int | None, list[Result], list[tuple[str, str]]]
+#: ``(method, layer, batch_size, map_size)``.
+Settings = tuple[str, str, int, int]
+
+
+def _passes(net: _Net, items: Sequence[tuple[str, Path | bytes, str]], method: str, layer: str, batch_size: int,
+            map_size: int) -> Iterator[Pass]:
+    """The pictures ``(path, file or bytes, label)`` read, batched (a batch ends at ``batch_size`` or where the
+    picture shape changes) and run: each batch's predictions and down-sampled maps, and the unreadable files
+    met before it. Both engines run this; Ray on shards of the folder."""
+    batch: list[tuple[str, str, torch.Tensor]] = []
+    skipped: list[tuple[str, str]] = []
+
+    def run() -> Pass:
+        logits, found = _batch_maps(net.model, torch.cat([b[2] for b in batch]), method, layer)
+        probs = torch.softmax(logits, dim=1)
+        results = []
+        for (rel, label, _), row, m in zip(batch, probs, found, strict=True):
+            index = int(row.argmax())
+            results.append((rel, label, index, float(row[index]), _downsample(m, map_size)))
+        out = (int(logits.shape[-1]), results, list(skipped))
+        batch.clear()
+        skipped.clear()
+        return out
+
+    for rel, source, label in items:
+        try:
+            x = net.prepare(load_image(source))
+        except InvalidImageError as exc:
+            skipped.append((rel, str(exc)))
+            continue
+        if batch and (len(batch) >= batch_size or batch[0][2].shape != x.shape):
+            yield run()
+        batch.append((rel, label, x))
+    if batch:
+        yield run()
+    elif skipped:
+        yield None, [], list(skipped)
+
+
+#: Pictures per shard of the ray engine, in batches: fewer round trips, fuller batches.
+SHARD_BATCHES = 4
+
+
+def _shards(items: list[Any], batch_size: int, workers: int) -> list[list[Any]]:
+    """``items`` cut into shards of whole batches, at most :data:`SHARD_BATCHES` of them, and small enough
+    that every worker gets two (as the exemplar engine cuts them)."""
+    per_worker = -(-len(items) // (2 * workers))
+    size = max(batch_size * max(1, min(SHARD_BATCHES, per_worker // batch_size)), 1)
+    return [items[i:i + size] for i in range(0, len(items), size)]
+
+
+class _ShardAuditor:
+    """The callable class of Ray Data's ``map_batches``: one per worker, holding the model; each batch
+    names shards by number and comes back as their pickled passes (a list of :data:`Pass`)."""
+
+    def __init__(self, net_ref: Any, shards_ref: Any, settings: Settings, gpu: bool) -> None:
+        import ray
+
+        model, categories, size, mean_std = ray.get(net_ref)
+        if gpu and torch.cuda.is_available():
+            (model.model if isinstance(model, ModelBundle) else model).to("cuda")
+        self.net = _net(model, categories, size, mean_std)
+        self.shards, self.settings = ray.get(shards_ref), settings
+
+    def __call__(self, batch: dict) -> dict:
+        import pickle
+
+        parts = [pickle.dumps(list(_passes(self.net, self.shards[int(i)], *self.settings))) for i in batch["shard"]]
+        return {"part": np.array(parts, dtype=object)}
+
+
+def _ray_passes(net_args: tuple[Any, ...], items: list[tuple[str, Path | bytes, str]], settings: Settings,
+                workers: int) -> Iterator[Pass]:
+    """:func:`_passes` on Ray Data: shards of whole batches go through ``map_batches`` with one model actor
+    per worker (``workers``; 0: one per GPU of the cluster, else one per CPU) and come back in the folder's
+    order, so the driver keeps, stores and reports them exactly as the local engine's. An existing Ray
+    session is used as it is; else the cluster of ``RAY_ADDRESS``, else a Ray of this machine, shut down
+    after."""
+    if not items:
+        return
+    import os
+    import pickle
+
+    try:
+        import ray
+    except ImportError:
+        raise AuditError("The ray engine needs Ray: pip install 'vizhooks[ray]', or use the local engine.",
+                         "audit_no_ray") from None
+    from ray.data import DataContext
+
+    started_here = not ray.is_initialized()
+    if started_here:  # the package travels with the job, so a cluster without vizhooks can run the actors
+        env = {"py_modules": [str(Path(__file__).resolve().parent.parent)]}
+        address = os.environ.get("RAY_ADDRESS")
+        if address:
+            ray.init(address=address, runtime_env=env, logging_level="WARNING")  # type: ignore[arg-type]
+        else:
+            ray.init(num_cpus=workers or None, include_dashboard=False, runtime_env=env,
+                     logging_level="WARNING",  # type: ignore[arg-type]
+                     _node_ip_address="127.0.0.1")  # a Ray of this machine only
+    try:
+        context = DataContext.get_current()
+        context.enable_progress_bars = False  # the caller's progress reports instead
+        context.execution_options.preserve_order = True  # shards come back in the folder's order
+        resources = ray.cluster_resources()
+        gpus = int(resources.get("GPU", 0))
+        count = max(1, workers or (gpus or int(resources.get("CPU", 1))))
+        shards = _shards(items, settings[2], count)
+        dataset = ray.data.from_items([{"shard": i} for i in range(len(shards))], override_num_blocks=len(shards))
+        parts = dataset.map_batches(
+            _ShardAuditor, batch_size=1, compute=ray.data.ActorPoolStrategy(size=min(count, len(shards))), num_cpus=1,
+            num_gpus=1 if gpus else 0,
+            fn_constructor_kwargs={"net_ref": ray.put(net_args), "shards_ref": ray.put(shards),
+                                   "settings": settings, "gpu": bool(gpus)})
+        for batch in parts.iter_batches(batch_size=1, batch_format="numpy"):
+            for blob in batch["part"]:
+                yield from pickle.loads(blob)
+    finally:
+        if started_here:
+            ray.shutdown()
+
+
 # ----------------------------------------------------------------------------------------------
 # SpRAy
 
@@ -394,14 +525,14 @@ def region(centre: tuple[float, float]) -> str:
 
 
 def heat_centres(maps: np.ndarray) -> np.ndarray:
-    """(n, 2) centre of mass (row, column; side = 1) of each (s, s) map's positive part; (0.5, 0.5) for none."""
-    side = maps.shape[-1]
-    grid = (np.arange(side) + 0.5) / side
-    heat = np.clip(maps.reshape(len(maps), side, side).astype(np.float64), 0, None)
+    """(n, 2) centre of mass (row, column; each side = 1) of each (h, w) map's positive part; (0.5, 0.5) for
+    none."""
+    h, w = maps.shape[-2:]
+    heat = np.clip(maps.reshape(len(maps), h, w).astype(np.float64), 0, None)
     total = heat.sum(axis=(1, 2))
     safe = np.where(total > 0, total, 1.0)
-    rows = np.where(total > 0, (heat.sum(axis=2) * grid).sum(axis=1) / safe, 0.5)
-    cols = np.where(total > 0, (heat.sum(axis=1) * grid).sum(axis=1) / safe, 0.5)
+    rows = np.where(total > 0, (heat.sum(axis=2) * ((np.arange(h) + 0.5) / h)).sum(axis=1) / safe, 0.5)
+    cols = np.where(total > 0, (heat.sum(axis=1) * ((np.arange(w) + 0.5) / w)).sum(axis=1) / safe, 0.5)
     return np.stack([rows, cols], axis=1)
 
 
@@ -586,7 +717,7 @@ class _Store:
 # the entry
 
 
-def _check(method: str, clusters: int | str, engine: str, batch_size: int, map_size: int) -> None:
+def _check(method: str, clusters: int | str, engine: str, batch_size: int, map_size: int, workers: int) -> None:
     if method not in METHODS:
         raise AuditError(f"Unknown explanation method {method!r}; choose from {', '.join(METHODS)}.",
                          "audit_method", method=str(method), known=", ".join(METHODS))
@@ -596,10 +727,10 @@ def _check(method: str, clusters: int | str, engine: str, batch_size: int, map_s
     if engine not in ENGINES:
         raise AuditError(f"The audit engine must be {' or '.join(repr(e) for e in ENGINES)}, not {engine!r}.",
                          "audit_engine", engine=str(engine))
-    for name, value, low in (("batch_size", batch_size, 1), ("map_size", map_size, 2)):
+    for name, value, low in (("batch_size", batch_size, 1), ("map_size", map_size, 2), ("workers", workers, 0)):
         if isinstance(value, bool) or not isinstance(value, int) or value < low:
             raise AuditError(f"{name} must be a whole number of at least {low}, not {value!r}.", "audit_setting",
-                             name=name, value=str(value))
+                             name=name, value=str(value), low=str(low))
 
 
 def audit(
@@ -618,6 +749,7 @@ def audit(
     progress: Progress | None = None,
     on_batch: OnBatch | None = None,
     store: str | Path | None = None,
+    workers: int = 0,
 ) -> Audit:
     """Predictions, confusion, explanation maps and SpRAy clusters of a labelled folder.
 
@@ -633,7 +765,9 @@ def audit(
         size: the shorter side pictures are seen at.
         mean_std: ``(mean, std)`` for a bare module.
         clusters: ``"auto"`` (eigengap, 2 to 8) or the number of clusters per class.
-        engine: ``"local"``.
+        engine: ``"local"`` (this process), or ``"ray"``: shards of the folder on Ray Data, one actor per
+            worker holding the model, the results kept in the folder's order; the same audit as ``"local"``
+            (and the same store, so either engine resumes the other's run).
         batch_size: pictures per forward (and, for Grad-CAM, backward) pass.
         map_size: side of the down-sampled maps.
         progress: ``progress(done, total)`` after each batch.
@@ -642,6 +776,7 @@ def audit(
         store: a folder that keeps every finished batch (see the module's "Resume and bounded memory");
             a rerun with the same folder, model and settings processes only the pictures not yet there,
             and ends as one run would. ``Audit.maps`` is then read from that folder.
+        workers: ray only: model actors (0: one per GPU of the cluster, else one per CPU).
 
     Raises:
         AuditError: a missing folder, no class sub-folders, an empty class folder, a class folder
@@ -651,7 +786,7 @@ def audit(
         >>> found = audit(load_model("resnet18"), "photos/", clusters=2)
         >>> found.confusion, found.suspicious()
     """
-    _check(method, clusters, engine, batch_size, map_size)
+    _check(method, clusters, engine, batch_size, map_size, workers)
     files: dict[str, list[tuple[str, Path | bytes]]]
     if isinstance(folder, Mapping):  # pictures in memory (a page's photos): nothing is written to disk
         root = Path(IN_MEMORY)
@@ -685,52 +820,34 @@ def audit(
             progress(len(rows) + len(skipped), len(todo))
     else:
         todo_left = todo
-    batch: list[tuple[str, str, torch.Tensor]] = []
-    new_skipped: list[tuple[str, str]] = []
-
-    def flush() -> None:
+    def take(outputs_seen: int | None, results: list[Result], skipped_now: list[tuple[str, str]]) -> None:
         nonlocal outputs
-        logits, found = _batch_maps(net.model, torch.cat([b[2] for b in batch]), method, layer)
-        if outputs is None:
-            outputs = match_classes(names, net.categories, int(logits.shape[-1]), root)
-        probs = torch.softmax(logits, dim=1)
+        if outputs is None and outputs_seen is not None:
+            outputs = match_classes(names, net.categories, outputs_seen, root)
         new, small = [], {}
-        for (rel, label, _), row, m in zip(batch, probs, found, strict=True):
-            index = int(row.argmax())
+        for rel, label, index, confidence, m in results:
+            assert outputs is not None
             predicted = (names[outputs.index(index)] if index in outputs
                          else net.categories[index] if net.categories and index < len(net.categories) else str(index))
             new.append({"path": rel, "label": label, "predicted": predicted, "predicted_index": index,
-                        "confidence": float(row[index]), "correct": outputs[names.index(label)] == index})
-            small[rel] = _downsample(m, map_size)
-        batch.clear()
-        keep_going(new, small)
-
-    def keep_going(new: list[dict[str, Any]], small: dict[str, np.ndarray]) -> None:
+                        "confidence": confidence, "correct": outputs[names.index(label)] == index})
+            small[rel] = m
         if saved is not None:  # on disk first: whatever happens next, this batch is kept
-            saved.append(new, small, new_skipped, outputs)
+            saved.append(new, small, skipped_now, outputs)
         else:
             maps.update(small)
         rows.extend(new)
-        skipped.extend(new_skipped)
-        new_skipped.clear()
+        skipped.extend(skipped_now)
         if on_batch is not None and new:
             on_batch(new, small)
         if progress is not None:
             progress(len(rows) + len(skipped), len(todo))
 
-    for rel, source, label in todo_left:
-        try:
-            x = net.prepare(load_image(source))
-        except InvalidImageError as exc:
-            new_skipped.append((rel, str(exc)))
-            continue
-        if batch and (len(batch) >= batch_size or batch[0][2].shape != x.shape):
-            flush()
-        batch.append((rel, label, x))
-    if batch:
-        flush()
-    elif new_skipped:
-        keep_going([], {})
+    settings = (method, layer, batch_size, map_size)
+    passes = (_passes(net, todo_left, *settings) if engine == "local"
+              else _ray_passes((model, categories, size, mean_std), todo_left, settings, workers))
+    for found_pass in passes:
+        take(*found_pass)
     if outputs is None:
         raise AuditError(f"None of the {len(todo)} picture files in {root} could be read; see the skipped list.",
                          "audit_unreadable", folder=str(root), n=len(todo))

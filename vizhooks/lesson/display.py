@@ -90,6 +90,47 @@ def top_relevance(bundle: ModelBundle, x: Tensor, layer: str, target: int, k: in
     return [(int(c), float(found.scores[c])) for c in found.order[:k]]
 
 
+def with_sticker(x: Tensor, mean: Sequence[float], std: Sequence[float]) -> Tensor:
+    """The Clever Hans step's second picture: ``x`` with a red square (a sixth of the shorter side, at
+    least 4 pixels) in its bottom-right corner, in the model's normalisation (as the step's code pastes it)."""
+    import torch
+
+    red = (torch.tensor([1.0, 0.0, 0.0]) - torch.tensor(list(mean))) / torch.tensor(list(std))
+    side = max(4, min(x.shape[-2:]) // 6)
+    stuck = x.detach().clone()
+    stuck[0, :, -side:, -side:] = red[:, None, None].to(stuck.dtype)
+    return stuck
+
+
+def sticker_heat(bundle: ModelBundle, x: Tensor, layer: str, target: int) -> list[tuple[str, int, float, float, str]]:
+    """The Clever Hans step's table: for the photo and the photo with a sticker (:func:`with_sticker`),
+    ``(which, top class, heat centre row, column, where)``: Grad-CAM of ``target`` at ``layer``, its
+    centre of mass (side = 1) and the ninth of the picture it lies in, as the audit flags shortcuts."""
+    import torch
+
+    from vizhooks.interpret.audit import heat_centres, region
+    from vizhooks.interpret.cam import grad_cam
+
+    rows = []
+    for which, picture in (("photo", x), ("sticker", with_sticker(x, bundle.input.mean, bundle.input.std))):
+        cam = grad_cam(bundle.model, picture, layer.split("#")[0], target=target)
+        assert isinstance(cam, torch.Tensor)
+        with torch.no_grad():
+            top = int(bundle.model(picture.to(next(bundle.model.parameters()).device)).argmax())
+        row, col = (float(v) for v in heat_centres(cam.numpy()[None])[0])
+        rows.append((which, top, row, col, region((row, col))))
+    return rows
+
+
+def sticker_table(rows: Sequence[tuple[str, int, float, float, str]],
+                  labels: Sequence[str]) -> tuple[list[str], list[list[object]]]:
+    """:func:`sticker_heat`'s rows as the page and the handout show them: (headers, rows of text)."""
+    headers = [t("lesson_audit_col_picture"), t("lesson_audit_col_top"), t("lesson_audit_col_centre"),
+               t("lesson_audit_col_where")]
+    return headers, [[t("lesson_audit_photo") if which == "photo" else t("lesson_audit_sticker"), labels[top],
+                      f"{row:.2f}, {col:.2f}", t(f"audit_where_{where}")] for which, top, row, col, where in rows]
+
+
 def patch_sweep(bundle: ModelBundle, x: Tensor, source: Tensor, layers: Sequence[str]) -> list[PatchResult]:
     """The patching step's sweep: photo A (``x``) with each layer taken from B in turn, on B's top class."""
     from vizhooks.hooks.patching import sweep

@@ -48,6 +48,8 @@ from vizhooks.lesson.display import (
     patch_source,
     patch_sweep,
     shapes_text,
+    sticker_heat,
+    sticker_table,
     table_facts,
     top_relevance,
 )
@@ -447,6 +449,10 @@ def live_part(lesson: Lesson, step: Step, labels: list[str]) -> str:
         caption = t("lesson_relevance_caption", layer=layers[-1], label=labels[target])
         return f"<p class='caption'>{html.escape(caption)}</p>" + _table(
             [t("lesson_col_channel"), t("lesson_col_relevance")], [[c, f"{score:.4g}"] for c, score in ranked])
+    if step.live == "audit":
+        headers, heat = sticker_table(sticker_heat(bundle, a.x, layers[-1], target), labels)
+        caption = t("lesson_audit_caption", layer=layers[-1], label=labels[target])
+        return f"<p class='caption'>{html.escape(caption)}</p>" + _table(headers, heat)
     if step.live == "remove":
         counts = hook_calls_demo(model, a.x, layers[0])
         return _inline(f"- {t('lesson_remove_forgot', calls=counts['forgot'])}\n"

@@ -40,6 +40,7 @@ STEPS: tuple[Step, ...] = (
     # new steps go at the end: shared links name steps by number (?step=11, ?plan=4,1,11)
     Step("patching", "patching", ("lesson", "patching"), 5, "advanced"),  # two photos, two hooks
     Step("relevance", "relevance", ("lesson", "relevance"), 4, "advanced"),  # activation x gradient
+    Step("audit", "audit", ("lesson", "audit"), 4, "advanced"),  # Clever Hans: a sticker, Grad-CAM's heat centre
 )
 LEVELS = ("core", "advanced")
 

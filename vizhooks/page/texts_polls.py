@@ -23,4 +23,5 @@ CORRECT: dict[str, int] = {
     "sanity": 2,
     "patching": 3,
     "relevance": 0,
+    "audit": 2,
 }

@@ -16,7 +16,14 @@ from vizhooks.analysis import hook_calls_demo, image_digest, lesson_sanity, sani
 from vizhooks.hooks.patching import PatchResult
 from vizhooks.interpret.methods import ExplainError
 from vizhooks.lesson.code import Code, ConvPlace, conv_place
-from vizhooks.lesson.display import PATCH_SOURCE_NAME, patch_source, patch_sweep, top_relevance
+from vizhooks.lesson.display import (
+    PATCH_SOURCE_NAME,
+    patch_source,
+    patch_sweep,
+    sticker_heat,
+    sticker_table,
+    top_relevance,
+)
 from vizhooks.lesson.handout import LessonChoices, file_name, lesson_file, lesson_parts, step_code
 from vizhooks.lesson.steps import (
     FORMATS,
@@ -316,6 +323,13 @@ def show_live_part(step: Step, ctx: Context) -> None:
         st.caption(t("lesson_relevance_caption", layer=layer, label=shown_labels(ctx.bundle)[target]))
         st.dataframe([{t("lesson_col_channel"): channel, t("lesson_col_relevance"): score} for channel, score in rows],
                      hide_index=True, key="lesson_relevance")
+    elif step.live == "audit":
+        layer, target = layers[-1], class_picker(ctx.bundle, analysis)
+        found = cached(("lesson-audit", c.model, digest, c.size, layer, target),
+                       lambda: sticker_heat(get_bundle(c.model), analysis.x, layer, target), lambda _: 256)
+        st.caption(t("lesson_audit_caption", layer=layer, label=shown_labels(ctx.bundle)[target]))
+        headers, rows = sticker_table(found, shown_labels(ctx.bundle))
+        st.dataframe([dict(zip(headers, row, strict=True)) for row in rows], hide_index=True, key="lesson_audit")
     elif step.live == "remove":
         layer = layers[0]
         counts = cached(("hook-calls", c.model, digest, c.size, layer),
