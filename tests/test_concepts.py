@@ -18,6 +18,7 @@ from vizhooks.interpret.concepts import (
     ConceptsError,
     ablate,
     activations,
+    concept_direction,
     concept_maps,
     discover,
     nnls,
@@ -268,4 +269,36 @@ def test_token_layers_average_their_tokens_and_map_over_the_patch_grid():
     np.testing.assert_allclose(acts[3], expected.numpy(), rtol=1e-5, atol=1e-6)
     found = discover(model, photos, "block", k=2, crops_per_image=2, size=SIZE, mean_std=NONE)
     assert concept_maps(model, x, found).shape == (2, 4, 4)
+    assert count_hooks(model) == 0
+
+
+def test_concept_direction_is_the_strongest_crop_of_the_concept_and_steers_to_its_class(planted):
+    from vizhooks.hooks.patching import steer
+
+    model, photos, names, found = planted
+    red = next(i for i in range(4) if _colour_of(found, names, i) == "red")
+    direction = concept_direction(found, red)
+    assert direction.dtype == torch.float32 and direction.shape == (8,)
+    np.testing.assert_allclose(direction.numpy(), found.bank[red] * found.coefficients[:, red].max(), rtol=1e-6)
+    # the right answer by construction: the activation (positive part, averaged) of the crop with most of the
+    # concept, a red crop, which has only the two red channels
+    acts, _crops = activations(model, photos, "relu", crops_per_image=4, size=SIZE, mean_std=NONE, batch_size=5)
+    strongest = acts[int(np.argmax(found.coefficients[:, red]))]
+    assert np.abs(strongest[2:]).max() < 1e-6
+    np.testing.assert_allclose(direction.numpy(), strongest, atol=0.02 * float(strongest.max()))
+    # steering a green photo along it at every position: class 0 (red) rises by the red channels' sum,
+    # as a hand-written hook has it, and becomes the top class
+    x = torch.from_numpy(np.asarray(photos[names.index("green")], dtype=np.float32) / 255).permute(2, 0, 1)[None]
+    handle = model.relu.register_forward_hook(lambda _m, _a, out: out + direction.view(1, 8, 1, 1))
+    try:
+        with torch.no_grad():
+            by_hand = model(x)[0]
+    finally:
+        handle.remove()
+    result = steer(model, x, "relu", direction, 1.0, target=0)
+    torch.testing.assert_close(result.logits, by_hand, rtol=0, atol=1e-5)
+    assert result.change == pytest.approx(float(direction[:2].sum()), abs=1e-5)
+    assert int(result.clean.argmax()) == 1 and int(result.logits.argmax()) == 0
+    with pytest.raises(ConceptsError):
+        concept_direction(found, 4)
     assert count_hooks(model) == 0

@@ -21,7 +21,15 @@ from torchvision.models.vision_transformer import VisionTransformer
 from tests.helpers import count_hooks
 from vizhooks.errors import CodedError
 from vizhooks.hooks import patching
-from vizhooks.hooks.patching import mean_ablate, mean_direction, patch, steer, sweep
+from vizhooks.hooks.patching import (
+    class_direction,
+    mean_ablate,
+    mean_direction,
+    patch,
+    photo_classes,
+    steer,
+    sweep,
+)
 from vizhooks.models.layers import UnknownLayerError
 
 
@@ -399,3 +407,70 @@ def test_a_model_bundle_is_patched_as_its_network(resnet18) -> None:
     assert torch.equal(steer(resnet18, x, "layer1", direction, 0.5).logits,
                        steer(net, x, "layer1", direction, 0.5).logits)
     assert count_hooks(net) == 0
+
+
+class _OneChannelHead(nn.Module):
+    """A planted model: ``feat`` copies the colours into channels 0-2 (1x1 conv, identity), and class c
+    reads only channel c's mean (an identity head). Red photos are class 0, green ones class 1."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.feat = nn.Conv2d(3, 3, 1)
+        self.pool = nn.AdaptiveAvgPool2d(1)
+        self.head = nn.Linear(3, 3)
+        with torch.no_grad():
+            self.feat.weight.copy_(torch.eye(3)[:, :, None, None])
+            self.feat.bias.zero_()
+            self.head.weight.copy_(torch.eye(3))
+            self.head.bias.zero_()
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return self.head(self.pool(self.feat(x)).flatten(1))
+
+
+def _coloured(levels: list[float], channel: int, side: int = 8) -> torch.Tensor:
+    photos = torch.zeros(len(levels), 3, side, side)
+    for i, level in enumerate(levels):
+        photos[i, channel] = level
+    return photos
+
+
+def test_class_direction_is_the_class_mean_minus_the_others_and_raises_that_class() -> None:
+    model = _OneChannelHead().eval()
+    red, green = _coloured([0.6, 1.0], channel=0), _coloured([0.5, 0.7, 0.9], channel=1)
+    photos = torch.cat([red, green])
+    assert photo_classes(model, photos) == [0, 0, 1, 1, 1]
+    direction = class_direction(model, photos, "feat", toward=0)
+    # the right answer by construction: red's mean (0.8 in channel 0) minus green's (0.7 in channel 1)
+    torch.testing.assert_close(direction, torch.tensor([0.8, -0.7, 0.0]), rtol=0, atol=1e-6)
+    by_hand = _outputs(model, "feat", red).mean(dim=(0, 2, 3)) - _outputs(model, "feat", green).mean(dim=(0, 2, 3))
+    torch.testing.assert_close(direction, by_hand, rtol=0, atol=1e-6)
+    # steering a green photo along it: class 0's logit rises by scale x 0.8, green's falls by scale x 0.7
+    x = green[:1]
+    r = steer(model, x, "feat", direction, 1.0, target=0)
+    steered, _ = _by_hand(model, x, x, "feat", lambda out, _s: out + direction.view(1, 3, 1, 1))
+    torch.testing.assert_close(r.logits, steered, rtol=0, atol=1e-6)
+    assert r.change == pytest.approx(0.8, abs=1e-6)
+    assert float(r.logits[1] - r.clean[1]) == pytest.approx(-0.7, abs=1e-6)
+    assert int(r.clean.argmax()) == 1 and int(r.logits.argmax()) == 0
+    # labels given by hand, and a class to start from: here the same photos, so the same direction
+    torch.testing.assert_close(class_direction(model, photos, "feat", 0, labels=[0, 0, 1, 1, 1], away=1), direction)
+    assert count_hooks(model) == 0
+
+
+def test_class_direction_without_photos_of_a_class_is_one_sentence() -> None:
+    model = _OneChannelHead().eval()
+    photos = _coloured([0.5, 0.9], channel=1)
+    with pytest.raises(CodedError) as caught:
+        class_direction(model, photos, "feat", toward=2)
+    assert caught.value.code == "steer_no_class"
+    assert str(caught.value) == ("None of the 2 photos is of class 2: pick a class that some of them show, "
+                                 "or add photos of it.")
+    with pytest.raises(CodedError) as caught:
+        class_direction(model, photos, "feat", toward=1)
+    assert caught.value.code == "steer_no_others"
+    assert str(caught.value) == ("All the photos are of class 1, so there is nothing to compare them with: "
+                                 "add photos of other classes.")
+    with pytest.raises(ValueError, match="one class per photo"):
+        class_direction(model, photos, "feat", toward=1, labels=[1])
+    assert count_hooks(model) == 0

@@ -5,6 +5,14 @@ without it.
 ``vizhooks.concepts`` is the public name; the code lives in :mod:`vizhooks.interpret.concepts`.
 """
 
-from vizhooks.interpret.concepts import Ablation, Concepts, ConceptsError, ablate, concept_maps, discover
+from vizhooks.interpret.concepts import (
+    Ablation,
+    Concepts,
+    ConceptsError,
+    ablate,
+    concept_direction,
+    concept_maps,
+    discover,
+)
 
-__all__ = ["Ablation", "Concepts", "ConceptsError", "ablate", "concept_maps", "discover"]
+__all__ = ["Ablation", "Concepts", "ConceptsError", "ablate", "concept_direction", "concept_maps", "discover"]

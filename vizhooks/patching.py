@@ -5,6 +5,17 @@ comes back; a sweep over the layers shows where in the network the decision is m
 other interventions.
 """
 
-from vizhooks.hooks.patching import EditResult, PatchResult, mean_ablate, mean_direction, patch, steer, sweep
+from vizhooks.hooks.patching import (
+    EditResult,
+    PatchResult,
+    class_direction,
+    mean_ablate,
+    mean_direction,
+    patch,
+    photo_classes,
+    steer,
+    sweep,
+)
 
-__all__ = ["EditResult", "PatchResult", "mean_ablate", "mean_direction", "patch", "steer", "sweep"]
+__all__ = ["EditResult", "PatchResult", "class_direction", "mean_ablate", "mean_direction", "patch", "photo_classes",
+           "steer", "sweep"]

@@ -10,7 +10,8 @@ of B's answer comes back. Swept over the layers, it shows *where* the network de
   computed once per model, layer and set, and cached).
 - :func:`steer`: ``scale * direction`` added to a layer's channels at every position.
 - :func:`mean_direction`: a direction to steer along, the mean activation of some photos minus
-  that of others, per channel.
+  that of others, per channel; :func:`class_direction`: the same for the photos of one class
+  against the rest (a concept's direction is :func:`vizhooks.interpret.concepts.concept_direction`).
 
 Channels are where vizhooks puts them everywhere (:func:`vizhooks.models.maps.channel_dim`: dim 1 of
 conv maps, the last dim of ViT tokens, Linear outputs and Swin's channels-last maps); a region is
@@ -41,7 +42,8 @@ from vizhooks.models.layers import resolve_layers
 from vizhooks.models.maps import as_map, channel_dim, channels_last_modules
 from vizhooks.models.registry import ModelBundle
 
-__all__ = ["EditResult", "PatchResult", "mean_ablate", "mean_direction", "patch", "steer", "sweep"]
+__all__ = ["EditResult", "PatchResult", "class_direction", "mean_ablate", "mean_direction", "patch", "photo_classes",
+           "steer", "sweep"]
 
 Region = tuple[int, int, int, int]
 #: What an edit does to the ``call``-th output of its layer in one pass: ``edit(call, output)``.
@@ -568,3 +570,54 @@ def mean_direction(model: nn.Module | ModelBundle, toward: torch.Tensor, away: t
             rows = [t.movedim(found.dim(t), -1).reshape(-1, t.shape[found.dim(t)]) for t in outs[found.name]]
             means.append(torch.cat(rows).double().mean(0))
     return keep((means[0] - means[1]).float())
+
+
+def photo_classes(model: nn.Module | ModelBundle, photos: torch.Tensor, *, batch_size: int = 16) -> list[int]:
+    """The model's top-1 class of each of ``photos`` (N, 3, H, W), in batches (eval mode, the model's lock)."""
+    model = _module(model)
+    check_input(photos)
+    device = model_device(model)
+    found: list[int] = []
+    with hooked(model), torch.inference_mode():
+        for start in range(0, len(photos), batch_size):
+            found.extend(first_tensor(model(photos[start:start + batch_size].to(device))).argmax(-1).tolist())
+    return [int(c) for c in found]
+
+
+def class_direction(model: nn.Module | ModelBundle, photos: torch.Tensor, layer: str, toward: int, *,
+                    labels: Sequence[int] | None = None, away: int | None = None) -> torch.Tensor:
+    """The direction of class ``toward`` at ``layer``: the mean activation of the photos of that class
+    minus that of the other photos (or of class ``away`` only), per channel (:func:`mean_direction`).
+
+    Steering a photo of the others by it with ``scale=1`` gives each channel of the layer the class's
+    mean: the difference of two classes' mean activations, as the issue's steering asks for.
+
+    Args:
+        photos: images ``(N, 3, H, W)``, some of class ``toward`` and some not.
+        layer: a module name.
+        toward: the class the direction points to.
+        labels: the class of each photo; default the model's own top-1 of each (:func:`photo_classes`).
+        away: the class it starts from; default every photo not of ``toward``.
+
+    Returns:
+        A ``(C,)`` CPU tensor, one value per channel of the layer (for :func:`steer`).
+
+    Raises:
+        UnknownLayerError: a name the model lacks. CodedError (a ValueError): no photo of ``toward``,
+        or none to start from. ValueError: bad inputs.
+
+    Example:
+        >>> direction = class_direction(bundle.model, samples, "layer4", toward=281)
+        >>> steer(bundle.model, dog, "layer4", direction, 1.0, target=281).change
+    """
+    check_input(photos)
+    classes = photo_classes(model, photos) if labels is None else [int(c) for c in labels]
+    if len(classes) != len(photos):
+        raise ValueError(f"labels has {len(classes)} classes for {len(photos)} photos: give one class per photo.")
+    mine = [i for i, c in enumerate(classes) if c == toward]
+    others = [i for i, c in enumerate(classes) if (c != toward if away is None else c == away)]
+    if not mine:
+        raise CodedError(code="steer_no_class", toward=toward, n=len(classes))
+    if not others:
+        raise CodedError(code="steer_no_others", toward=toward if away is None else away)
+    return mean_direction(model, photos[mine], photos[others], layer)

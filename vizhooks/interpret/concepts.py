@@ -58,8 +58,8 @@ from vizhooks.models.layers import resolve_layers
 from vizhooks.models.maps import as_map, channels_last_modules
 from vizhooks.models.registry import ModelBundle
 
-__all__ = ["NMF_MAX_ITER", "Ablation", "Concepts", "ConceptsError", "ablate", "activations", "concept_maps",
-           "crop_boxes", "discover", "importance", "nnls", "upsample"]
+__all__ = ["NMF_MAX_ITER", "Ablation", "Concepts", "ConceptsError", "ablate", "activations", "concept_direction",
+           "concept_maps", "crop_boxes", "discover", "importance", "nnls", "upsample"]
 
 #: NMF iterations (scikit-learn's default is 200; CRAFT's banks converge within this on 1,000 crops).
 NMF_MAX_ITER = 500
@@ -470,6 +470,27 @@ def ablate(model: nn.Module | ModelBundle, x: torch.Tensor, layer: str, concepts
     if not 0 <= chosen < logits.shape[1]:
         raise ConceptsError(code="concepts_target", target=target, classes=logits.shape[1])
     return Ablation(chosen, float(logits[1, chosen]), float(logits[0, chosen]), logits[1], logits[0])
+
+
+def concept_direction(concepts: Concepts, i: int) -> torch.Tensor:
+    """Concept ``i`` as a direction to steer along at its layer (:func:`vizhooks.hooks.patching.steer`):
+    its row of the bank times the largest coefficient any crop had, ``W[i] * max(U[:, i])``.
+
+    NMF's split of scale between U and W is arbitrary; this one is not: steering with ``scale=1`` adds
+    the concept as strongly as the crop that shows it most (at every position).
+
+    Returns:
+        A ``(C,)`` float32 CPU tensor, one value per channel of :attr:`Concepts.layer`.
+
+    Raises:
+        ConceptsError: no concept ``i``.
+
+    Example:
+        >>> steer(bundle.model, x, found.layer, concept_direction(found, found.order()[0]), 1.0)
+    """
+    concepts._check_concept(i)
+    amount = float(concepts.coefficients[:, i].max()) if concepts.coefficients.size else 0.0
+    return torch.from_numpy(np.asarray(concepts.bank[i], dtype=np.float32) * np.float32(amount))
 
 
 def importance(model: nn.Module | ModelBundle, images: Sequence[ImageLike], concepts: Concepts, target: int, *,

@@ -20,7 +20,7 @@ from vizhooks.page.sources import SOURCES
 from vizhooks.page.taught import names_of
 from vizhooks.page.views import REGISTRY
 from vizhooks.page.views.compare import PATCH_PARTS, STEER_SCALES
-from vizhooks.page.views.intervene import EDIT_MODES
+from vizhooks.page.views.intervene import EDIT_MODES, STEER_DIRECTIONS
 from vizhooks.render.figures import CMAPS, NORMS, ORDERS
 
 #: Channel orders of the page: the grids' own, and "relevance" (Taylor, for the chosen class), which the
@@ -151,6 +151,11 @@ def parse_query(
         # steering A towards B in the Compare view: a strength the slider offers
         "sr_on": lambda v: {"1": True, "0": False}.get(v),
         "sr_scale": lambda v: next((s for s in STEER_SCALES if v in (str(s), f"{s:g}")), None),
+        # steering in the Intervene view; the class and the concept are checked against the photos by the view
+        "iv_dir": lambda v: v if v in STEER_DIRECTIONS else None,
+        "iv_scale": lambda v: next((s for s in STEER_SCALES if v in (str(s), f"{s:g}")), None),
+        "iv_toward": lambda v: n if (n := _int(v)) is not None and 0 <= n < 100_000 else None,
+        "iv_concept": lambda v: n if (n := _int(v)) is not None and 0 <= n < 100 else None,
     }
     for key, check in checks.items():
         if key in params:

@@ -1,33 +1,52 @@
 """Intervene: hooks that change values. Edit channels of one layer and see the classes and the
-later layers change; clamp gradients at one layer and see the earlier ones fade."""
+later layers change; steer a layer along a class's or a concept's direction; clamp gradients at one
+layer and see the earlier ones fade."""
 
 from __future__ import annotations
 
+import hashlib
 from typing import TYPE_CHECKING, Any
 
 import streamlit as st
+import torch
 
 import vizhooks as vz
 from vizhooks.analysis import clamp_limit_of
 from vizhooks.hooks.budget import check_capture
-from vizhooks.hooks.patching import EditResult, mean_ablate
+from vizhooks.hooks.patching import EditResult, class_direction, mean_ablate, photo_classes, steer
 from vizhooks.interpret.cam import cams_from
+from vizhooks.interpret.concepts import concept_direction
 from vizhooks.lesson.display import CLAMP_CHANNELS, CLAMP_COLOUR_PERCENTILE, CLAMP_DEFAULT, CLAMP_PERCENTILES
 from vizhooks.models.images import to_tensor
-from vizhooks.page.results import cached, get_bundle, grid_png, tensor_bytes
+from vizhooks.page.results import cached, get_bundle, get_concepts, grid_png, tensor_bytes
 from vizhooks.page.sources.sample import read_sample, samples
 from vizhooks.page.texts import t
 from vizhooks.page.views import View
-from vizhooks.page.widgets import class_picker, keep_valid, labels_for, layer_columns, shown_labels, top5_bars
+from vizhooks.page.views.compare import STEER_SCALES
+from vizhooks.page.widgets import (
+    class_picker,
+    keep_valid,
+    labels_for,
+    layer_columns,
+    progress_bar,
+    shown_labels,
+    top5_bars,
+)
 from vizhooks.render.figures import channel_overlay
 
 if TYPE_CHECKING:
     from torch import Tensor
 
+    from vizhooks.interpret.concepts import Concepts
     from vizhooks.page.state import Context
 
 #: The kinds of edit, as the link names them (``iv_mode``; urlstate checks a link against this list).
-EDIT_MODES = ("zero", "mean", "half", "double", "top")
+EDIT_MODES = ("zero", "mean", "half", "double", "top", "steer")
+#: Where a steering direction comes from (``iv_dir``): the sample photos of one class against the
+#: others, or a concept the Concepts view's recipe finds at the layer over the sample photos.
+STEER_DIRECTIONS = ("class", "concept")
+#: Concepts found for a concept direction (the Concepts view's default).
+STEER_CONCEPTS = 5
 
 def channel_edit(mode: str, channels: tuple[int, ...], k: int) -> vz.ChannelEdit:
     if mode == "top":
@@ -52,7 +71,13 @@ def show(ctx: Context) -> None:
     keep_valid("iv_layer", layers, layers[0])
     left, mid, right = st.columns([2, 2, 3])
     layer = left.selectbox(t("iv_layer"), layers, key="iv_layer")
-    mode = mid.selectbox(t("iv_mode"), EDIT_MODES, key="iv_mode", format_func=labels_for("iv_mode_"))
+    mode_label, steer_label = labels_for("iv_mode_"), labels_for("steer_mode_")
+    mode = mid.selectbox(t("iv_mode"), EDIT_MODES, key="iv_mode",
+                         format_func=lambda v: steer_label(v) if v == "steer" else mode_label(v))
+    if mode == "steer":
+        show_steer(ctx, layer, target)
+        show_clamp(ctx, layers, target)
+        return
     count = int(analysis.activations[layer].shape[1])
     if mode == "top":
         st.session_state["iv_k"] = min(int(st.session_state.get("iv_k", 8)), count)
@@ -109,6 +134,83 @@ def show_mean(ctx: Context, layer: str, channels: tuple[int, ...], target: int) 
         result = cached(key, make, lambda r: tensor_bytes([r.logits, r.clean]))
     show_top5_pair(bundle, result.clean[None], result.logits[None], target)
     st.caption(t("patching_mean_caption", layer=layer, n=len(names)))
+
+
+def _sample_tensors(ctx: Context) -> tuple[Tensor, tuple[str, ...]]:
+    """The sample photos, each squashed to this photo's size, as one batch (as the mean replaces)."""
+    bundle, picture = get_bundle(ctx.choices.model), ctx.analysis.picture
+    names = tuple(samples())
+    photos = [to_tensor(vz.load_image(read_sample(name)).resize(picture.size), bundle.input.mean, bundle.input.std)
+              for name in names]
+    return torch.cat(photos), names
+
+
+def steer_by_class(ctx: Context, layer: str, scale: float) -> EditResult | None:
+    """Steering along a class's direction: the sample photos the model puts in the chosen class
+    (``iv_toward``), their mean activation at ``layer`` minus the other sample photos'."""
+    c, analysis, labels = ctx.choices, ctx.analysis, shown_labels(ctx.bundle)
+    key = ("steer-classes", c.model, c.size, analysis.picture.size, tuple(samples()))
+    photos, names = _sample_tensors(ctx)
+    classes = cached(key, lambda: photo_classes(get_bundle(c.model).model, photos), lambda r: 64 * len(r))
+    options = list(dict.fromkeys(classes))
+    if len(options) < 2:
+        st.info(t("steer_one_class", n=len(classes)))
+        return None
+    mine = int(analysis.logits[0].argmax())
+    keep_valid("iv_toward", options, next((o for o in options if o != mine), options[0]))
+    toward = int(st.selectbox(t("steer_toward"), options, key="iv_toward",
+                              format_func=lambda v: f"{labels[v]} ({classes.count(v)})"))
+    st.caption(t("steer_class_caption", label=labels[toward], k=classes.count(toward),
+                 others=len(classes) - classes.count(toward), layer=layer))
+    run_key = ("steer-class", c.model, ctx.digest, c.size, layer, toward, scale, names)
+
+    def make() -> EditResult:
+        model = get_bundle(c.model).model
+        direction = class_direction(model, photos, layer, toward, labels=classes)
+        return steer(model, analysis.x, layer, direction, scale, target=toward)
+
+    with st.spinner(t("iv_running")):
+        return cached(run_key, make, lambda r: tensor_bytes([r.logits, r.clean]))
+
+
+def steer_by_concept(ctx: Context, layer: str, scale: float, target: int) -> EditResult:
+    """Steering along a concept's direction (``iv_concept``): the concepts of ``layer`` over the sample
+    photos as the Concepts view finds them (shared with it when its settings are the same)."""
+    c, analysis, labels = ctx.choices, ctx.analysis, shown_labels(ctx.bundle)
+    photos = tuple((hashlib.sha256(data).hexdigest(), data) for data in (read_sample(n) for n in samples()))
+    with progress_bar() as bar:
+        found: Concepts = get_concepts(c.model, photos, layer, STEER_CONCEPTS, target, c.size, bar)
+    order, shares = found.order(), found.shares()
+    keep_valid("iv_concept", order, order[0])
+    concept = int(st.selectbox(
+        t("steer_concept"), order, key="iv_concept",
+        format_func=lambda i: t("steer_concept_option", i=i, share=float(shares[i]) if shares is not None else 0.0,
+                                label=labels[target])))
+    st.caption(t("steer_concept_caption", i=concept, k=found.k, photos=len(photos), layer=layer))
+    run_key = ("steer-concept", c.model, ctx.digest, c.size, layer, concept, scale, target,
+               tuple(d for d, _ in photos))
+
+    def make() -> EditResult:
+        return steer(get_bundle(c.model).model, analysis.x, layer, concept_direction(found, concept), scale,
+                     target=target)
+
+    with st.spinner(t("iv_running")):
+        return cached(run_key, make, lambda r: tensor_bytes([r.logits, r.clean]))
+
+
+def show_steer(ctx: Context, layer: str, target: int) -> None:
+    """Steering: ``scale`` times a class's or a concept's direction added to ``layer`` at every
+    position; the top-5 before and after and the score of the class it points to."""
+    st.caption(t("steer_intro", compare=t("view_compare"), concepts=t("view_concepts")))
+    keep_valid("iv_dir", STEER_DIRECTIONS, "class")
+    keep_valid("iv_scale", STEER_SCALES, 1.0)
+    left, right = st.columns(2)
+    how = left.radio(t("steer_direction"), STEER_DIRECTIONS, key="iv_dir", horizontal=True,
+                     format_func=labels_for("steer_dir_"))
+    scale = float(right.select_slider(t("steer_scale"), STEER_SCALES, key="iv_scale", format_func=lambda v: f"{v:+g}"))
+    result = steer_by_class(ctx, layer, scale) if how == "class" else steer_by_concept(ctx, layer, scale, target)
+    if result is not None:
+        show_top5_pair(ctx.bundle, result.clean[None], result.logits[None], result.target)
 
 
 def clamp_limit(ctx: Context, clamp_at: str, target: int, percentile: int) -> tuple[float, float, int]:
@@ -184,4 +286,4 @@ def show_clamp(ctx: Context, layers: list[str], target: int) -> None:
 
 
 VIEW = View("intervene", group="change", order=10, label="view_intervene", show=show,
-            keys=("iv_layer", "iv_mode", "iv_channels", "iv_k"))
+            keys=("iv_layer", "iv_mode", "iv_channels", "iv_k", "iv_dir", "iv_scale", "iv_toward", "iv_concept"))
