@@ -38,12 +38,40 @@ def _hub_offline(monkeypatch):
     monkeypatch.setenv("HF_HUB_OFFLINE", "1")
 
 
+#: The pieces of a tiny XLM-R tokenizer (open_clip's multilingual models read names with XLM-R's): Chinese
+#: words and characters, some English; "-en" keeps only the English ones, so Chinese is unknown to it.
+CHINESE_PIECES = ["一只", "猫", "狗", "的", "照片", "红色", "杯子", "鸟"]
+ENGLISH_PIECES = ["▁a", "▁photo", "▁of", "▁cat", "▁dog", "▁", "a", "c", "t"]
+LOST = "vizhooks-test/no-such-text-tower"
+XLMR = {"vizhooks-tiny-xlmr": ENGLISH_PIECES + CHINESE_PIECES, "vizhooks-tiny-xlmr-en": ENGLISH_PIECES}
+
+
+def _tiny_xlmr(folder: Path, pieces: list[str]) -> dict:
+    """A tiny XLM-R text tower (config and tokenizer, no weights) in ``folder``, and the open_clip config
+    of a CLIP model that reads names with it, as ``xlm-roberta-base-ViT-B-32`` does with XLM-R's."""
+    import transformers
+
+    vocab = [("<s>", 0.0), ("<pad>", 0.0), ("</s>", 0.0), ("<unk>", 0.0)]
+    vocab += [(p, -float(i)) for i, p in enumerate(pieces)] + [("<mask>", 0.0)]
+    transformers.XLMRobertaTokenizer(vocab=vocab).save_pretrained(folder)
+    config = transformers.XLMRobertaConfig(vocab_size=len(vocab), hidden_size=32, num_hidden_layers=1,
+                                           num_attention_heads=2, intermediate_size=64, max_position_embeddings=24,
+                                           pad_token_id=1)
+    config.save_pretrained(folder)
+    return {"embed_dim": 16, "vision_cfg": CONFIGS["vizhooks-tiny-vit"]["vision_cfg"],
+            "text_cfg": {"hf_model_name": str(folder), "hf_tokenizer_name": str(folder),
+                         "hf_pooler_type": "mean_pooler", "context_length": 16}}
+
+
 @pytest.fixture(scope="module", autouse=True)
 def tiny_configs(tmp_path_factory):
     import open_clip
 
     folder = tmp_path_factory.mktemp("open_clip_configs")
-    for name, cfg in CONFIGS.items():
+    configs = {**CONFIGS, **{name: _tiny_xlmr(tmp_path_factory.mktemp(name), pieces) for name, pieces in XLMR.items()},
+               "vizhooks-tiny-lost": {**CONFIGS["vizhooks-tiny-vit"], "text_cfg": {
+                   "hf_model_name": LOST, "hf_tokenizer_name": LOST}}}  # neither cached nor downloadable
+    for name, cfg in configs.items():
         (folder / f"{name}.json").write_text(json.dumps(cfg))
     open_clip.add_model_config(folder)
 
@@ -148,6 +176,50 @@ def test_a_clip_name_carries_its_class_names_and_the_registry_knows_its_layers()
     assert reference_hw(bundle.name) == (32, 32) and family(bundle.name) == "CLIP"
     with pytest.raises(ValueError, match=r"vizhooks.zero_shot\('vizhooks-tiny-vit'"):
         load_model(bundle.name)
+
+
+# --- Chinese class names: a multilingual text tower ------------------------------------------------------
+
+CHINESE = ["一只猫的照片", "一只狗的照片", "红色杯子"]
+
+
+def test_a_multilingual_model_reads_chinese_names_as_chinese_pieces_and_its_logits_are_open_clips():
+    import open_clip
+
+    from vizhooks.models.zero_shot import reads_chinese
+
+    arch = "vizhooks-tiny-xlmr"
+    tokenizer = open_clip.get_tokenizer(arch).tokenizer
+    assert type(tokenizer).__name__ == "XLMRobertaTokenizer"
+    vocab = tokenizer.get_vocab()
+    ids = open_clip.get_tokenizer(arch)(CHINESE)
+    # the pieces put in the vocabulary, in the names' order: no unknown token, each name its own ids
+    assert ids[0, 1:6].tolist() == [vocab[p] for p in ("▁", "一只", "猫", "的", "照片")]
+    assert ids[1, 1:6].tolist() == [vocab[p] for p in ("▁", "一只", "狗", "的", "照片")]
+    assert tokenizer.unk_token_id not in ids.tolist()[0] + ids.tolist()[1] + ids.tolist()[2]
+    # weights "none": the text tower from its config alone (its folder holds no weights to download)
+    bundle = zero_shot(arch, CHINESE, weights="none", device="cpu")
+    clip, x = bundle.clip, _x()
+    assert isinstance(clip, open_clip.CustomTextCLIP) and bundle.categories == CHINESE
+    with torch.no_grad():
+        image = F.normalize(clip.encode_image(x), dim=-1)
+        text = F.normalize(clip.encode_text(ids), dim=-1)
+        expected = clip.logit_scale.exp() * image @ text.T
+        ours = bundle.model(x)
+    torch.testing.assert_close(ours, expected, rtol=1e-5, atol=1e-5)
+    assert (ours[0, 0] - ours[0, 1]).abs() > 1e-4  # 猫 and 狗 are different classes to it
+    assert reads_chinese(arch)
+    assert not reads_chinese("vizhooks-tiny-xlmr-en")  # an English vocabulary: Chinese is unknown to it
+    assert not reads_chinese("vizhooks-tiny-vit")  # CLIP's own BPE tokenizer, as every English CLIP
+
+
+def test_a_text_tower_whose_files_are_missing_is_one_sentence():
+    from vizhooks.models.zero_shot import reads_chinese
+
+    with pytest.raises(WeightsError, match=r"no-such-text-tower.*make weights CLIP=vizhooks-tiny-lost") as info:
+        zero_shot("vizhooks-tiny-lost", PROMPTS, weights="none", device="cpu")
+    assert "\n" not in str(info.value)
+    assert not reads_chinese("vizhooks-tiny-lost")
 
 
 # --- the page: "Your own class names (CLIP)" ---------------------------------------------------------
