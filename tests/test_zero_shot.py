@@ -225,13 +225,13 @@ def test_a_text_tower_whose_files_are_missing_is_one_sentence():
 # --- the page: "Your own class names (CLIP)" ---------------------------------------------------------
 
 
-def _page_top5(names: list[str], size: int) -> list[str]:
+def _page_top5(names: list[str], size: int, arch: str = "vizhooks-tiny-vit") -> list[str]:
     """The top-5 lines the page should show, from zero_shot called directly on the sample photo."""
     from vizhooks.analysis import top_classes
     from vizhooks.models.images import load_image
     from vizhooks.page.sources.sample import default_sample, samples_dir
 
-    bundle = zero_shot("vizhooks-tiny-vit", names, device="cpu")  # as the page: weights "auto" (random here)
+    bundle = zero_shot(arch, names, device="cpu")  # as the page: weights "auto" (random here)
     x = bundle.preprocess(load_image((samples_dir() / default_sample()).read_bytes()), size)
     with torch.no_grad():
         logits = bundle.model(x)
@@ -257,6 +257,10 @@ def test_the_pages_own_class_names_choice_shows_zero_shots_top5(monkeypatch, lan
     shown = [p.proto.text for p in at.get("progress")]
     assert shown == _page_top5(names, int(at.slider(key="size").value))
     assert any("CLIP" in c.value and ("英文" if lang == "zh" else "English") in c.value for c in at.caption)
+    # Chinese names for a model that reads English only: a warning names the first, and says what to do
+    told = [w.value for w in at.warning if "VIZHOOKS_CLIP" in w.value]
+    assert told == ([f"“{names[0]}”不是英文，而这个 CLIP 模型只读得懂英文：请改用英文输入（可以借助翻译工具），"
+                     f"或请管理员换一个多语言的 CLIP 模型（VIZHOOKS_CLIP）。"] if lang == "zh" else [])
     # the link carries the model and its class names: a new visitor sees the same names and classes
     link = at.query_params["model"]
     link = link[0] if isinstance(link, list) else link
@@ -271,6 +275,26 @@ def test_the_pages_own_class_names_choice_shows_zero_shots_top5(monkeypatch, lan
     for view in ("gradcam", "overview"):
         choose_view(at, view)
         ok(at)
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("lang", ["zh", "en"])
+def test_a_multilingual_model_on_the_page_takes_chinese_names_and_shows_zero_shots_top5(monkeypatch, lang):
+    from tests.helpers import ok, open_page
+
+    monkeypatch.setenv("VIZHOOKS_CLIP", "vizhooks-tiny-xlmr")
+    at = open_page(lang=lang)
+    menu = at.selectbox(key="model")
+    menu.select_index(next(i for i, o in enumerate(menu.options) if "vizhooks-tiny-xlmr" in o)).run()
+    ok(at)
+    at.text_area(key="clip_names").input("\n".join(CHINESE)).run()
+    ok(at)
+    assert [p.proto.text for p in at.get("progress")] == _page_top5(CHINESE, int(at.slider(key="size").value),
+                                                                     "vizhooks-tiny-xlmr")
+    many = "读得懂多种语言，包括中文" if lang == "zh" else "reads many languages, Chinese included"
+    assert any(many in c.value for c in at.caption)
+    assert not any("English" in c.value or "英文" in c.value for c in at.caption)
+    assert not any("VIZHOOKS_CLIP" in w.value for w in at.warning)
 
 
 def test_a_link_to_another_clip_model_or_bad_names_is_refused(monkeypatch):
