@@ -266,8 +266,11 @@ def shape_photos(per_class: int = 15, seed: int = 0, side: int = 128) -> dict[st
 
 HF_LABELS = ["cat", "dog", "mug"]
 #: The block class of each tiny family, as transformers names it.
-HF_BLOCKS = {"vit": "ViTLayer", "beit": "BeitLayer", "convnext": "ConvNextLayer", "swin": "SwinLayer",
-             "resnet": "ResNetBasicLayer"}
+HF_BLOCKS = {"vit": ("ViTLayer",), "beit": ("BeitLayer",), "convnext": ("ConvNextLayer",), "swin": ("SwinLayer",),
+             "resnet": ("ResNetBasicLayer",), "deit": ("DeiTLayer",),
+             # MobileViT's stages 1-2 are MobileNet blocks, stages 3-5 MobileViT blocks (each opening with its
+             # own inverted residual, which is inside the block, not one of the blocks)
+             "mobilevit": ("MobileViTInvertedResidual", "MobileViTLayer")}
 
 
 def tiny_hf_config(kind: str):
@@ -275,10 +278,17 @@ def tiny_hf_config(kind: str):
     import transformers as tf
 
     labels = {"id2label": dict(enumerate(HF_LABELS)), "label2id": {n: i for i, n in enumerate(HF_LABELS)}}
-    if kind in ("vit", "beit"):
-        config = tf.ViTConfig if kind == "vit" else tf.BeitConfig
+    if kind in ("vit", "beit", "deit"):
+        config = {"vit": tf.ViTConfig, "beit": tf.BeitConfig, "deit": tf.DeiTConfig}[kind]
+        # DeiT has two classifier classes (with and without the distillation token's head): the Auto class
+        # picks by `architectures`, which a config made here lacks (transformers 5.25 then fails iterating None);
+        # DeiT checkpoints on the Hub name theirs, as this one does
+        named = {"architectures": ["DeiTForImageClassificationWithTeacher"]} if kind == "deit" else {}
         return config(hidden_size=32, num_hidden_layers=2, num_attention_heads=2, intermediate_size=64,
-                      image_size=32, patch_size=8, **labels)
+                      image_size=32, patch_size=8, **named, **labels)
+    if kind == "mobilevit":  # its layout is fixed: 1 + 3 MobileNet blocks, then 3 MobileViT blocks
+        return tf.MobileViTConfig(image_size=32, hidden_sizes=[16, 24, 32],
+                                  neck_hidden_sizes=[8, 8, 16, 16, 24, 24, 32], **labels)
     if kind == "convnext":  # channels 16 and 24 at 8x8 and 4x4: no shape is ambiguous
         return tf.ConvNextConfig(hidden_sizes=[16, 24], depths=[1, 1], num_stages=2, **labels)
     if kind == "swin":
@@ -291,7 +301,7 @@ def tiny_hf_processor(kind: str):
     """The image processor saved with a tiny model of ``kind``."""
     import transformers as tf
 
-    if kind in ("vit", "swin", "beit"):  # what these families' checkpoints save: a fixed square size
+    if kind in ("vit", "swin", "beit", "deit"):  # what these families' checkpoints save: a fixed square size
         return tf.ViTImageProcessor(size={"height": 32, "width": 32}, image_mean=[0.5, 0.4, 0.3],
                                     image_std=[0.2, 0.25, 0.3], resample=2)
     return tf.ConvNextImageProcessor(size={"shortest_edge": 32}, resample=3)

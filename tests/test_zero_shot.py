@@ -38,12 +38,40 @@ def _hub_offline(monkeypatch):
     monkeypatch.setenv("HF_HUB_OFFLINE", "1")
 
 
+#: The pieces of a tiny XLM-R tokenizer (open_clip's multilingual models read names with XLM-R's): Chinese
+#: words and characters, some English; "-en" keeps only the English ones, so Chinese is unknown to it.
+CHINESE_PIECES = ["一只", "猫", "狗", "的", "照片", "红色", "杯子", "鸟"]
+ENGLISH_PIECES = ["▁a", "▁photo", "▁of", "▁cat", "▁dog", "▁", "a", "c", "t"]
+LOST = "vizhooks-test/no-such-text-tower"
+XLMR = {"vizhooks-tiny-xlmr": ENGLISH_PIECES + CHINESE_PIECES, "vizhooks-tiny-xlmr-en": ENGLISH_PIECES}
+
+
+def _tiny_xlmr(folder: Path, pieces: list[str]) -> dict:
+    """A tiny XLM-R text tower (config and tokenizer, no weights) in ``folder``, and the open_clip config
+    of a CLIP model that reads names with it, as ``xlm-roberta-base-ViT-B-32`` does with XLM-R's."""
+    import transformers
+
+    vocab = [("<s>", 0.0), ("<pad>", 0.0), ("</s>", 0.0), ("<unk>", 0.0)]
+    vocab += [(p, -float(i)) for i, p in enumerate(pieces)] + [("<mask>", 0.0)]
+    transformers.XLMRobertaTokenizer(vocab=vocab).save_pretrained(folder)
+    config = transformers.XLMRobertaConfig(vocab_size=len(vocab), hidden_size=32, num_hidden_layers=1,
+                                           num_attention_heads=2, intermediate_size=64, max_position_embeddings=24,
+                                           pad_token_id=1)
+    config.save_pretrained(folder)
+    return {"embed_dim": 16, "vision_cfg": CONFIGS["vizhooks-tiny-vit"]["vision_cfg"],
+            "text_cfg": {"hf_model_name": str(folder), "hf_tokenizer_name": str(folder),
+                         "hf_pooler_type": "mean_pooler", "context_length": 16}}
+
+
 @pytest.fixture(scope="module", autouse=True)
 def tiny_configs(tmp_path_factory):
     import open_clip
 
     folder = tmp_path_factory.mktemp("open_clip_configs")
-    for name, cfg in CONFIGS.items():
+    configs = {**CONFIGS, **{name: _tiny_xlmr(tmp_path_factory.mktemp(name), pieces) for name, pieces in XLMR.items()},
+               "vizhooks-tiny-lost": {**CONFIGS["vizhooks-tiny-vit"], "text_cfg": {
+                   "hf_model_name": LOST, "hf_tokenizer_name": LOST}}}  # neither cached nor downloadable
+    for name, cfg in configs.items():
         (folder / f"{name}.json").write_text(json.dumps(cfg))
     open_clip.add_model_config(folder)
 
@@ -150,16 +178,60 @@ def test_a_clip_name_carries_its_class_names_and_the_registry_knows_its_layers()
         load_model(bundle.name)
 
 
+# --- Chinese class names: a multilingual text tower ------------------------------------------------------
+
+CHINESE = ["一只猫的照片", "一只狗的照片", "红色杯子"]
+
+
+def test_a_multilingual_model_reads_chinese_names_as_chinese_pieces_and_its_logits_are_open_clips():
+    import open_clip
+
+    from vizhooks.models.zero_shot import reads_chinese
+
+    arch = "vizhooks-tiny-xlmr"
+    tokenizer = open_clip.get_tokenizer(arch).tokenizer
+    assert type(tokenizer).__name__ == "XLMRobertaTokenizer"
+    vocab = tokenizer.get_vocab()
+    ids = open_clip.get_tokenizer(arch)(CHINESE)
+    # the pieces put in the vocabulary, in the names' order: no unknown token, each name its own ids
+    assert ids[0, 1:6].tolist() == [vocab[p] for p in ("▁", "一只", "猫", "的", "照片")]
+    assert ids[1, 1:6].tolist() == [vocab[p] for p in ("▁", "一只", "狗", "的", "照片")]
+    assert tokenizer.unk_token_id not in ids.tolist()[0] + ids.tolist()[1] + ids.tolist()[2]
+    # weights "none": the text tower from its config alone (its folder holds no weights to download)
+    bundle = zero_shot(arch, CHINESE, weights="none", device="cpu")
+    clip, x = bundle.clip, _x()
+    assert isinstance(clip, open_clip.CustomTextCLIP) and bundle.categories == CHINESE
+    with torch.no_grad():
+        image = F.normalize(clip.encode_image(x), dim=-1)
+        text = F.normalize(clip.encode_text(ids), dim=-1)
+        expected = clip.logit_scale.exp() * image @ text.T
+        ours = bundle.model(x)
+    torch.testing.assert_close(ours, expected, rtol=1e-5, atol=1e-5)
+    assert (ours[0, 0] - ours[0, 1]).abs() > 1e-4  # 猫 and 狗 are different classes to it
+    assert reads_chinese(arch)
+    assert not reads_chinese("vizhooks-tiny-xlmr-en")  # an English vocabulary: Chinese is unknown to it
+    assert not reads_chinese("vizhooks-tiny-vit")  # CLIP's own BPE tokenizer, as every English CLIP
+
+
+def test_a_text_tower_whose_files_are_missing_is_one_sentence():
+    from vizhooks.models.zero_shot import reads_chinese
+
+    with pytest.raises(WeightsError, match=r"no-such-text-tower.*make weights CLIP=vizhooks-tiny-lost") as info:
+        zero_shot("vizhooks-tiny-lost", PROMPTS, weights="none", device="cpu")
+    assert "\n" not in str(info.value)
+    assert not reads_chinese("vizhooks-tiny-lost")
+
+
 # --- the page: "Your own class names (CLIP)" ---------------------------------------------------------
 
 
-def _page_top5(names: list[str], size: int) -> list[str]:
+def _page_top5(names: list[str], size: int, arch: str = "vizhooks-tiny-vit") -> list[str]:
     """The top-5 lines the page should show, from zero_shot called directly on the sample photo."""
     from vizhooks.analysis import top_classes
     from vizhooks.models.images import load_image
     from vizhooks.page.sources.sample import default_sample, samples_dir
 
-    bundle = zero_shot("vizhooks-tiny-vit", names, device="cpu")  # as the page: weights "auto" (random here)
+    bundle = zero_shot(arch, names, device="cpu")  # as the page: weights "auto" (random here)
     x = bundle.preprocess(load_image((samples_dir() / default_sample()).read_bytes()), size)
     with torch.no_grad():
         logits = bundle.model(x)
@@ -185,6 +257,10 @@ def test_the_pages_own_class_names_choice_shows_zero_shots_top5(monkeypatch, lan
     shown = [p.proto.text for p in at.get("progress")]
     assert shown == _page_top5(names, int(at.slider(key="size").value))
     assert any("CLIP" in c.value and ("英文" if lang == "zh" else "English") in c.value for c in at.caption)
+    # Chinese names for a model that reads English only: a warning names the first, and says what to do
+    told = [w.value for w in at.warning if "VIZHOOKS_CLIP" in w.value]
+    assert told == ([f"“{names[0]}”不是英文，而这个 CLIP 模型只读得懂英文：请改用英文输入（可以借助翻译工具），"
+                     f"或请管理员换一个多语言的 CLIP 模型（VIZHOOKS_CLIP）。"] if lang == "zh" else [])
     # the link carries the model and its class names: a new visitor sees the same names and classes
     link = at.query_params["model"]
     link = link[0] if isinstance(link, list) else link
@@ -199,6 +275,26 @@ def test_the_pages_own_class_names_choice_shows_zero_shots_top5(monkeypatch, lan
     for view in ("gradcam", "overview"):
         choose_view(at, view)
         ok(at)
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("lang", ["zh", "en"])
+def test_a_multilingual_model_on_the_page_takes_chinese_names_and_shows_zero_shots_top5(monkeypatch, lang):
+    from tests.helpers import ok, open_page
+
+    monkeypatch.setenv("VIZHOOKS_CLIP", "vizhooks-tiny-xlmr")
+    at = open_page(lang=lang)
+    menu = at.selectbox(key="model")
+    menu.select_index(next(i for i, o in enumerate(menu.options) if "vizhooks-tiny-xlmr" in o)).run()
+    ok(at)
+    at.text_area(key="clip_names").input("\n".join(CHINESE)).run()
+    ok(at)
+    assert [p.proto.text for p in at.get("progress")] == _page_top5(CHINESE, int(at.slider(key="size").value),
+                                                                     "vizhooks-tiny-xlmr")
+    many = "读得懂多种语言，包括中文" if lang == "zh" else "reads many languages, Chinese included"
+    assert any(many in c.value for c in at.caption)
+    assert not any("English" in c.value or "英文" in c.value for c in at.caption)
+    assert not any("VIZHOOKS_CLIP" in w.value for w in at.warning)
 
 
 def test_a_link_to_another_clip_model_or_bad_names_is_refused(monkeypatch):

@@ -564,8 +564,11 @@ def test_budget_checks_allocate_no_weights():
 # ----------------------------------------------------------------------------------------------
 # Hugging Face families (hf:FOLDER): tiny models from a config, save_pretrained with an image processor
 
-HF_KINDS = ("vit", "beit", "convnext", "swin", "resnet")
-HF_FIXED = {"vit", "beit", "swin"}  # their processors save a fixed square size (32)
+HF_KINDS = ("vit", "beit", "convnext", "swin", "resnet", "deit", "mobilevit")
+HF_FIXED = {"vit", "beit", "swin", "deit"}  # their processors save a fixed square size (32)
+# attention models (vizhooks.models.layers.is_token_model), whose tour is their blocks: MobileViT too, though
+# its blocks give maps (its attention runs on unfolded patches inside each block)
+HF_TOKENS = HF_FIXED | {"mobilevit"}
 
 
 @pytest.fixture(scope="module", params=HF_KINDS)
@@ -622,14 +625,16 @@ def test_hf_blocks_are_each_familys_unit_and_quick_picks_resolve(hf_zoo):
 
     kind, name, bundle, _ = hf_zoo
     config = tiny_hf_config(kind)
-    count = getattr(config, "num_hidden_layers", None) if kind in ("vit", "beit") else sum(config.depths)
+    count = {"mobilevit": 7}.get(kind) or getattr(config, "num_hidden_layers", None) or sum(config.depths)
     modules = dict(bundle.model.named_modules())
-    expected = [n for n, m in modules.items() if type(m).__name__ == HF_BLOCKS[kind]]
+    # the outermost modules of the family's block classes
+    ours = [n for n, m in modules.items() if type(m).__name__ in HF_BLOCKS[kind]]
+    expected = [n for n in ours if not any(n.startswith(f"{o}.") for o in ours)]
     assert len(expected) == count and [b.name for b in find_layers(bundle.model, "block")] == expected
     assert all(n.startswith("hf.") for n in expected)  # the Hugging Face names under the wrapper's prefix
     picks = quick_picks(architecture_layers(name), token_model(name))
     assert picks["tour"] and all(n in modules for names in picks.values() for n in names)
     assert picks["blocks"] == expected if "blocks" in picks else expected in picks.values()
     convs = [n for n, m in modules.items() if isinstance(m, nn.Conv2d)]
-    assert picks["tour"][0] == (expected[0] if kind in HF_FIXED else convs[0])
-    assert token_model(name) == (kind in HF_FIXED)  # Swin too: its blocks give (1, tokens, C)
+    assert picks["tour"][0] == (expected[0] if kind in HF_TOKENS else convs[0])
+    assert token_model(name) == (kind in HF_TOKENS)

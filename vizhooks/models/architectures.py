@@ -106,13 +106,17 @@ def clip_check(arch: str) -> ModuleType:
 def clip_random(arch: str, device: torch.device | str = "cpu") -> Any:
     """The open_clip model ``arch`` with seeded random weights, in eval mode (the meta device: shapes only).
 
+    A Hugging Face text tower (open_clip's multilingual models: ``xlm-roberta-base-ViT-B-32``...) is built
+    from its config alone: open_clip would otherwise download its pretrained weights (1 GB for XLM-R) into
+    a model whose weights are random anyway.
+
     Raises:
         ValueError: open_clip has no model of that name (close names suggested).
     """
     open_clip = clip_check(arch)
     with torch.random.fork_rng(devices=[]):
         torch.manual_seed(SEED)
-        return open_clip.create_model(arch, pretrained=None, device=device).eval()
+        return open_clip.create_model(arch, pretrained=None, pretrained_text=False, device=device).eval()
 
 
 def clip_dim(clip: Any) -> int:

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import functools
 import os
+import re
 import threading
 from collections import OrderedDict
 from collections.abc import Sequence
@@ -45,6 +46,67 @@ def _check_prompts(prompts: Sequence[str]) -> tuple[str, ...]:
     if len(set(cleaned)) != len(cleaned):
         raise ValueError("Each class name must be different: remove the repeated one.")
     return cleaned
+
+
+#: Chinese the tokenizer must keep as Chinese ("a photo of a cat").
+CHINESE_SAMPLE = "一只猫的照片"
+_CJK = re.compile(r"[\u3400-\u4dbf\u4e00-\u9fff]")
+
+
+def _text_tower(arch: str) -> str | None:
+    """The Hugging Face model (id or folder) of ``arch``'s text tower, or None: CLIP's own text transformer."""
+    cfg = open_clip_module().get_model_config(arch) or {}
+    text = cfg.get("text_cfg", {})
+    return text.get("hf_tokenizer_name") or text.get("hf_model_name") or None
+
+
+def _text_files_missing(arch: str, exc: Exception) -> WeightsError:
+    """The sentence for a Hugging Face text tower whose config or tokenizer is neither here nor downloadable."""
+    return WeightsError(
+        f"The text tower of {arch} needs the config and tokenizer of {_text_tower(arch)} from Hugging Face, and "
+        f"they could not be read ({type(exc).__name__}): run `make weights CLIP={arch}` once on a machine with "
+        f"internet (HF_ENDPOINT names a mirror), or copy its Hugging Face cache (HF_HOME) here.")
+
+
+@functools.cache
+def reads_chinese(arch: str) -> bool:
+    """Whether CLIP ``arch`` reads Chinese class names: its tokenizer is a Hugging Face one whose vocabulary
+    holds Chinese characters (open_clip's multilingual models on XLM-R, mT5 or NLLB, or a cn_clip-style BERT),
+    so "一只猫的照片" reaches the text tower as Chinese pieces with no unknown token. CLIP's own BPE
+    tokenizer (every openai and LAION English model) spells Chinese as bytes its training hardly saw: False.
+    The tokenizer is read, not the weights; a tokenizer that cannot be read gives False.
+
+    Raises:
+        ValueError: open_clip is missing or has no model of that name.
+    """
+    open_clip = clip_check(arch)
+    if _text_tower(arch) is None:
+        return False
+    try:
+        hf = getattr(open_clip.get_tokenizer(arch), "tokenizer", None)
+    except OSError:
+        return False
+    if hf is None or not hasattr(hf, "convert_ids_to_tokens"):
+        return False
+    ids = list(hf.encode(CHINESE_SAMPLE, add_special_tokens=False))
+    pieces = [str(p) for p in hf.convert_ids_to_tokens(ids)]
+    return hf.unk_token_id not in ids and any(_CJK.search(p) for p in pieces)
+
+
+def _fetch_text_tower(arch: str) -> None:
+    """Put the config and tokenizer of ``arch``'s Hugging Face text tower into the cache (open_clip builds the
+    tower from its config and reads names with its tokenizer, even when the CLIP checkpoint holds every weight)."""
+    name = _text_tower(arch)
+    if name is None:
+        return
+    from transformers import AutoConfig, AutoTokenizer
+
+    def fetch(started: Any) -> None:
+        AutoConfig.from_pretrained(name)
+        started()
+        AutoTokenizer.from_pretrained(name)
+
+    bounded(fetch, DOWNLOAD_TIMEOUT_S, arch)
 
 
 def _pretrained_file(arch: str, tag: str) -> tuple[str, str]:
@@ -123,7 +185,9 @@ def fetch_clip(spec: str) -> str:
     if not (tag or tags):
         raise WeightsError(f"open_clip lists no pretrained weights for {arch}.")
     try:
-        return _pretrained_file(arch, tag or tags[0])[0]
+        path = _pretrained_file(arch, tag or tags[0])[0]
+        _fetch_text_tower(arch)
+        return path
     except WeightsError as exc:
         raise WeightsError(f"{str(exc).rstrip('.')}: run this again on a machine with internet (HF_ENDPOINT names a "
                            f"mirror), or copy its Hugging Face cache (HF_HOME) here.") from None
@@ -133,9 +197,12 @@ class _Loaded:
     """One CLIP model on one device, with its tokenizer and its cache of prompt embeddings."""
 
     def __init__(self, arch: str, weights: str, device: torch.device) -> None:
-        self.clip, self.source, self.status, self.pretrained = _build(arch, weights)
+        try:
+            self.clip, self.source, self.status, self.pretrained = _build(arch, weights)
+            self.tokenizer = open_clip_module().get_tokenizer(arch)
+        except OSError as exc:  # transformers: a Hugging Face text tower's files, neither cached nor downloadable
+            raise _text_files_missing(arch, exc) from None
         self.clip.to(device)
-        self.tokenizer = open_clip_module().get_tokenizer(arch)
         self.device = device
         self.lock = threading.Lock()
         self.prompts: OrderedDict[tuple[str, ...], torch.Tensor] = OrderedDict()
@@ -166,7 +233,8 @@ def zero_shot(arch: str, prompts: Sequence[str], *, weights: str | os.PathLike =
     """A CLIP model as a classifier of the class names (prompts) you give.
 
     Args:
-        arch: an open_clip model name (``open_clip.list_models()``), e.g. ``"RN50"`` or ``"ViT-B-32"``.
+        arch: an open_clip model name (``open_clip.list_models()``), e.g. ``"RN50"`` or ``"ViT-B-32"``; a
+            multilingual one (``"xlm-roberta-base-ViT-B-32"``) reads Chinese names too (:func:`reads_chinese`).
         prompts: 2 or more class names or sentences ("a photo of a red mug"), in a language the model reads.
         weights: ``"auto"`` (the model's first open_clip pretrained tag: the Hugging Face cache, then a
             bounded download, else seeded random weights with a sentence saying so), a tag such as
@@ -182,7 +250,8 @@ def zero_shot(arch: str, prompts: Sequence[str], *, weights: str | os.PathLike =
 
     Raises:
         ValueError: unknown model, fewer than 2 or repeated prompts, or open_clip missing.
-        WeightsError: a named tag or file that cannot be loaded.
+        WeightsError: a named tag or file that cannot be loaded, or a Hugging Face text tower whose config
+            and tokenizer are neither cached nor downloadable.
 
     Example:
         >>> bundle = zero_shot("RN50", ["a cat", "a dog", "a red mug"], weights="none", device="cpu")
@@ -202,4 +271,4 @@ def zero_shot(arch: str, prompts: Sequence[str], *, weights: str | os.PathLike =
     )
 
 
-__all__ = ["ZeroShotCLIP", "fetch_clip", "zero_shot"]
+__all__ = ["ZeroShotCLIP", "fetch_clip", "reads_chinese", "zero_shot"]

@@ -11,17 +11,20 @@ from __future__ import annotations
 import functools
 import importlib.util
 import os
+import re
 from typing import Any
 
 import streamlit as st
 
 from vizhooks.models.registry import clip_name, clip_parts, is_clip
+from vizhooks.models.zero_shot import reads_chinese
 from vizhooks.page.texts import t
 
 #: How many class names the page takes (the library takes more).
 MIN_NAMES, MAX_NAMES = 2, 20
 #: The class names a first visit starts with (CLIP's own prompt style; the teacher replaces them).
 DEFAULT_NAMES = ("a photo of a cat", "a photo of a dog", "a photo of a red mug")
+_CHINESE = re.compile(r"[\u3400-\u4dbf\u4e00-\u9fff]")
 
 
 def clip_arch() -> str | None:
@@ -80,7 +83,8 @@ def _names_typed() -> None:
 
 def clip_controls(sb: Any, hidden: bool) -> None:
     """Under the model menu, for a CLIP model: the class names (a text area, one a line) and what the
-    model reads."""
+    model reads: many languages (a multilingual text tower, vizhooks.models.zero_shot.reads_chinese), or
+    English only, with a warning for a Chinese name."""
     model = st.session_state.get("model", "")
     if not is_clip(model):
         return
@@ -96,7 +100,13 @@ def clip_controls(sb: Any, hidden: bool) -> None:
     problem = names_problem(read_names(st.session_state["clip_names"]))
     if problem:
         sb.warning(t("hf_clip_kept", problem=problem), icon=":material/warning:")
+    if reads_chinese(clip_parts(model)[0]):
+        sb.caption(t("hf_clip_many_languages"))
+        return
     sb.caption(t("hf_clip_english"))
+    chinese = next((n for n in names if _CHINESE.search(n)), None)
+    if chinese is not None:  # an English-only text tower spells Chinese as bytes it hardly saw in training
+        sb.warning(t("hf_clip_not_english", name=chinese), icon=":material/translate:")
 
 
 def clip_option(name: str) -> str:
