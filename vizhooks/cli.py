@@ -812,6 +812,8 @@ def _concepts_arguments(p: argparse.ArgumentParser) -> None:
                    help="crops per concept picture (default: 9)")
     p.add_argument("--seed", type=_whole_number("--seed", 0, 2**31 - 1), default=0, help="random seed (default: 0)")
     p.add_argument("--out", default="concepts", metavar="DIR", help="the folder to write (default: concepts)")
+    p.add_argument("--engine", default="local", choices=["local", "ray"],
+                   help="local (default) or ray (the activation pass on Ray Data; RAY_ADDRESS for a cluster)")
     p.add_argument("--device", default="auto", help="auto, cpu, cuda, cuda:N or mps")
 
 
@@ -866,7 +868,8 @@ def _concepts(args: argparse.Namespace) -> int:
 
     try:
         found = discover(bundle, paths, args.layer, k=args.k, target=target, crops_per_image=args.crops,
-                         crop=args.crop, size=args.size, seed=args.seed, batch_size=args.batch, progress=bar)
+                         crop=args.crop, size=args.size, seed=args.seed, batch_size=args.batch, progress=bar,
+                         engine=args.engine)
     except KeyboardInterrupt:
         print(f"vizhooks: interrupted; nothing was written to {out}", file=sys.stderr)
         return 130
