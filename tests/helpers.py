@@ -315,3 +315,49 @@ def save_tiny_hf(kind: str, folder: Path) -> Path:
     AutoModelForImageClassification.from_config(tiny_hf_config(kind)).save_pretrained(folder)
     tiny_hf_processor(kind).save_pretrained(folder)
     return folder
+
+
+# --- concepts: a planted colour model (tests/test_concepts*.py) ----------------------------------------
+
+COLOURS = {"red": (1.0, 0.0, 0.0), "green": (0.0, 1.0, 0.0), "blue": (0.0, 0.0, 1.0), "yellow": (1.0, 1.0, 0.0)}
+CONCEPT_MEAN_STD = ((0.0, 0.0, 0.0), (1.0, 1.0, 1.0))
+CONCEPT_SIZE = 32
+
+
+class ColourNet(nn.Module):
+    """A planted model for concepts: two detectors per colour (1x1 convs, gains 1 and 0.5) after a ReLU,
+    then a head in which class c reads only the channels of colour c (class 0: red)."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.conv = nn.Conv2d(3, 8, 1)
+        self.relu = nn.ReLU()
+        self.pool = nn.AdaptiveAvgPool2d(1)
+        self.head = nn.Linear(8, 4)
+        w = torch.tensor([[1.0, -1.0, -1.0], [-1.0, 1.0, -1.0], [-1.0, -1.0, 1.0], [1.0, 1.0, -2.0]])
+        b = torch.tensor([-0.2, -0.2, -0.2, -1.2])
+        with torch.no_grad():
+            for colour in range(4):
+                for j, gain in enumerate((1.0, 0.5)):
+                    self.conv.weight[2 * colour + j, :, 0, 0] = gain * w[colour]
+                    self.conv.bias[2 * colour + j] = gain * b[colour]
+            self.head.weight.zero_()
+            self.head.bias.zero_()
+            for colour in range(4):
+                self.head.weight[colour, 2 * colour: 2 * colour + 2] = 1.0
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return self.head(self.pool(self.relu(self.conv(x))).flatten(1))
+
+
+def colour_photos(per_colour: int = 4, seed: int = 0) -> tuple[list[Image.Image], list[str]]:
+    """``per_colour`` noisy flat photos of each of COLOURS, and their colour names."""
+    rng = np.random.default_rng(seed)
+    photos, names = [], []
+    for _ in range(per_colour):
+        for name, rgb in COLOURS.items():
+            level = rng.uniform(0.7, 1.0)
+            pixels = np.clip(np.asarray(rgb) * level + rng.normal(0, 0.03, (CONCEPT_SIZE, CONCEPT_SIZE, 3)), 0, 1)
+            photos.append(Image.fromarray((pixels * 255).astype(np.uint8)))
+            names.append(name)
+    return photos, names

@@ -70,11 +70,26 @@ def test_a_stopped_run_writes_nothing(photos, tmp_path, monkeypatch, capsys):
     assert not out.exists() and "nothing was written" in capsys.readouterr().err
 
 
+@pytest.mark.slow
+def test_the_engine_reaches_discover(photos, tmp_path, monkeypatch):
+    seen = []
+
+    def stopped(*_a, **kwargs):
+        seen.append(kwargs["engine"])
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(concepts_module, "discover", stopped)
+    assert _run("concepts", photos, *ARGS, "--engine", "ray", "--out", tmp_path / "out") == 130
+    assert _run("concepts", photos, *ARGS, "--out", tmp_path / "out") == 130
+    assert seen == ["ray", "local"]
+
+
 @pytest.mark.parametrize(("argv", "needle"), [
     (("--layer", "nope"), "no layer named 'nope'"),
     (("--layer", "layer2", "--k", "20", "--crops", "2"), "need at least 20 crops, but there are only 6"),
     (("--layer", "layer2", "--target", "dragon"), "the model has no class 'dragon'"),
     (("--layer", "layer2", "--k", "0"), "--k must be from 1"),
+    (("--layer", "layer2", "--engine", "spark"), "invalid choice: 'spark'"),
 ])
 def test_bad_settings_exit_2_with_one_sentence(photos, tmp_path, capsys, argv, needle):
     assert _run("concepts", photos, *argv, "--size", SIZE, "--out", tmp_path / "out") == 2

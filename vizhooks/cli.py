@@ -764,6 +764,7 @@ def _concepts_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--top", type=_whole_number("--top", 1, 100), default=9, help=t("cli_concepts_top"))
     p.add_argument("--seed", type=_whole_number("--seed", 0, 2**31 - 1), default=0, help=t("cli_seed"))
     p.add_argument("--out", default="concepts", metavar="DIR", help=t("cli_concepts_out"))
+    p.add_argument("--engine", default="local", choices=["local", "ray"], help=t("cli_concepts_engine"))
     p.add_argument("--device", default="auto", help=t("cli_device"))
 
 
@@ -819,7 +820,8 @@ def _concepts(args: argparse.Namespace) -> int:
 
     try:
         found = discover(bundle, paths, args.layer, k=args.k, target=target, crops_per_image=args.crops,
-                         crop=args.crop, size=args.size, seed=args.seed, batch_size=args.batch, progress=bar)
+                         crop=args.crop, size=args.size, seed=args.seed, batch_size=args.batch, progress=bar,
+                         engine=args.engine)
     except KeyboardInterrupt:
         print(t("cli_concepts_interrupted", out=out), file=sys.stderr)
         return 130

@@ -32,9 +32,13 @@ under ``torch.no_grad``, state and hooks put back afterwards.
 
 from __future__ import annotations
 
+import copy
+import dataclasses
+import math
 import os
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
 import numpy as np
@@ -58,9 +62,11 @@ from vizhooks.models.layers import resolve_layers
 from vizhooks.models.maps import as_map, channels_last_modules
 from vizhooks.models.registry import ModelBundle
 
-__all__ = ["NMF_MAX_ITER", "Ablation", "Concepts", "ConceptsError", "ablate", "activations", "concept_direction",
-           "concept_maps", "crop_boxes", "discover", "importance", "nnls", "upsample"]
+__all__ = ["ENGINES", "NMF_MAX_ITER", "Ablation", "Concepts", "ConceptsError", "ablate", "activations",
+           "concept_direction", "concept_maps", "crop_boxes", "discover", "importance", "nnls", "upsample"]
 
+#: Where the activation pass runs: in this process, or on Ray Data (a local Ray, or the cluster of RAY_ADDRESS).
+ENGINES = ("local", "ray")
 #: NMF iterations (scikit-learn's default is 200; CRAFT's banks converge within this on 1,000 crops).
 NMF_MAX_ITER = 500
 #: Coordinate-descent sweeps of :func:`nnls` at most, and the change in u (relative to its size) that ends them.
@@ -307,16 +313,11 @@ def _layer(model: nn.Module, layer: str) -> str:
 # the activation pass
 
 
-def activations(model: nn.Module | ModelBundle, images: Sequence[ImageLike], layer: str, *,
-                crops_per_image: int = 16, crop: float = 0.5, size: int = 224, mean_std: MeanStd | None = None,
-                seed: int = 0, batch_size: int = 32, progress: Progress | None = None
-                ) -> tuple[np.ndarray, list[Crop]]:
-    """A (n_crops x C, float32) and its crops: steps 1-3 of :func:`discover`, in batches of crops."""
-    _check_settings(images, 1, crops_per_image, crop, batch_size)
-    spec = _input(model, size, mean_std)
+def _pass(spec: _Input, name: str, pieces: Iterable[tuple[int, Image.Image, list[Box]]], batch_size: int,
+          progress: Callable[[int], None] | None = None) -> tuple[np.ndarray, list[Crop]]:
+    """Rows of A for the crops ``pieces`` names, through ``spec.model`` up to ``name``, ``batch_size`` at a time;
+    ``progress(rows_so_far)`` after each batch."""
     net = spec.model
-    name = _layer(net, layer)
-    total = len(images) * crops_per_image
     rows: list[np.ndarray] = []
     crops: list[Crop] = []
     batch: list[torch.Tensor] = []
@@ -335,9 +336,9 @@ def activations(model: nn.Module | ModelBundle, images: Sequence[ImageLike], lay
             check_ran([name], found)
             rows.append(found[name].numpy())
             if progress is not None:
-                progress(sum(len(r) for r in rows), total, "crops")
+                progress(sum(len(r) for r in rows))
 
-        for index, image, boxes in _crops(images, crops_per_image, crop, seed):
+        for index, image, boxes in pieces:
             for box in boxes:
                 batch.append(spec.crop_tensor(image, box))
                 crops.append((index, box))
@@ -345,7 +346,140 @@ def activations(model: nn.Module | ModelBundle, images: Sequence[ImageLike], lay
                     flush()
         if batch:
             flush()
-    return np.concatenate(rows).astype(np.float32, copy=False), crops
+    width = rows[0].shape[1] if rows else 0
+    return np.concatenate(rows).astype(np.float32, copy=False) if rows else np.zeros((0, width), np.float32), crops
+
+
+def _check_engine(engine: str) -> None:
+    if engine not in ENGINES:
+        raise ConceptsError(code="concepts_engine", engine=repr(engine), engines=", ".join(ENGINES))
+    if engine == "ray":
+        import importlib.util
+
+        if importlib.util.find_spec("ray") is None:  # found, not imported: importing Ray takes seconds
+            raise ConceptsError(code="concepts_no_ray")
+
+
+def activations(model: nn.Module | ModelBundle, images: Sequence[ImageLike], layer: str, *,
+                crops_per_image: int = 16, crop: float = 0.5, size: int = 224, mean_std: MeanStd | None = None,
+                seed: int = 0, batch_size: int = 32, progress: Progress | None = None, engine: str = "local",
+                workers: int = 0) -> tuple[np.ndarray, list[Crop]]:
+    """A (n_crops x C, float32) and its crops: steps 1-3 of :func:`discover`, in batches of crops.
+
+    ``engine="ray"`` runs the same pass on Ray Data (:func:`_ray_pass`); both give the same crops and A.
+    """
+    _check_settings(images, 1, crops_per_image, crop, batch_size)
+    _check_engine(engine)
+    spec = _input(model, size, mean_std)
+    name = _layer(spec.model, layer)
+    total = len(images) * crops_per_image
+    if engine == "ray":
+        return _ray_pass(spec, name, _plan(images, crops_per_image, crop, seed), batch_size, workers, progress, total)
+    return _pass(spec, name, _crops(images, crops_per_image, crop, seed), batch_size,
+                 None if progress is None else lambda done: progress(done, total, "crops"))
+
+
+# ----------------------------------------------------------------------------------------------
+# the activation pass on Ray Data
+
+#: Crops of work per shard of the ray engine, in batches: fewer round trips, fuller batches.
+SHARD_BATCHES = 4
+
+
+def _plan(images: Sequence[ImageLike], count: int, crop: float, seed: int) -> list[tuple[int, ImageLike, list[Box]]]:
+    """Every photo's crop boxes, drawn as :func:`_crops` draws them (photo after photo from one
+    generator, so the driver reads each photo's size once, one photo at a time), with its source."""
+    rng = np.random.default_rng(seed)
+    plan = []
+    for index, source in enumerate(images):
+        width, height = (source.size if isinstance(source, Image.Image) else _open(source).size)
+        plan.append((index, source, crop_boxes(width, height, count, crop, rng)))
+    return plan
+
+
+def _shards(plan: list[Any], per_photo: int, batch_size: int, workers: int) -> list[list[Any]]:
+    """Consecutive photos in shards of about ``SHARD_BATCHES`` batches of crops, small enough that each
+    worker gets two where it can. Every shard but the last holds a whole number of batches, so each batch
+    of crops is the one the local pass makes: the same crops in the same batch give the same rows of A."""
+    step = batch_size // math.gcd(batch_size, per_photo)  # photos whose crops fill whole batches
+    per_worker = -(-len(plan) // (2 * workers))
+    photos = max(1, min(-(-SHARD_BATCHES * batch_size // per_photo), per_worker))
+    photos = -(-photos // step) * step
+    return [plan[i:i + photos] for i in range(0, len(plan), photos)]
+
+
+class _ShardPass:
+    """The callable class of Ray Data's ``map_batches``: one per worker, holding the model; each row
+    of a batch is a pickled shard ``[(photo index, source, boxes), ...]`` and comes back as its rows of A."""
+
+    def __init__(self, spec_ref: Any, name: str, batch_size: int, gpu: bool) -> None:
+        import ray
+
+        spec = ray.get(spec_ref)
+        if gpu and torch.cuda.is_available():
+            spec = dataclasses.replace(spec, model=spec.model.to("cuda"), device=torch.device("cuda"))
+        self.spec, self.name, self.batch_size = spec, name, batch_size
+
+    def __call__(self, batch: dict) -> dict:
+        import pickle
+
+        out = []
+        for blob in batch["work"]:
+            pieces = ((index, _open(source), boxes) for index, source, boxes in pickle.loads(blob))
+            rows, _crops_ = _pass(self.spec, self.name, pieces, self.batch_size)
+            out.append(pickle.dumps(rows))
+        return {"shard": batch["shard"], "rows": np.array(out, dtype=object)}
+
+
+def _ray_pass(spec: _Input, name: str, plan: list[tuple[int, ImageLike, list[Box]]], batch_size: int, workers: int,
+              progress: Progress | None, total: int) -> tuple[np.ndarray, list[Crop]]:
+    """:func:`_pass` on Ray Data: shards of consecutive photos go through ``map_batches`` with one model
+    actor per worker (``workers``; 0: one per GPU of the cluster, else one per CPU); each shard's rows come
+    back to this process, which puts them in photo order. The session of the caller is used when Ray is
+    running; else the cluster of ``RAY_ADDRESS``, or a Ray of this machine, shut down afterwards."""
+    import pickle
+
+    import ray
+    from ray.data import DataContext
+
+    started_here = not ray.is_initialized()
+    if started_here:
+        # the package travels with the job, so a cluster without vizhooks installed can run the actors
+        env = {"py_modules": [str(Path(__file__).resolve().parent.parent)]}
+        address = os.environ.get("RAY_ADDRESS")
+        if address:  # ray's hint says int, but it takes level names (its own default is "info")
+            ray.init(address=address, runtime_env=env, logging_level="WARNING")  # type: ignore[arg-type]
+        else:
+            ray.init(num_cpus=workers or None, include_dashboard=False, runtime_env=env,
+                     logging_level="WARNING",  # type: ignore[arg-type]
+                     _node_ip_address="127.0.0.1")  # a Ray of this machine only
+    try:
+        DataContext.get_current().enable_progress_bars = False  # progress is the caller's
+        resources = ray.cluster_resources()
+        gpus = int(resources.get("GPU", 0))
+        count = max(1, workers or (gpus or int(resources.get("CPU", 1))))
+        per_photo = len(plan[0][2])
+        shards = _shards(plan, per_photo, batch_size, count)
+        items = [{"shard": i, "work": pickle.dumps(shard)} for i, shard in enumerate(shards)]
+        dataset = ray.data.from_items(items, override_num_blocks=len(shards))
+        # the actors get a CPU copy (a GPU actor moves it); the caller's model stays where it is
+        shipped = spec.model if spec.device.type == "cpu" else copy.deepcopy(spec.model).cpu()
+        worker_spec = dataclasses.replace(spec, model=shipped, device=torch.device("cpu"), bundle=None)
+        parts = dataset.map_batches(
+            _ShardPass, batch_size=1, concurrency=min(count, len(shards)), num_cpus=1, num_gpus=1 if gpus else 0,
+            fn_constructor_kwargs={"spec_ref": ray.put(worker_spec), "name": name, "batch_size": batch_size,
+                                   "gpu": bool(gpus)})
+        found: dict[int, np.ndarray] = {}
+        for batch in parts.iter_batches(batch_size=1, batch_format="numpy"):
+            for shard, blob in zip(batch["shard"], batch["rows"], strict=True):
+                found[int(shard)] = pickle.loads(blob)
+                if progress is not None:
+                    progress(sum(len(r) for r in found.values()), total, "crops")
+    finally:
+        if started_here:
+            ray.shutdown()
+    rows = np.concatenate([found[i] for i in range(len(shards))]).astype(np.float32, copy=False)
+    return rows, [(index, box) for index, _source, boxes in plan for box in boxes]
 
 
 def _nmf(acts: np.ndarray, k: int, seed: int) -> tuple[np.ndarray, np.ndarray]:
@@ -365,7 +499,7 @@ def _nmf(acts: np.ndarray, k: int, seed: int) -> tuple[np.ndarray, np.ndarray]:
 def discover(model: nn.Module | ModelBundle, images: Sequence[ImageLike], layer: str, *, k: int = 10,
              target: int | None = None, crops_per_image: int = 16, crop: float = 0.5, size: int = 224,
              mean_std: MeanStd | None = None, seed: int = 0, batch_size: int = 32,
-             progress: Progress | None = None) -> Concepts:
+             progress: Progress | None = None, engine: str = "local", workers: int = 0) -> Concepts:
     """Find ``k`` concepts of ``layer`` over ``images`` (CRAFT; see the module's description).
 
     Args:
@@ -380,21 +514,28 @@ def discover(model: nn.Module | ModelBundle, images: Sequence[ImageLike], layer:
         seed: crop positions and NMF; the same seed gives the same concepts.
         batch_size: crops per forward pass.
         progress: ``progress(done, total, stage)`` after every batch (stage ``"crops"``) and every
-            photo of the importance pass (``"importance"``).
+            photo of the importance pass (``"importance"``); on Ray, after every shard.
+        engine: ``"local"``, or ``"ray"``: the activation pass on Ray Data, shards of photos on model
+            actors (a running Ray session, else the cluster of ``RAY_ADDRESS``, else a Ray of this
+            machine). Both give the same crops and the same A, so the same concepts.
+        workers: ray: model actors (0: one per GPU of the cluster, else one per CPU).
 
     Returns:
         :class:`Concepts`.
 
     Raises:
-        UnknownLayerError: no such layer. ConceptsError: no images, k larger than the crops, a bad setting.
+        UnknownLayerError: no such layer. ConceptsError: no images, k larger than the crops, a bad setting,
+            an unknown engine or ``"ray"`` without Ray installed.
 
     Example:
         >>> found = discover(bundle, ["a.jpg", "b.jpg"], "layer3", k=5, target=281)
         >>> found.top(found.order()[0], n=4)
     """
     _check_settings(images, k, crops_per_image, crop, batch_size)
+    _check_engine(engine)
     acts, crops = activations(model, images, layer, crops_per_image=crops_per_image, crop=crop, size=size,
-                              mean_std=mean_std, seed=seed, batch_size=batch_size, progress=progress)
+                              mean_std=mean_std, seed=seed, batch_size=batch_size, progress=progress,
+                              engine=engine, workers=workers)
     u, w = _nmf(acts, k, seed)
     settings = {"k": k, "crops_per_image": crops_per_image, "crop": crop, "size": size, "seed": seed,
                 "photos": len(images), "channels": int(acts.shape[1])}
