@@ -142,10 +142,10 @@ def test_a_following_student_who_changes_nothing_stays_following():
 def test_a_plan_without_the_current_step_keeps_the_students_following():
     """The teacher picks a plan that leaves out the step the class is on: the followers go to the plan's
     first step with the teacher and stay following (the page moving them is not their own change)."""
-    teacher = open_page(size="64")
+    teacher = open_page(size="128")
     code = start_class(teacher)
     choose_view(teacher, "lesson")
-    pupil = student(code, size="64")
+    pupil = student(code, size="128")
     ok(pupil)
     assert pupil.session_state["lesson_step"] == 1
     teacher.multiselect(key="lesson_plan_pick").set_value([5, 2, 9]).run()

@@ -109,7 +109,7 @@ def buttons(at) -> dict:
 def test_the_lesson_offers_the_notebook_and_the_handout_in_its_language(deferred, made, lang):
     texts = TEXTS[lang]
     calls, _ = made
-    at = open_page(view="lesson", step="3", size="64", lang=lang)
+    at = open_page(view="lesson", step="3", size="128", lang=lang)
     ok(at)
     assert not calls and not [k for k in buttons(at) if k.startswith("lesson_take_home")]  # made when asked
     assert at.button(key="lesson_make_ipynb").label == texts["follow_make_ipynb"]
@@ -144,7 +144,7 @@ def test_two_sessions_asking_for_the_same_handout_build_it_once(deferred, made):
     its file; the second session saw the progress, not a button."""
     calls, gate = made
     gate["event"] = threading.Event()
-    small = {"view": "lesson", "size": "64", "lang": "zh", "plan": "1,5,4"}  # a short handout: quick to draw
+    small = {"view": "lesson", "size": "128", "lang": "zh", "plan": "1,5,4"}  # a short handout: quick to draw
     first, second = (open_page(step="1", **small) for _ in range(2))
     first.button(key="lesson_make_html").click().run()
     ok(first)
@@ -172,7 +172,7 @@ def test_another_state_is_another_file(made):
     """The key holds what decides the file: another language (or photo, plan, layers) builds again."""
     calls, _ = made
     for lang in ("en", "zh"):
-        at = open_page(view="lesson", size="64", lang=lang)
+        at = open_page(view="lesson", size="128", lang=lang)
         make_file(at, "ipynb")
     assert [c.lang for _, c in calls] == ["en", "zh"]
 

@@ -29,7 +29,7 @@ def clip(tmp_path_factory) -> bytes:
 
 
 def _video_app(data: bytes, name: str = "clip.mp4", lang: str = "en", passes: list | None = None) -> AppTest:
-    at = open_page(lang=lang, layers=",".join(LAYERS), size="64")
+    at = open_page(lang=lang, layers=",".join(LAYERS), size="128")
     at.radio(key="source").set_value("video").run()
     if passes is not None:
         passes.clear()  # the sample photo's pass, before the clip
