@@ -451,6 +451,11 @@ def test_cli_writes_parquet_manifest_and_crops(folder, tmp_path, capsys, atlas):
     (["{folder}", "--batch", "0"], "--batch"),
     (["{folder}", "--engine", "spark"], "invalid choice"),
     (["{folder}", "--size", "8"], "--size"),
+    (["{folder}", "--rank", "relevance"], "--target CLASS"),
+    (["{folder}", "--target", "3"], "--rank relevance"),
+    (["{folder}", "--rank", "relevance", "--target", "1000"], "from 0 to 999"),
+    (["{folder}", "--rank", "relevance", "--target", "-1"], "--target"),
+    (["{folder}", "--rank", "peak"], "invalid choice"),
 ])
 def test_cli_bad_input_exits_2_with_one_line(folder, tmp_path, capsys, argv, needle):
     (tmp_path / "empty").mkdir()
@@ -586,3 +591,24 @@ def test_relevance_of_a_batch_equals_single_passes_in_double_precision(folder, r
             (grad,) = torch.autograd.grad(logits[0, target], kept[0])
             want = (kept[0].detach() * grad)[0].sum(dim=(1, 2)).numpy()
             np.testing.assert_allclose(got[layer][0][i], want, rtol=1e-6, atol=1e-8, err_msg=f"{layer} photo {i}")
+
+
+@pytest.mark.slow
+def test_cli_rank_relevance_writes_the_relevance_atlas(folder, tmp_path, capsys):
+    """``--rank relevance --target C`` gives the atlas build_atlas(rank="relevance") gives, whose scores
+    the test above checks against autograd.grad; the manifest says which ranking it holds."""
+    from vizhooks.models.registry import load_model
+
+    target = 3
+    code, stdout, err = run_cli(capsys, "exemplars", folder, "--weights", "none", "--layers", LAYERS[0], "--top", TOP,
+                                "--size", SIZE, "--batch", 1, "--workers", 0, "--rank", "relevance", "--target", target,
+                                "--out", tmp_path / "cli")
+    assert code == 0, err
+    got = load_atlas(stdout.strip())
+    assert got.manifest["rank"] == "relevance" and got.manifest["target"] == target
+    bundle = load_model("resnet18", weights="none", device="cpu")
+    want = build_atlas(folder, bundle, [LAYERS[0]], tmp_path / "lib", top=TOP, size=SIZE, batch=1, progress=False,
+                       rank="relevance", target=target)
+    for channel in range(want.channels(LAYERS[0])):
+        assert [(e.path, e.y, e.x) for e in got.top(LAYERS[0], channel)] == \
+            [(e.path, e.y, e.x) for e in want.top(LAYERS[0], channel)]

@@ -326,6 +326,11 @@ def _exemplars_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--checkpoint-every", type=_whole_number("--checkpoint-every", 1, 1_000_000), default=20,
                    metavar="N", help="save the progress every N batches (default: 20)")
     p.add_argument("--device", default="auto", help="auto, cpu, cuda, cuda:N or mps")
+    p.add_argument("--rank", default="activation", choices=("activation", "relevance"),
+                   help="rank each channel's images by its peak activation (default) or by its relevance for "
+                        "--target (activation x gradient of that class's logit, summed over the positions)")
+    p.add_argument("--target", type=_whole_number("--target", 0, 1_000_000), metavar="CLASS",
+                   help="class index the relevance is for (with --rank relevance)")
 
 
 def _exemplars(args: argparse.Namespace) -> int:
@@ -338,15 +343,23 @@ def _exemplars(args: argparse.Namespace) -> int:
         raise UsageError(f"{folder} is a file; give a folder of images" if folder.exists()
                          else f"there is no folder at {folder}")
     check_engine(args.engine)
+    if args.rank == "relevance" and args.target is None:
+        raise UsageError("--rank relevance needs the class it is for: add --target CLASS (a class index)")
+    if args.rank == "activation" and args.target is not None:
+        raise UsageError("--target is the class of --rank relevance: add --rank relevance or leave --target out")
     if not list_images(folder, exclude=args.out):  # before the model: a wrong folder fails fast
         raise UsageError(f"{folder} holds no image files (see `{PROG} exemplars --help`)")
     bundle = load_model(args.model, weights=args.weights, device=args.device)
     layers = args.layers or default_layers(bundle.model, (args.size, args.size))
     resolve_layers(bundle.model, layers)
+    if args.target is not None and not args.target < len(bundle.categories):
+        raise UsageError(f"{bundle.name} has {len(bundle.categories)} classes: give --target from 0 to "
+                         f"{len(bundle.categories) - 1}, not {args.target}")
     print(f"Model: {bundle.name} on {bundle.device}. {bundle.weights_status}", file=sys.stderr)
     try:
         atlas = build_atlas(folder, bundle, layers, args.out, top=args.top, size=args.size, engine=args.engine,
-                            batch=args.batch, workers=args.workers, checkpoint_every=args.checkpoint_every)
+                            batch=args.batch, workers=args.workers, checkpoint_every=args.checkpoint_every,
+                            rank=args.rank, target=args.target)
     except KeyboardInterrupt:
         print(f"vizhooks: interrupted; finished work is saved in {args.out}: run the same command again to continue",
               file=sys.stderr)
@@ -925,7 +938,7 @@ COMMANDS: tuple[Command, ...] = (
     Command("maps", "feature-map grids of a photo, or videos of a clip (default)", _maps_arguments, _run,
             "sample_images/chelsea.jpg --layers conv1 --out out/"),
     Command("exemplars", "the images of a folder that excite each channel most", _exemplars_arguments, _exemplars,
-            "photos/ --layers layer3.0.conv1 --top 9 --out atlas/"),
+            "photos/ --layers layer3.0.conv1 --rank relevance --target 281 --out atlas/"),
     Command("visualize", "an image optimised to excite each channel asked", _visualize_arguments, _visualize,
             "--layer layer3.0.conv1 --channels 0 1 2 --out vis/"),
     Command("teach", "teach a model your own classes from a folder", _teach_arguments, _teach,
