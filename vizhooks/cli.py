@@ -319,6 +319,9 @@ def _exemplars_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--checkpoint-every", type=_whole_number("--checkpoint-every", 1, 1_000_000), default=20,
                    metavar="N", help=t("cli_exemplars_checkpoint"))
     p.add_argument("--device", default="auto", help=t("cli_device"))
+    p.add_argument("--rank", default="activation", choices=("activation", "relevance"), help=t("cli_exemplars_rank"))
+    p.add_argument("--target", type=_whole_number("--target", 0, 1_000_000), metavar="CLASS",
+                   help=t("cli_exemplars_target"))
 
 
 def _exemplars(args: argparse.Namespace) -> int:
@@ -331,15 +334,23 @@ def _exemplars(args: argparse.Namespace) -> int:
         raise UsageError(t("cli_is_file_images", folder=folder) if folder.exists()
                          else t("cli_no_folder", folder=folder))
     check_engine(args.engine)
+    if args.rank == "relevance" and args.target is None:
+        raise UsageError(t("cli_exemplars_rank_needs_target"))
+    if args.rank == "activation" and args.target is not None:
+        raise UsageError(t("cli_exemplars_target_needs_rank"))
     if not list_images(folder, exclude=args.out):  # before the model: a wrong folder fails fast
         raise UsageError(t("cli_no_images", folder=folder, prog=PROG, command="exemplars"))
     bundle = load_model(args.model, weights=args.weights, device=args.device)
     layers = args.layers or default_layers(bundle.model, (args.size, args.size))
     resolve_layers(bundle.model, layers)
+    if args.target is not None and not args.target < len(bundle.categories):
+        raise UsageError(t("cli_exemplars_target_range", model=bundle.name, n=len(bundle.categories),
+                           last=len(bundle.categories) - 1, target=args.target))
     print(_model_line(bundle), file=sys.stderr)
     try:
         atlas = build_atlas(folder, bundle, layers, args.out, top=args.top, size=args.size, engine=args.engine,
-                            batch=args.batch, workers=args.workers, checkpoint_every=args.checkpoint_every)
+                            batch=args.batch, workers=args.workers, checkpoint_every=args.checkpoint_every,
+                            rank=args.rank, target=args.target)
     except KeyboardInterrupt:
         print(t("cli_exemplars_interrupted", out=args.out), file=sys.stderr)
         return 130
@@ -880,7 +891,7 @@ COMMANDS: tuple[Command, ...] = (
     Command("maps", "cli_maps_summary", _maps_arguments, _run,
             "sample_images/chelsea.jpg --layers conv1 --out out/"),
     Command("exemplars", "cli_exemplars_summary", _exemplars_arguments, _exemplars,
-            "photos/ --layers layer3.0.conv1 --top 9 --out atlas/"),
+            "photos/ --layers layer3.0.conv1 --rank relevance --target 281 --out atlas/"),
     Command("visualize", "cli_visualize_summary", _visualize_arguments, _visualize,
             "--layer layer3.0.conv1 --channels 0 1 2 --out vis/"),
     Command("teach", "cli_teach_summary", _teach_arguments, _teach,
