@@ -355,3 +355,23 @@ def test_the_teacher_sees_the_class_in_the_main_area_and_a_panel_for_the_project
     assert f"class={code}" in shown and EN["class_panel_count"].format(n=1) in shown
     assert any(i.proto.imgs and i.proto.imgs[0].caption == EN["class_qr_caption"].format(code=code)
                for i in teacher.image)  # the QR code
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("lang", ["en", "zh"])
+def test_a_followers_sidebar_shows_the_teachers_photo_not_its_own_picker(lang):
+    """Issue 34, item 4.9: a follower's sidebar read "Sample / chelsea.jpg" while the page showed the
+    teacher's upload; it shows the teacher's photo instead, and offers no picker the class would override."""
+    teacher = open_page(lang=lang)
+    code = start_class(teacher)
+    teacher.selectbox(key="sample").set_value("coffee.jpg").run()
+    ok(teacher)
+    pupil = student(code, lang=lang)
+    ok(pupil)
+    keys = {w.key for w in (*pupil.sidebar.radio, *pupil.sidebar.selectbox)}
+    assert "source" not in keys and "sample" not in keys  # nothing that names the student's own photo
+    assert section("class", lang)["class_photo_from_teacher"] in [c.value for c in pupil.sidebar.caption]
+    assert [i.proto.imgs[0].caption for i in pupil.sidebar.image] == ["coffee.jpg"]  # the teacher's
+    pupil.button(key="class_detach").click().run()  # exploring: the student's own picker is back
+    ok(pupil)
+    assert pupil.radio(key="source").value == "sample" and not pupil.sidebar.image

@@ -314,6 +314,17 @@ def class_photo() -> bytes | None:
     return data
 
 
+def followed_photo() -> tuple[bytes, str] | None:
+    """The teacher's photo and its file name while this session follows a class that has one: what a
+    follower's sidebar shows in place of its own picker, which the class's photo would override."""
+    if not following():
+        return None
+    data = class_photo()
+    if data is None:
+        return None
+    return data, (st.session_state.get("_class_page") or {}).get("photo_name") or ""
+
+
 def _check_for_news() -> None:
     """A follower's heartbeat, and a rerun of the whole page when the teacher changed something."""
     code = following()

@@ -11,6 +11,7 @@ import vizhooks as vz
 from vizhooks.models.layers import architecture_layers, reference_hw
 from vizhooks.models.registry import list_models, operator_models, resolve_entry
 from vizhooks.models.weights import fetch_command
+from vizhooks.page.classes import followed_photo
 from vizhooks.page.clip import clip_choice, clip_controls
 from vizhooks.page.results import model_option
 from vizhooks.page.sources import SOURCES, photo_picker
@@ -50,7 +51,12 @@ def sidebar() -> tuple[Choices, Any]:
         sb.caption(t("model_description", description=description))
     model_slot = sb.container()  # device and weights status, filled once the model is loaded
 
-    if "source" not in hidden:
+    # a follower sees the teacher's photo, not a picker of its own that the class would override
+    led = None if st.session_state["source"] in ("video", "live") else followed_photo()
+    if led is not None:
+        sb.caption(t("class_photo_from_teacher"))
+        sb.image(led[0], caption=led[1] or None)
+    elif "source" not in hidden:
         sb.radio(t("image_source"), SOURCES, key="source", horizontal=True,
                  format_func=labels_for("source_"))
     source = st.session_state["source"]
@@ -58,7 +64,7 @@ def sidebar() -> tuple[Choices, Any]:
         st.session_state.setdefault("sample", default_sample())
     if source == "video":
         video_sidebar(sb)
-    elif "source" not in hidden:
+    elif "source" not in hidden and led is None:
         photo_picker(source, sb)
     if source == "live":  # the live view sets its own (smaller) input size: one size on screen
         st.session_state["size"] = st.session_state.get("size", DEFAULTS["size"])  # kept for the other sources
