@@ -83,7 +83,7 @@ def test_default_layers(tmp_path, capsys):
     (["{photo}", "--device", "cuda"], "CUDA"),
     (["{photo}", "--cmap", "nope"], "colormap"),
     (["{photo}", "--frobnicate"], "unrecognized"),
-    ([], "give an image"),
+    ([], "Give an image"),
     (["--download-weights", "vgg17"], "--list-models"),
 ])
 def test_bad_input_exits_2_with_one_line(tmp_path, capsys, argv, needle):
@@ -276,13 +276,13 @@ def test_version_at_the_top_and_in_maps(capsys):
 
 
 @pytest.mark.parametrize("argv,needle", [
-    (["maps"], "give an image"),
+    (["maps"], "Give an image"),
     (["maps", "{missing}"], "no file"),
     (["maps", "{photo}", "--frobnicate"], "--frobnicate (see `python -m vizhooks maps --help`)"),
     (["--frobnicate"], "unrecognized arguments: --frobnicate"),
     (["maps", "{photo}", "--layers", "layer1.0.conv9"], "layer1.0.conv1"),
     (["exemplars"], "the following arguments are required: folder (see `python -m vizhooks exemplars --help`)"),
-    (["exemplars", "{missing}"], "there is no folder"),
+    (["exemplars", "{missing}"], "There is no folder"),
     (["exemplars", "{tmp}", "--frobnicate"], "unrecognized arguments: --frobnicate"),
     (["visualize"], "the following arguments are required: --layer (see `python -m vizhooks visualize --help`)"),
     (["visualize", "--layer", "conv1", "--steps", "-1"], "--steps must be from 0 to 10000, not -1"),

@@ -47,7 +47,7 @@ BEFORE = {
     '\n'
     'Examples (one per command):\n'
     '  python -m vizhooks sample_images/chelsea.jpg --layers conv1 --out out/   (maps, the default)\n'
-    '  python -m vizhooks exemplars photos/ --layers layer3.0.conv1 --top 9 --out atlas/\n'
+    '  python -m vizhooks exemplars photos/ --layers layer3.0.conv1 --rank relevance --target 281 --out atlas/\n'
     '  python -m vizhooks visualize --layer layer3.0.conv1 --channels 0 1 2 --out vis/\n'
     '  python -m vizhooks teach my_photos/ --model resnet18 --out my_model.pth\n'
     '  python -m vizhooks explain photos/ --methods gradcam,saliency --out scores.csv\n'
@@ -306,8 +306,8 @@ def test_refusals_in_the_current_language(tmp_path, capsys, lang):
     i18n.set_language(lang)
     empty = tmp_path / "empty.png"
     empty.write_bytes(b"")
-    want = {"en": ["vizhooks: error: there is no folder at {missing}", "vizhooks: error: The file is empty (0 bytes)."],
-            "zh": ["vizhooks：错误：{missing} 处没有文件夹", "vizhooks：错误：这个文件是空的（0 字节）。"]}[lang]
+    want = {"en": ["vizhooks: error: There is no folder at {missing}.", "vizhooks: error: The file is empty (0 bytes)."],
+            "zh": ["vizhooks：错误：{missing} 处没有文件夹。", "vizhooks：错误：这个文件是空的（0 字节）。"]}[lang]
     for argv, line in ((["teach", str(tmp_path / "nothing")], want[0]), ([str(empty)], want[1])):
         assert main(argv) == 2
         err = capsys.readouterr().err

@@ -87,7 +87,7 @@ def test_the_engine_reaches_discover(photos, tmp_path, monkeypatch):
 @pytest.mark.parametrize(("argv", "needle"), [
     (("--layer", "nope"), "no layer named 'nope'"),
     (("--layer", "layer2", "--k", "20", "--crops", "2"), "need at least 20 crops, but there are only 6"),
-    (("--layer", "layer2", "--target", "dragon"), "the model has no class 'dragon'"),
+    (("--layer", "layer2", "--target", "dragon"), "The model has no class 'dragon'"),
     (("--layer", "layer2", "--k", "0"), "--k must be from 1"),
     (("--layer", "layer2", "--engine", "spark"), "invalid choice: 'spark'"),
 ])
@@ -104,4 +104,4 @@ def test_empty_and_missing_folders_exit_2(tmp_path, capsys):
     assert _run("concepts", empty, "--layer", "layer2", "--out", tmp_path / "out") == 2
     assert "holds no image files" in capsys.readouterr().err
     assert _run("concepts", tmp_path / "nowhere", "--layer", "layer2", "--out", tmp_path / "out") == 2
-    assert "there is no folder at" in capsys.readouterr().err
+    assert "There is no folder at" in capsys.readouterr().err

@@ -104,12 +104,12 @@ def test_empty_missing_and_unreadable_folders_and_another_csv_exit_2(tmp_path, p
     assert _run("explain", empty, "--out", tmp_path / "s.csv") == 2
     assert "holds no image files" in capsys.readouterr().err
     assert _run("explain", tmp_path / "nowhere", "--out", tmp_path / "s.csv") == 2
-    assert "there is no folder at" in capsys.readouterr().err
+    assert "There is no folder at" in capsys.readouterr().err
     bad = tmp_path / "bad"
     bad.mkdir()
     (bad / "a.jpg").write_text("text")
     assert _run("explain", bad, "--size", SIZE, "--out", tmp_path / "b.csv") == 2
-    assert "none of the 1 image files" in capsys.readouterr().err
+    assert "None of the 1 image files" in capsys.readouterr().err
     other = tmp_path / "other.csv"
     other.write_text("photo,method,target,speed\n")
     assert _run("explain", photos, "--out", other) == 2

@@ -325,7 +325,7 @@ def test_the_lesson_command_never_imports_streamlit_or_the_page(tmp_path, fmt):
     assert ZH["lesson_what_title"] in out.read_text("utf-8")
 
 
-@pytest.mark.parametrize("photo,needle", [("missing.jpg", "there is no file at"), ("text", "not an image"),
+@pytest.mark.parametrize("photo,needle", [("missing.jpg", "There is no file at"), ("text", "not an image"),
                                           ("folder", "is a folder")])
 def test_a_bad_photo_exits_2_with_one_sentence(tmp_path, capsys, photo, needle):
     path = tmp_path / photo
