@@ -10,11 +10,10 @@ arrive. Ray is imported only inside :func:`run_ray`.
 
 from __future__ import annotations
 
-import os
 from collections.abc import Callable
-from pathlib import Path
 from typing import Any
 
+from vizhooks._ray import actors, session
 from vizhooks.atlas.scan import scan_paths
 from vizhooks.atlas.state import AtlasError, Job, PartialAtlas, RateLine
 from vizhooks.models.registry import ModelBundle
@@ -39,26 +38,9 @@ class _Scanner:
         return scan_paths(self.bundle, root, paths, names, top=top, size=size, batch=batch, rank=rank, target=target)
 
 
-def _connect(workers: int) -> tuple[Any, bool]:
-    """``(ray, started_here)``: an existing session, the cluster of ``RAY_ADDRESS``, or a local Ray."""
-    try:
-        import ray
-    except ImportError:
-        raise AtlasError("The ray engine needs Ray: pip install -r requirements-scale.txt "
-                         "(or pip install 'vizhooks[ray]').") from None
-    if ray.is_initialized():  # the caller's session, with its own runtime environment
-        return ray, False
-    # the package travels with the job, so a cluster without vizhooks installed can run the actors
-    env = {"py_modules": [str(Path(__file__).resolve().parent.parent)]}
-    address = os.environ.get("RAY_ADDRESS")
-    # ray's hint says int, but it takes level names (its own default is "info")
-    if address:
-        ray.init(address=address, runtime_env=env, logging_level="WARNING")  # type: ignore[arg-type]
-    else:
-        ray.init(num_cpus=workers or None, include_dashboard=False, runtime_env=env,
-                 logging_level="WARNING",  # type: ignore[arg-type]
-                 _node_ip_address="127.0.0.1")  # a Ray of this machine only
-    return ray, True
+def _no_ray() -> AtlasError:
+    return AtlasError("The ray engine needs Ray: pip install -r requirements-scale.txt "
+                      "(or pip install 'vizhooks[ray]').")
 
 
 class _ShardScanner:
@@ -104,16 +86,10 @@ def run_ray(job: Job, todo: list[str], state: PartialAtlas, *, workers: int, sav
     """
     if not todo:
         return
-    ray, started_here = _connect(workers)
     import pickle
 
-    from ray.data import DataContext
-
-    try:
-        DataContext.get_current().enable_progress_bars = False  # vizhooks prints its own line
-        resources = ray.cluster_resources()
-        gpus = int(resources.get("GPU", 0))
-        count = max(1, workers or (gpus or int(resources.get("CPU", 1))))
+    with session(workers, _no_ray) as ray:
+        gpus, count = actors(ray, workers)
         shards = _shards(todo, job.batch, count)
         count = min(count, len(shards))
         args = (str(job.root), job.names, job.top, job.size, job.batch, job.rank, job.target)
@@ -137,6 +113,3 @@ def run_ray(job: Job, todo: list[str], state: PartialAtlas, *, workers: int, sav
                     on_batch(merged, state)
                 line.update(handled)
         line.finish()
-    finally:
-        if started_here:
-            ray.shutdown()

@@ -53,6 +53,7 @@ import torch.nn.functional as F
 from torch import nn
 
 from vizhooks._hooks import first_tensor, hooked, keep, model_device
+from vizhooks._ray import actors, session
 from vizhooks.errors import CodedError
 from vizhooks.interpret.cam import cam_from
 from vizhooks.interpret.methods import METHODS, default_layers, explain
@@ -418,6 +419,10 @@ class _ShardAuditor:
         return {"part": np.array(parts, dtype=object)}
 
 
+def _no_ray() -> AuditError:
+    return AuditError("The ray engine needs Ray: pip install 'vizhooks[ray]', or use the local engine.", "audit_no_ray")
+
+
 def _ray_passes(net_args: tuple[Any, ...], items: list[tuple[str, Path | bytes, str]], settings: Settings,
                 workers: int) -> Iterator[Pass]:
     """:func:`_passes` on Ray Data: shards of whole batches go through ``map_batches`` with one model actor
@@ -427,33 +432,13 @@ def _ray_passes(net_args: tuple[Any, ...], items: list[tuple[str, Path | bytes, 
     after."""
     if not items:
         return
-    import os
     import pickle
 
-    try:
-        import ray
-    except ImportError:
-        raise AuditError("The ray engine needs Ray: pip install 'vizhooks[ray]', or use the local engine.",
-                         "audit_no_ray") from None
-    from ray.data import DataContext
+    with session(workers, _no_ray) as ray:
+        from ray.data import DataContext
 
-    started_here = not ray.is_initialized()
-    if started_here:  # the package travels with the job, so a cluster without vizhooks can run the actors
-        env = {"py_modules": [str(Path(__file__).resolve().parent.parent)]}
-        address = os.environ.get("RAY_ADDRESS")
-        if address:
-            ray.init(address=address, runtime_env=env, logging_level="WARNING")  # type: ignore[arg-type]
-        else:
-            ray.init(num_cpus=workers or None, include_dashboard=False, runtime_env=env,
-                     logging_level="WARNING",  # type: ignore[arg-type]
-                     _node_ip_address="127.0.0.1")  # a Ray of this machine only
-    try:
-        context = DataContext.get_current()
-        context.enable_progress_bars = False  # the caller's progress reports instead
-        context.execution_options.preserve_order = True  # shards come back in the folder's order
-        resources = ray.cluster_resources()
-        gpus = int(resources.get("GPU", 0))
-        count = max(1, workers or (gpus or int(resources.get("CPU", 1))))
+        DataContext.get_current().execution_options.preserve_order = True  # shards come back in the folder's order
+        gpus, count = actors(ray, workers)
         shards = _shards(items, settings[2], count)
         dataset = ray.data.from_items([{"shard": i} for i in range(len(shards))], override_num_blocks=len(shards))
         parts = dataset.map_batches(
@@ -464,9 +449,6 @@ def _ray_passes(net_args: tuple[Any, ...], items: list[tuple[str, Path | bytes, 
         for batch in parts.iter_batches(batch_size=1, batch_format="numpy"):
             for blob in batch["part"]:
                 yield from pickle.loads(blob)
-    finally:
-        if started_here:
-            ray.shutdown()
 
 
 # ----------------------------------------------------------------------------------------------

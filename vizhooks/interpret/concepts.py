@@ -38,7 +38,6 @@ import math
 import os
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass
-from pathlib import Path
 from typing import Any
 
 import numpy as np
@@ -48,6 +47,7 @@ from PIL import Image
 from torch import nn
 
 from vizhooks._hooks import check_input, check_ran, first_tensor, hooked, model_device
+from vizhooks._ray import actors, session
 from vizhooks.errors import CodedError
 from vizhooks.models.images import (
     IMAGENET_MEAN,
@@ -439,25 +439,8 @@ def _ray_pass(spec: _Input, name: str, plan: list[tuple[int, ImageLike, list[Box
     running; else the cluster of ``RAY_ADDRESS``, or a Ray of this machine, shut down afterwards."""
     import pickle
 
-    import ray
-    from ray.data import DataContext
-
-    started_here = not ray.is_initialized()
-    if started_here:
-        # the package travels with the job, so a cluster without vizhooks installed can run the actors
-        env = {"py_modules": [str(Path(__file__).resolve().parent.parent)]}
-        address = os.environ.get("RAY_ADDRESS")
-        if address:  # ray's hint says int, but it takes level names (its own default is "info")
-            ray.init(address=address, runtime_env=env, logging_level="WARNING")  # type: ignore[arg-type]
-        else:
-            ray.init(num_cpus=workers or None, include_dashboard=False, runtime_env=env,
-                     logging_level="WARNING",  # type: ignore[arg-type]
-                     _node_ip_address="127.0.0.1")  # a Ray of this machine only
-    try:
-        DataContext.get_current().enable_progress_bars = False  # progress is the caller's
-        resources = ray.cluster_resources()
-        gpus = int(resources.get("GPU", 0))
-        count = max(1, workers or (gpus or int(resources.get("CPU", 1))))
+    with session(workers, lambda: ConceptsError(code="concepts_no_ray")) as ray:
+        gpus, count = actors(ray, workers)
         per_photo = len(plan[0][2])
         shards = _shards(plan, per_photo, batch_size, count)
         items = [{"shard": i, "work": pickle.dumps(shard)} for i, shard in enumerate(shards)]
@@ -475,9 +458,6 @@ def _ray_pass(spec: _Input, name: str, plan: list[tuple[int, ImageLike, list[Box
                 found[int(shard)] = pickle.loads(blob)
                 if progress is not None:
                     progress(sum(len(r) for r in found.values()), total, "crops")
-    finally:
-        if started_here:
-            ray.shutdown()
     rows = np.concatenate([found[i] for i in range(len(shards))]).astype(np.float32, copy=False)
     return rows, [(index, box) for index, _source, boxes in plan for box in boxes]
 

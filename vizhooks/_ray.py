@@ -1,0 +1,58 @@
+"""Ray for the engines that run on it (exemplars, concepts, the audit): one way to join or start a
+Ray session and to size its pool of model actors, so the three engines behave alike."""
+
+from __future__ import annotations
+
+import contextlib
+import os
+from collections.abc import Callable, Iterator
+from pathlib import Path
+from typing import Any
+
+#: The package's folder, shipped with each job: a cluster without vizhooks installed can run the actors.
+PACKAGE = str(Path(__file__).resolve().parent)
+
+
+def connect(workers: int, missing: Callable[[], Exception]) -> tuple[Any, bool]:
+    """``(ray, started_here)``: the caller's session (with its own runtime environment), the cluster
+    of ``RAY_ADDRESS``, or a Ray of this machine only with ``workers`` CPUs (0: all of them).
+    ``missing()`` is the error raised when Ray is not installed."""
+    try:
+        import ray
+    except ImportError:
+        raise missing() from None
+    if ray.is_initialized():
+        return ray, False
+    env = {"py_modules": [PACKAGE]}
+    address = os.environ.get("RAY_ADDRESS")
+    # ray's hint says int, but it takes level names (its own default is "info")
+    if address:
+        ray.init(address=address, runtime_env=env, logging_level="WARNING")  # type: ignore[arg-type]
+    else:
+        ray.init(num_cpus=workers or None, include_dashboard=False, runtime_env=env,
+                 logging_level="WARNING",  # type: ignore[arg-type]
+                 _node_ip_address="127.0.0.1")  # a Ray of this machine only
+    return ray, True
+
+
+def actors(ray: Any, workers: int) -> tuple[int, int]:
+    """``(gpus, count)``: the cluster's GPUs and how many model actors to run: ``workers``, or with
+    0 one per GPU of the cluster, else one per CPU."""
+    resources = ray.cluster_resources()
+    gpus = int(resources.get("GPU", 0))
+    return gpus, max(1, workers or (gpus or int(resources.get("CPU", 1))))
+
+
+@contextlib.contextmanager
+def session(workers: int, missing: Callable[[], Exception]) -> Iterator[Any]:
+    """:func:`connect` for a ``with`` block, with Ray Data's own progress bars off (each engine
+    reports its progress itself); a Ray started here is shut down when the block ends."""
+    ray, started_here = connect(workers, missing)
+    from ray.data import DataContext
+
+    DataContext.get_current().enable_progress_bars = False
+    try:
+        yield ray
+    finally:
+        if started_here:
+            ray.shutdown()
