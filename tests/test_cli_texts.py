@@ -266,8 +266,8 @@ def test_the_parser_walk_finds_a_help_written_in_the_code(monkeypatch):
     assert [h for h in helps if not any(p.fullmatch(h or "") for p in patterns)] == ["shorter side in pixels"]
 
 
-#: The one text that still says "(s)": a label without a count ("CAM layer(s)", the Explain view's layer choice).
-STILL_S = {"ex_layers"}
+#: Texts that may still say "(s)": none (the Explain view's "CAM layer(s)" is "Layers for the CAM methods").
+STILL_S: set[str] = set()
 
 
 def test_counts_are_plural_forms_not_s():
