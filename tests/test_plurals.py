@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import gettext
 import io
+import string
 
 import pytest
 from babel.messages.mofile import write_mo
@@ -40,6 +41,10 @@ def test_nt_picks_the_form_gettext_picks(lang):
     for key in plural_keys():
         for n in (0, 1, 2, 5, 11, 21, 101):
             values = {"n": 3, "h": 28, "w": 14, "layers": n}
+            for text in (oracle.ngettext(key, f"{key}_plural", 1), oracle.ngettext(key, f"{key}_plural", 2)):
+                for _, field, _, _ in string.Formatter().parse(text):  # every other placeholder, e.g. {model}
+                    if field and field.split("!")[0].split(".")[0] not in values:
+                        values[field.split("!")[0].split(".")[0]] = 7  # a number takes any format spec
             assert i18n.nt(key, n, **values) == oracle.ngettext(key, f"{key}_plural", n).format(**values), (key, n)
 
 

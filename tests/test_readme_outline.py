@@ -224,10 +224,11 @@ def _marked(text: str) -> set[str]:
 
 
 def _page_names() -> dict[str, list[str]]:
-    """English text of every page label without placeholders -> its keys."""
+    """English text of every page label without placeholders -> its keys (the command line's texts,
+    ``cli_*``, are not the page's: its "commands" is argparse's heading, not the manual's **Commands.**)."""
     names: dict[str, list[str]] = {}
     for key, value in EN.items():
-        if "{" not in value and "\n" not in value and len(value) <= 40:
+        if not key.startswith("cli_") and "{" not in value and "\n" not in value and len(value) <= 40:
             names.setdefault(value.strip().lower(), []).append(key)
     return names
 

@@ -572,10 +572,12 @@ def mean_direction(model: nn.Module | ModelBundle, toward: torch.Tensor, away: t
     return keep((means[0] - means[1]).float())
 
 
-def photo_classes(model: nn.Module | ModelBundle, photos: torch.Tensor, *, batch_size: int = 16) -> list[int]:
-    """The model's top-1 class of each of ``photos`` (N, 3, H, W), in batches (eval mode, the model's lock)."""
+def photo_classes(model: nn.Module | ModelBundle, photos: torch.Tensor | Sequence[torch.Tensor], *,
+                  batch_size: int = 16) -> list[int]:
+    """The model's top-1 class of each of ``photos`` ((N, 3, H, W), or a list of image tensors of one size),
+    in batches (eval mode, the model's lock)."""
     model = _module(model)
-    check_input(photos)
+    photos = _photo_batch(photos, None)
     device = model_device(model)
     found: list[int] = []
     with hooked(model), torch.inference_mode():
@@ -584,8 +586,8 @@ def photo_classes(model: nn.Module | ModelBundle, photos: torch.Tensor, *, batch
     return [int(c) for c in found]
 
 
-def class_direction(model: nn.Module | ModelBundle, photos: torch.Tensor, layer: str, toward: int, *,
-                    labels: Sequence[int] | None = None, away: int | None = None) -> torch.Tensor:
+def class_direction(model: nn.Module | ModelBundle, photos: torch.Tensor | Sequence[torch.Tensor], layer: str,
+                    toward: int, *, labels: Sequence[int] | None = None, away: int | None = None) -> torch.Tensor:
     """The direction of class ``toward`` at ``layer``: the mean activation of the photos of that class
     minus that of the other photos (or of class ``away`` only), per channel (:func:`mean_direction`).
 
@@ -593,7 +595,8 @@ def class_direction(model: nn.Module | ModelBundle, photos: torch.Tensor, layer:
     mean: the difference of two classes' mean activations, as the issue's steering asks for.
 
     Args:
-        photos: images ``(N, 3, H, W)``, some of class ``toward`` and some not.
+        photos: images ``(N, 3, H, W)`` (or a list of image tensors of one size), some of class ``toward``
+            and some not.
         layer: a module name.
         toward: the class the direction points to.
         labels: the class of each photo; default the model's own top-1 of each (:func:`photo_classes`).
@@ -610,7 +613,7 @@ def class_direction(model: nn.Module | ModelBundle, photos: torch.Tensor, layer:
         >>> direction = class_direction(bundle.model, samples, "layer4", toward=281)
         >>> steer(bundle.model, dog, "layer4", direction, 1.0, target=281).change
     """
-    check_input(photos)
+    photos = _photo_batch(photos, None)
     classes = photo_classes(model, photos) if labels is None else [int(c) for c in labels]
     if len(classes) != len(photos):
         raise ValueError(f"labels has {len(classes)} classes for {len(photos)} photos: give one class per photo.")

@@ -8,7 +8,6 @@ import hashlib
 from typing import TYPE_CHECKING, Any
 
 import streamlit as st
-import torch
 
 import vizhooks as vz
 from vizhooks.analysis import clamp_limit_of
@@ -136,13 +135,13 @@ def show_mean(ctx: Context, layer: str, channels: tuple[int, ...], target: int) 
     st.caption(t("patching_mean_caption", layer=layer, n=len(names)))
 
 
-def _sample_tensors(ctx: Context) -> tuple[Tensor, tuple[str, ...]]:
-    """The sample photos, each squashed to this photo's size, as one batch (as the mean replaces)."""
+def _sample_tensors(ctx: Context) -> tuple[list[Tensor], tuple[str, ...]]:
+    """The sample photos, each squashed to this photo's size (as the mean replaces)."""
     bundle, picture = get_bundle(ctx.choices.model), ctx.analysis.picture
     names = tuple(samples())
     photos = [to_tensor(vz.load_image(read_sample(name)).resize(picture.size), bundle.input.mean, bundle.input.std)
               for name in names]
-    return torch.cat(photos), names
+    return photos, names
 
 
 def steer_by_class(ctx: Context, layer: str, scale: float) -> EditResult | None:
