@@ -143,14 +143,16 @@ def test_the_polls_csv_holds_the_plans_polls_in_the_plans_order(monkeypatch, lan
     for name in ("VIZHOOKS_CLASS_STORE", "VIZHOOKS_TEACHER_KEY", "VIZHOOKS_MAX_CLASSES"):
         monkeypatch.delenv(name, raising=False)
     classes.reset()
-    found: dict = {}
-    original = MediaFileManager.add_deferred
+    found: dict = {}  # {file name: its bytes}, as the run hands them to Streamlit
+    original = MediaFileManager.add
 
-    def keep(self, data_callable, mimetype, coordinates, file_name=None, **kw):
-        found[file_name] = data_callable
-        return original(self, data_callable, mimetype, coordinates, file_name, **kw)
+    def keep(self, data, mimetype, coordinates, file_name=None, is_for_static_download=False):
+        found[file_name] = data
+        return original(self, data, mimetype, coordinates, file_name, is_for_static_download)
 
-    monkeypatch.setattr(MediaFileManager, "add_deferred", keep)
+    monkeypatch.setattr(MediaFileManager, "add", keep)
+    # made in the run, not on the click: a file made on the click was lost to other sessions' runs
+    monkeypatch.setattr(MediaFileManager, "add_deferred", lambda *a, **kw: pytest.fail("a deferred CSV"))
     teacher = open_page(view="lesson", plan="4,1,11", size=str(SIZE), lang=lang)
     code = start_class(teacher)
     room = classes.classroom()
@@ -159,7 +161,8 @@ def test_the_polls_csv_holds_the_plans_polls_in_the_plans_order(monkeypatch, lan
     room.answer(code, "forward", "b1", 0)  # step 2: not in the plan
     teacher.run()
     ok(teacher)
-    rows = list(csv.reader(io.StringIO(found[f"class-{code}-polls.csv"]())))
+    data = found[f"class-{code}-polls.csv"]
+    rows = list(csv.reader(io.StringIO(data.decode("utf-8") if isinstance(data, bytes) else data)))
     texts = {"en": EN, "zh": ZH}[lang]
     expected = [["question", "choice", "answers"]]
     for step_id, answered in (("shapes", 1), ("what", None), ("remove", 3)):

@@ -747,13 +747,25 @@ def _poll_totals(code: str, step_id: str) -> None:
         return
     if not sum(totals):  # no chart of zeros (its axis read "0.000000")
         st.caption(t("poll_none_yet"))
+    else:
+        st.caption(t("poll_totals", n=sum(totals)))
+        # letters on the axis (whole choices were cut off there), the choices in full under the chart
+        letters = [chr(65 + i) for i in range(len(choices))]
+        frame = pd.DataFrame({t("poll_answers_axis"): totals},
+                             index=pd.Index(letters, name=t("poll_choice_axis")))
+        st.bar_chart(frame, horizontal=True, height=60 + 36 * len(letters))
+        st.caption("  \n".join(f"**{letter}.** {text}" for letter, text in zip(letters, choices, strict=True)))
+    # The CSV is made here, with the chart, so it holds the totals the chart shows. Not a deferred
+    # download: Streamlit keeps a file made on the click only until two script runs of ANY session
+    # have ended, and a class's followers run every half second, so the click's file was often gone
+    # before the browser asked for it (a cancelled download). A file made in the run stays until the
+    # next one; unchanged totals give the same file.
+    try:
+        csv = polls_csv(code, poll_questions(tuple(st.session_state.get("lesson_plan") or ())))
+    except StoreUnavailableError:
         return
-    st.caption(t("poll_totals", n=sum(totals)))
-    # letters on the axis (whole choices were cut off there), the choices in full under the chart
-    letters = [chr(65 + i) for i in range(len(choices))]
-    frame = pd.DataFrame({t("poll_answers_axis"): totals}, index=pd.Index(letters, name=t("poll_choice_axis")))
-    st.bar_chart(frame, horizontal=True, height=60 + 36 * len(letters))
-    st.caption("  \n".join(f"**{letter}.** {text}" for letter, text in zip(letters, choices, strict=True)))
+    st.download_button(t("poll_csv"), csv, file_name=f"class-{code}-polls.csv", mime="text/csv", key="poll_csv",
+                       on_click="ignore")
 
 
 def _send_answer(code: str, step_id: str) -> None:
@@ -785,16 +797,10 @@ def poll(step_id: str) -> bool:
     st.markdown(f"**{t('poll_header')}** · {t(f'lesson_{step_id}_q')}")
     if lead is not None:
         _poll_totals(code, step_id)
-        left, right = st.columns(2)
         if revealed:
-            left.success(t("poll_revealed", choice=choices[correct]))
+            st.success(t("poll_revealed", choice=choices[correct]))
         else:
-            left.button(t("poll_reveal"), key=f"poll_reveal_{step_id}", on_click=_reveal, args=(step_id,))
-        # the plan's polls in this run's language (the click's thread has none set)
-        questions = poll_questions(tuple(st.session_state.get("lesson_plan") or ()))
-        right.download_button(t("poll_csv"), lambda: polls_csv(code, questions),  # made on the click
-                              file_name=f"class-{code}-polls.csv", mime="text/csv", key="poll_csv",
-                              on_click="ignore")
+            st.button(t("poll_reveal"), key=f"poll_reveal_{step_id}", on_click=_reveal, args=(step_id,))
         return True
     sent = st.session_state.get(f"_poll_sent_{step_id}")
     if sent is None:  # a reload of this browser: its answer is in the store
