@@ -313,3 +313,51 @@ def test_refusals_in_the_current_language(tmp_path, capsys, lang):
         assert main(argv) == 2
         err = capsys.readouterr().err
         assert err.strip().splitlines() == [line.format(missing=tmp_path / "nothing")]
+
+
+#: Bad command lines that make argparse itself refuse, and argparse's own words for each (Python 3.11).
+ARGPARSE_REFUSALS = (
+    (["--size", "abc"], "argument --size: --size must be a whole number"),  # our sentence after its frame
+    (["--order", "zz"], "argument --order: invalid choice: 'zz' (choose from 'index', 'mean', 'max')"),
+    (["exemplars"], "the following arguments are required: folder"),
+    (["--bogus"], "unrecognized arguments: --bogus"),
+    (["--layers"], "argument --layers: expected at least one argument"),
+    (["--model"], "argument --model: expected one argument"),
+)
+
+
+def _refusal(capsys, argv: list[str]) -> str:
+    assert main(argv) == 2
+    err = capsys.readouterr().err.strip()
+    assert len(err.splitlines()) == 1 and "Traceback" not in err, err
+    return err
+
+
+@pytest.mark.parametrize(("argv", "words"), ARGPARSE_REFUSALS)
+def test_argparse_refusals_in_chinese_keep_no_english_frame(capsys, argv, words):
+    """argparse's own words ("argument --size:", "invalid choice", "the following arguments are required")
+    are Chinese in a Chinese command line; in English the line is argparse's, word for word."""
+    i18n.set_language("en")
+    assert _refusal(capsys, argv).startswith(f"vizhooks: error: {words}")
+    i18n.set_language("zh")
+    chinese = _refusal(capsys, argv)
+    assert chinese.startswith("vizhooks：错误：") and chinese.endswith("--help`）"), chinese
+    words_left = re.sub(r"^vizhooks|`[^`]*`|'[^']*'|--[a-z-]+|\bfolder\b", "", chinese)
+    assert not re.search(r"[A-Za-z]{3,}", words_left), chinese
+
+
+def test_list_layers_in_chinese_has_chinese_headings_in_columns(capsys, monkeypatch):
+    """`--list-layers` in Chinese: its headings and each layer's place are Chinese, and the columns line
+    up in a terminal, where a Chinese character takes two columns."""
+    i18n.set_language("zh")
+    assert main(["--model", "resnet18", "--list-layers"]) == 0
+    lines = capsys.readouterr().out.splitlines()
+    head, first = lines[0], lines[1]
+    assert head.split()[:2] == ["层", "位置"] and "步幅" in head and "where" not in head
+    assert "第 1/20 个卷积层" in first and "conv 1 of" not in first
+
+    def column(line: str, text: str) -> int:  # terminal column where ``text`` ends
+        return cli._width(line[:line.index(text) + len(text)])
+
+    assert column(head, "步幅") == column(first, " 2 ") - 1  # stride: right-aligned in one column
+    assert column(head, "位置") - cli._width("位置") == column(first, "第") - cli._width("第")

@@ -11,7 +11,9 @@ from __future__ import annotations
 import argparse
 import io
 import os
+import re
 import sys
+import unicodedata
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, NoReturn, cast
@@ -62,7 +64,37 @@ class _Parser(argparse.ArgumentParser):
         self.add_argument("-h", "--help", action="help", help=t("cli_help"))
 
     def error(self, message: str) -> NoReturn:  # one line instead of usage + message
-        raise UsageError(t("cli_see_help", message=message, prog=self.prog))
+        raise UsageError(t("cli_see_help", message=_argparse_words(message), prog=self.prog))
+
+
+#: argparse's own refusals (Python 3.11's wording, which its messages use in every language) and the
+#: catalogue key of each; a message that matches none stays as argparse wrote it.
+_ARGPARSE_WORDS = (
+    (re.compile(r"argument (?P<flag>[^:]+): (?P<message>.*)", re.S), "cli_ap_argument"),
+    (re.compile(r"the following arguments are required: (?P<names>.*)", re.S), "cli_ap_required"),
+    (re.compile(r"unrecognized arguments: (?P<words>.*)", re.S), "cli_ap_unrecognized"),
+    (re.compile(r"invalid choice: (?P<value>.*) \(choose from (?P<choices>.*)\)", re.S), "cli_ap_choice"),
+    (re.compile(r"expected one argument"), "cli_ap_one"),
+    (re.compile(r"expected at least one argument"), "cli_ap_at_least_one"),
+    (re.compile(r"expected at most one argument"), "cli_ap_at_most_one"),
+    (re.compile(r"one of the arguments (?P<names>.*) is required", re.S), "cli_ap_one_of"),
+    (re.compile(r"not allowed with argument (?P<flag>.*)", re.S), "cli_ap_not_with"),
+    (re.compile(r"ambiguous option: (?P<option>\S+) could match (?P<matches>.*)", re.S), "cli_ap_ambiguous"),
+    (re.compile(r"ignored explicit argument (?P<value>.*)", re.S), "cli_ap_ignored"),
+)
+
+
+def _argparse_words(message: str) -> str:
+    """argparse's ``message`` in the catalogue's language ("argument --size: ..." -> "参数 --size：...");
+    the part after "argument X:" is translated too when it is argparse's own."""
+    for pattern, key in _ARGPARSE_WORDS:
+        found = pattern.fullmatch(message)
+        if found:
+            values = found.groupdict()
+            if "message" in values:
+                values["message"] = _argparse_words(values["message"])
+            return t(key, **values)
+    return message
 
 
 def _positive_size(text: str) -> int:
@@ -139,6 +171,20 @@ def _maps_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--version", action="version", version=f"vizhooks {__version__}", help=t("cli_version"))
 
 
+def _width(text: str) -> int:
+    """Columns ``text`` takes in a terminal: a Chinese character takes two."""
+    return sum(2 if unicodedata.east_asian_width(ch) in "WF" else 1 for ch in text)
+
+
+def _row(cells: Iterable[str], widths: Iterable[int]) -> str:
+    """``cells`` padded to ``widths`` terminal columns, joined by a space (a negative width aligns right)."""
+    out = []
+    for cell, width in zip(cells, widths, strict=True):
+        pad = " " * max(abs(width) - _width(cell), 0)
+        out.append(pad + cell if width < 0 else cell + pad)
+    return " ".join(out)
+
+
 def _list_layers(args: argparse.Namespace) -> int:
     from vizhooks.models.architectures import build
     from vizhooks.models.layers import reference_hw
@@ -148,13 +194,15 @@ def _list_layers(args: argparse.Namespace) -> int:
     model = build(entry.arch, device="meta")
     side = input_spec(entry.arch, model).fixed_size or args.size
     infos = describe_layers(model, (side, side) if side else reference_hw(args.model))
-    print(f"{'layer':<44} {'where':<26} {'in→out':>10} {'kernel':>6} {'stride':>6}  output at {side}")
+    widths = (44, 26, -10, -6, -6)  # negative: right-aligned
+    heads = (t("cli_col_layer"), t("cli_col_where"), t("cli_col_in_out"), t("cli_col_kernel"), t("cli_col_stride"))
+    print(_row(heads, widths) + "  " + t("cli_col_output_at", side=side))
     for info in infos:
         channels = f"{info.in_channels}→{info.out_channels}" if info.out_channels else f"{info.out_channels_map}"
         kernel = "x".join(map(str, info.kernel_size)) if info.kernel_size else ""
         stride = str(info.stride[0]) if info.stride else ""
         shape = f"{info.out_channels_map}×{info.out_hw[0]}×{info.out_hw[1]}" if info.out_hw else ""
-        print(f"{info.name:<44} {info.where:<26} {channels:>10} {kernel:>6} {stride:>6}  {shape}")
+        print(_row((info.name, info.where, channels, kernel, stride), widths) + f"  {shape}")
     convs = sum(i.kind == "conv" for i in infos)
     print(t("cli_list_layers_total", convs=convs, blocks=len(infos) - convs, model=args.model))
     return 0
@@ -639,7 +687,8 @@ def _explain_summary(out: os.PathLike[str], names: list[str], columns: list[str]
     with open(out, newline="", encoding="utf-8") as f:
         rows = [r for r in csv.DictReader(f)]
     widths = [max(len(c), 17) for c in columns]
-    print("method".ljust(14) + "  photos  " + "  ".join(c.rjust(w) for c, w in zip(columns, widths, strict=True)))
+    print(_row((t("cli_col_method"), t("cli_col_photos")), (14, -7)) + "  "
+          + "  ".join(c.rjust(w) for c, w in zip(columns, widths, strict=True)))
     for method in names:
         mine = [r for r in rows if r["method"] == method]
         if not mine:

@@ -19,6 +19,7 @@ import torch
 from torch import nn
 
 from vizhooks._hooks import first_tensor, hooked, model_device
+from vizhooks.i18n import t
 from vizhooks.models.maps import maps_of
 
 #: Class names of the repeated units of each family; the outermost one wins when they nest
@@ -93,10 +94,11 @@ class LayerInfo:
 
     @property
     def where(self) -> str:
-        """Where the layer sits, e.g. "conv 6 of 20 · 28×28" or "block 3 of 8 · 28×28"."""
+        """Where the layer sits, e.g. "conv 6 of 20 · 28×28" or "block 3 of 8 · 28×28", in the current
+        language (vizhooks.i18n: "第 6/20 个卷积层 · 28×28")."""
         parts = []
         if self.index:
-            parts.append(f"{self.kind} {self.index} of {self.count}")
+            parts.append(t(f"where_{self.kind}", index=self.index, count=self.count))
         if self.out_hw:
             parts.append(f"{self.out_hw[0]}×{self.out_hw[1]}")
         return " · ".join(parts) or self.type

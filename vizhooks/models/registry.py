@@ -29,6 +29,7 @@ from PIL import Image
 from torch import nn
 from torchvision import models as tvm
 
+from vizhooks.i18n import t
 from vizhooks.models.architectures import (
     CLIP_PREFIX,
     HF_PREFIX,
@@ -167,13 +168,13 @@ class ModelBundle:
         return to_tensor(self.resize(image, size), self.input.mean, self.input.std)
 
     def input_note(self, size: int = 224) -> str | None:
-        """One sentence when the picture was not simply scaled to ``size``, else None."""
+        """One sentence, in the current language (vizhooks.i18n), when the picture was not simply scaled
+        to ``size``, else None."""
         spec = self.input
         if spec.fixed_size:
-            return (f"{self.name} needs {spec.fixed_size} × {spec.fixed_size} pixels: the photo was resized "
-                    f"and its centre cropped to a square; the size setting does not apply.")
+            return t("input_fixed", name=self.name, side=spec.fixed_size)
         if size < spec.min_size:
-            return f"{self.name} needs at least {spec.min_size} pixels, so the shorter side was set to that."
+            return t("input_min", name=self.name, side=spec.min_size)
         return None
 
 

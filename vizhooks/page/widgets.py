@@ -37,25 +37,15 @@ def labels_for(prefix: str) -> Callable[[Any], str]:
     return label
 
 
-def layer_where(info: LayerInfo) -> str:
-    """Where a layer sits, in the page's language: "conv 6 of 20 · 28×28"."""
-    parts = []
-    if info.index:
-        parts.append(t(f"where_{info.kind}", index=info.index, count=info.count))
-    if info.out_hw:
-        parts.append(f"{info.out_hw[0]}×{info.out_hw[1]}")
-    return " · ".join(parts) or info.type
-
-
 def layer_label(info: LayerInfo) -> str:
     """The layer menu's line: name, place, resolution, channels, kernel, stride."""
     if info.out_channels is not None:
         k = "x".join(map(str, info.kernel_size or ()))
         s = info.stride[0] if info.stride and info.stride[0] == info.stride[1] else info.stride
-        return t("label_conv", name=info.name, where=layer_where(info), cin=info.in_channels,
+        return t("label_conv", name=info.name, where=info.where, cin=info.in_channels,
                  cout=info.out_channels, k=k, s=s)
     channels = t("label_channels", n=info.out_channels_map) if info.out_channels_map else ""
-    return t("label_other", name=info.name, where=layer_where(info), type=info.type, channels=channels)
+    return t("label_other", name=info.name, where=info.where, type=info.type, channels=channels)
 
 
 def pick_label(pick: str, model: str) -> str:
@@ -155,10 +145,9 @@ def input_and_predictions(analysis: Analysis, bundle: vz.ModelBundle, size: int)
     left, right = st.columns([2, 3], gap="medium")
     w, h = analysis.picture.size
     left.image(analysis.picture_jpeg(), caption=t("model_saw", width=w, height=h), width=PICTURE_PX)
-    if bundle.input.fixed_size:
-        left.caption(t("input_fixed", name=bundle.name, side=bundle.input.fixed_size))
-    elif size < bundle.input.min_size:
-        left.caption(t("input_min", name=bundle.name, side=bundle.input.min_size))
+    note = bundle.input_note(size)
+    if note:
+        left.caption(note)
     top = right.container(gap="xxsmall", key="top5")
     top.subheader(t("top5"))  # a heading of the page's outline, set small (present.py)
     if not bundle.pretrained:

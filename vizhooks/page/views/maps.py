@@ -10,7 +10,7 @@ from vizhooks.models.layers import architecture_layers
 from vizhooks.page.results import Ranked, get_relevance, grid_png, maps_png, ranked
 from vizhooks.page.texts import t
 from vizhooks.page.views import View
-from vizhooks.page.widgets import class_picker, layer_columns, layer_where, progress_bar, shown_labels
+from vizhooks.page.widgets import class_picker, layer_columns, progress_bar, shown_labels
 from vizhooks.render.export import npz_bytes
 
 if TYPE_CHECKING:  # annotations only: a view never imports the page's state (urlstate reads the views)
@@ -22,7 +22,7 @@ def show(ctx: Context) -> None:
     layers = [name for name in c.layers if name in analysis.activations]
     # where each layer sits and its resolution for this photo's input (not square for most photos)
     hw = (int(analysis.x.shape[-2]), int(analysis.x.shape[-1]))
-    where = {info.name: layer_where(info) for info in architecture_layers(c.model, hw)}
+    where = {info.name: info.where for info in architecture_layers(c.model, hw)}
     target = _relevance_target(ctx)
     with progress_bar(show=len(layers) > 6) as bar:  # a few grids draw faster than a bar updates
         for i, name in layer_columns(layers):
