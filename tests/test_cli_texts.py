@@ -308,7 +308,8 @@ def test_refusals_in_the_current_language(tmp_path, capsys, lang):
     empty.write_bytes(b"")
     want = {"en": ["vizhooks: error: There is no folder at {missing}.",
                    "vizhooks: error: The file is empty (0 bytes)."],
-            "zh": ["vizhooks：错误：{missing} 处没有文件夹。", "vizhooks：错误：这个文件是空的（0 字节）。"]}[lang]
+            "zh": [i18n.t("cli_error", message=i18n.t("cli_no_folder", folder="{missing}")),  # the reviewed wording
+                   "vizhooks：错误：这个文件是空的（0 字节）。"]}[lang]
     for argv, line in ((["teach", str(tmp_path / "nothing")], want[0]), ([str(empty)], want[1])):
         assert main(argv) == 2
         err = capsys.readouterr().err
