@@ -1,9 +1,8 @@
 """The Lesson view's "Download the lesson": a notebook and an HTML handout in the page's language, made
 on a click in a thread of their own (vizhooks.page.builds), once per state for every session that asks,
 with their progress on the page; a class's follower gets the lesson of what its page shows (the
-teacher's photo, model, layers and plan). Streamlit runs a deferred download's callable in its own
-thread, without the session's script run; the tests take the callables the page registered and run
-them the same way."""
+teacher's photo, model, layers and plan). The page hands the made file's bytes to Streamlit in its run
+(a deferred download's file was lost to other sessions' runs in a class); the tests take those bytes."""
 
 from __future__ import annotations
 
@@ -61,35 +60,19 @@ def made(monkeypatch):
 
 
 @pytest.fixture
-def deferred(monkeypatch):
-    """{file name: callable} of every deferred download the page registers."""
+def offered(monkeypatch):
+    """{file name: bytes} of every file the page offers for download, as its run hands them to Streamlit;
+    a deferred download (made on the click) fails the test."""
     found: dict = {}
-    original = MediaFileManager.add_deferred
+    original = MediaFileManager.add
 
-    def keep(self, data_callable, mimetype, coordinates, file_name=None, **kw):
-        found[file_name] = data_callable
-        return original(self, data_callable, mimetype, coordinates, file_name, **kw)
+    def keep(self, data, mimetype, coordinates, file_name=None, is_for_static_download=False):
+        found[file_name] = data
+        return original(self, data, mimetype, coordinates, file_name, is_for_static_download)
 
-    monkeypatch.setattr(MediaFileManager, "add_deferred", keep)
+    monkeypatch.setattr(MediaFileManager, "add", keep)
+    monkeypatch.setattr(MediaFileManager, "add_deferred", lambda *a, **kw: pytest.fail("a deferred take-home"))
     return found
-
-
-def _outside_the_run(make):
-    """``make()`` in a plain thread, as Streamlit runs a deferred download (no ScriptRunContext)."""
-    out: dict = {}
-
-    def run():
-        try:
-            out["data"] = make()
-        except BaseException as exc:  # reported in the test's thread
-            out["error"] = exc
-
-    worker = threading.Thread(target=run)
-    worker.start()
-    worker.join(300)
-    if "error" in out:
-        raise out["error"]
-    return out["data"]
 
 
 def make_file(at, fmt: str) -> None:
@@ -106,7 +89,7 @@ def buttons(at) -> dict:
 
 
 @pytest.mark.parametrize("lang", [pytest.param("en", marks=pytest.mark.slow), "zh"])  # one language in test-fast
-def test_the_lesson_offers_the_notebook_and_the_handout_in_its_language(deferred, made, lang):
+def test_the_lesson_offers_the_notebook_and_the_handout_in_its_language(offered, made, lang):
     texts = TEXTS[lang]
     calls, _ = made
     at = open_page(view="lesson", step="3", size="128", lang=lang)
@@ -119,19 +102,19 @@ def test_the_lesson_offers_the_notebook_and_the_handout_in_its_language(deferred
     found = buttons(at)
     assert found["lesson_take_home_ipynb"].label == texts["handout_download_ipynb"]
     assert found["lesson_take_home_html"].label == texts["handout_download_html"]
-    assert all(found[k].deferred_file_id for k in ("lesson_take_home_ipynb", "lesson_take_home_html"))
+    assert all(found[k].url for k in ("lesson_take_home_ipynb", "lesson_take_home_html"))
     assert any(m.value == f"**{texts['handout_download']}**" for m in at.markdown)
     took = [c.value for c in at.caption if re.fullmatch(texts["follow_ready"].replace("{seconds:.0f}", r"\d+"),
                                                             c.value)]
     assert len(took) == 2  # each file says how long it took
     assert [fmt for fmt, _ in calls] == ["ipynb", "html"]
 
-    notebook = _outside_the_run(deferred["vizhooks_lesson_resnet18_chelsea.ipynb"])
+    notebook = offered["vizhooks_lesson_resnet18_chelsea.ipynb"]
     book = nbformat.reads(notebook.decode("utf-8"), as_version=4)
     text = "\n".join(c.source for c in book.cells if c.cell_type == "markdown")
     assert texts["lesson_prehook_title"] in text and texts["lesson_remove_a"] in text
     assert "PHOTO = Path('chelsea.jpg')" in book.cells[2].source  # the page's sample, kept inside
-    page = _outside_the_run(deferred["vizhooks_lesson_resnet18_chelsea.html"]).decode("utf-8")
+    page = offered["vizhooks_lesson_resnet18_chelsea.html"].decode("utf-8")
     assert f'lang="{"zh-CN" if lang == "zh" else "en"}"' in page and "data:image/png;base64," in page
     # the page's own run kept its language: the build and the download did not change it
     at.run()
@@ -139,7 +122,7 @@ def test_the_lesson_offers_the_notebook_and_the_handout_in_its_language(deferred
     assert found["lesson_take_home_html"].label == at.get("download_button")[-1].proto.label
 
 
-def test_two_sessions_asking_for_the_same_handout_build_it_once(deferred, made):
+def test_two_sessions_asking_for_the_same_handout_build_it_once(offered, made):
     """Single flight: a second session clicks while the first one's build runs; one build, and both get
     its file; the second session saw the progress, not a button."""
     calls, gate = made
@@ -159,7 +142,7 @@ def test_two_sessions_asking_for_the_same_handout_build_it_once(deferred, made):
     for at in (first, second):
         at.run()
         ok(at)
-        assert buttons(at)["lesson_take_home_html"].deferred_file_id
+        assert buttons(at)["lesson_take_home_html"].url
     assert [fmt for fmt, _ in calls] == ["html"]  # one build for both sessions
     assert lesson.take_homes().made == 1
     # a third session on the same state finds it made: a download at once, no build
@@ -190,7 +173,7 @@ def _embedded(book) -> bytes:
 
 @pytest.mark.slow
 @pytest.mark.parametrize("lang", ["en", "zh"])
-def test_a_followers_take_home_is_the_teachers_photo_model_layers_and_plan(deferred, made, lang):
+def test_a_followers_take_home_is_the_teachers_photo_model_layers_and_plan(offered, made, lang):
     from tests.test_app_class import start_class, student
 
     texts = TEXTS[lang]
@@ -214,7 +197,7 @@ def test_a_followers_take_home_is_the_teachers_photo_model_layers_and_plan(defer
     make_file(pupil, "ipynb")
     (fmt, choices), = calls
     assert choices.photo == mine and choices.plan == (5, 2, 9) and choices.layers == ("conv1", "layer2.0.conv1")
-    book = nbformat.reads(_outside_the_run(deferred["vizhooks_lesson_resnet18_my_photo.ipynb"]).decode("utf-8"),
+    book = nbformat.reads(offered["vizhooks_lesson_resnet18_my_photo.ipynb"].decode("utf-8"),
                           as_version=4)
     assert _embedded(book) == mine  # the teacher's photo, byte for byte
     assert "PHOTO = Path('my_photo.jpg')" in book.cells[2].source

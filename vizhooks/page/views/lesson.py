@@ -3,7 +3,6 @@ its answer. The live parts are the other views' own functions."""
 
 from __future__ import annotations
 
-import functools
 from dataclasses import replace
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -189,8 +188,11 @@ def take_home(ctx: Context) -> None:
         build = take_homes().find(key)
         with col:
             if build is not None and build.data is not None:
-                # deferred: the page does not hash megabytes on every run; the click gets the bytes kept
-                st.download_button(t(f"handout_download_{fmt}"), data=functools.partial(bytes, build.data),
+                # The bytes in the run, not a deferred download: Streamlit keeps a file made on the click
+                # only until two script runs of any session end, and in a class the followers' pages run
+                # every half second, so a student's click often found its file gone. Hashing the file on
+                # each run of this step costs milliseconds; unchanged bytes keep one stored copy.
+                st.download_button(t(f"handout_download_{fmt}"), data=build.data,
                                    file_name=file_name(choices, fmt),
                                    mime=FORMATS[fmt], key=f"lesson_take_home_{fmt}", on_click="ignore",
                                    icon=":material/download:")
