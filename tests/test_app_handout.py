@@ -61,18 +61,24 @@ def made(monkeypatch):
 
 @pytest.fixture
 def offered(monkeypatch):
-    """{file name: bytes} of every file the page offers for download, as its run hands them to Streamlit;
-    a deferred download (made on the click) fails the test."""
+    """{file name: bytes} of every file the page offers for download, as its run hands them to Streamlit.
+    No take-home is a deferred download (made on the click): checked when the test ends."""
     found: dict = {}
-    original = MediaFileManager.add
+    deferred: list = []
+    original, original_deferred = MediaFileManager.add, MediaFileManager.add_deferred
 
     def keep(self, data, mimetype, coordinates, file_name=None, is_for_static_download=False):
         found[file_name] = data
         return original(self, data, mimetype, coordinates, file_name, is_for_static_download)
 
+    def keep_deferred(self, data_callable, mimetype, coordinates, file_name=None, **kw):
+        deferred.append(file_name)
+        return original_deferred(self, data_callable, mimetype, coordinates, file_name, **kw)
+
     monkeypatch.setattr(MediaFileManager, "add", keep)
-    monkeypatch.setattr(MediaFileManager, "add_deferred", lambda *a, **kw: pytest.fail("a deferred take-home"))
-    return found
+    monkeypatch.setattr(MediaFileManager, "add_deferred", keep_deferred)
+    yield found
+    assert not [name for name in deferred if name and name.startswith("vizhooks_lesson_")], deferred
 
 
 def make_file(at, fmt: str) -> None:
