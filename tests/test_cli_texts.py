@@ -362,3 +362,27 @@ def test_list_layers_in_chinese_has_chinese_headings_in_columns(capsys, monkeypa
 
     assert column(head, "步幅") == column(first, " 2 ") - 1  # stride: right-aligned in one column
     assert column(head, "位置") - cli._width("位置") == column(first, "第") - cli._width("第")
+
+
+@pytest.mark.parametrize("command", [c.name for c in ALL_COMMANDS])
+def test_chinese_help_fits_the_terminal_and_its_usage_lines_up(capsys, monkeypatch, command):
+    """argparse wraps by characters; a Chinese character takes two terminal columns. The help's prose
+    (not its example command lines, which are as long in English) stays within COLUMNS, and the usage's
+    next lines start under its first argument, as in English."""
+    monkeypatch.setenv("COLUMNS", "100")
+    i18n.set_language("zh")
+    out = _help(capsys, command)
+    wrapped = [line for line in out.splitlines() if line.startswith(" " * 10)]  # argparse's wrapped lines
+    assert wrapped and all(cli._width(line) <= 100 for line in wrapped), [
+        (cli._width(line), line) for line in wrapped if cli._width(line) > 100]
+    usage = out.split("\n\n")[0].splitlines()
+    first = usage[0]
+    column = cli._width(first[:first.index("[-h]")])
+    assert all(len(line) - len(line.lstrip(" ")) == column for line in usage[1:]), usage
+
+
+def test_wrap_breaks_between_chinese_characters_not_before_a_closing_mark():
+    lines = cli._wrap("每个图块各用自己的亮度范围，或整层共用一个亮度范围（仅限图片）", 26)
+    assert "".join(lines) == "每个图块各用自己的亮度范围，或整层共用一个亮度范围（仅限图片）"
+    assert all(cli._width(line) <= 28 for line in lines) and not any(line[0] in cli._CLOSING for line in lines)
+    assert cli._wrap("words and 中文 mixed", 9) == ["words and", "中文", "mixed"]

@@ -44,11 +44,52 @@ class UsageError(Exception):
 
 
 class _Help(argparse.RawDescriptionHelpFormatter):
-    """argparse's help with its own words ("usage:") in the catalogue's language too."""
+    """argparse's help with its own words ("usage:") in the catalogue's language too, and an argument's
+    help wrapped by terminal columns (argparse counts a Chinese character as one; it takes two)."""
 
     def add_usage(self, usage: str | None, actions: Iterable[argparse.Action],
                   groups: Iterable[argparse._MutuallyExclusiveGroup], prefix: str | None = None) -> None:
         super().add_usage(usage, actions, groups, t("cli_usage") if prefix is None else prefix)
+
+    def _format_usage(self, usage: str | None, actions: Iterable[argparse.Action],
+                      groups: Iterable[argparse._MutuallyExclusiveGroup], prefix: str | None) -> str:
+        # "用法：" takes three columns more than its three characters: the usage wraps that much
+        # earlier, and its next lines move right by as much, under the first argument again
+        extra = _width(prefix or "") - len(prefix or "")
+        self._width -= extra
+        try:
+            text = super()._format_usage(usage, actions, groups, prefix)
+        finally:
+            self._width += extra
+        first, *rest = text.split("\n")
+        return "\n".join([first, *(" " * extra + line if line.startswith(" ") else line for line in rest)])
+
+    def _split_lines(self, text: str, width: int) -> list[str]:
+        if _width(text) == len(text):  # no wide character: argparse's own wrapping, as always
+            return super()._split_lines(text, width)
+        return _wrap(" ".join(text.split()), width)
+
+
+#: Characters a line may not start with (they close what comes before them).
+_CLOSING = "，。、：；！？）》」』】…,.:;!?)"
+_WIDE_OR_WORD = re.compile(r"[\u2e80-\u9fff\u3000-\u303f\uff00-\uffef]|[^\s\u2e80-\u9fff\u3000-\u303f\uff00-\uffef]+")
+
+
+def _wrap(text: str, width: int) -> list[str]:
+    """``text`` in lines of at most ``width`` terminal columns: breaks at spaces and between Chinese
+    characters, never before a closing mark (which may then stand one character past ``width``)."""
+    lines: list[str] = []
+    line = ""
+    for found in _WIDE_OR_WORD.finditer(text):
+        piece = found.group()
+        spaced = found.start() > 0 and text[found.start() - 1] == " "
+        joined = line + (" " if spaced and line else "") + piece
+        if not line or _width(joined) <= width or piece in _CLOSING:
+            line = joined
+        else:
+            lines.append(line)
+            line = piece
+    return [*lines, line] if line else lines
 
 
 class _Parser(argparse.ArgumentParser):
