@@ -375,6 +375,8 @@ def test_chinese_help_fits_the_terminal_and_its_usage_lines_up(capsys, monkeypat
     wrapped = [line for line in out.splitlines() if line.startswith(" " * 10)]  # argparse's wrapped lines
     assert wrapped and all(cli._width(line) <= 100 for line in wrapped), [
         (cli._width(line), line) for line in wrapped if cli._width(line) > 100]
+    assert not re.search(r"^[\u4e00-\u9fff]+:$", out, re.M), out  # headings end with the full-width colon
+    assert "\n选项：\n" in out
     usage = out.split("\n\n")[0].splitlines()
     first = usage[0]
     column = cli._width(first[:first.index("[-h]")])

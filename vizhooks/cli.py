@@ -104,6 +104,15 @@ class _Parser(argparse.ArgumentParser):
         self._optionals.title = t("cli_options")
         self.add_argument("-h", "--help", action="help", help=t("cli_help"))
 
+    def format_help(self) -> str:
+        # argparse ends a heading with an ASCII colon; a Chinese heading takes the full-width one
+        text = super().format_help()
+        for group in self._action_groups:
+            title = group.title or ""
+            if _width(title) != len(title):
+                text = text.replace(f"\n{title}:\n", f"\n{title}：\n")
+        return text
+
     def error(self, message: str) -> NoReturn:  # one line instead of usage + message
         raise UsageError(t("cli_see_help", message=_argparse_words(message), prog=self.prog))
 
