@@ -226,6 +226,19 @@ def test_the_page_shows_an_operators_hf_model_in_its_views(folders, tmp_path, mo
 def test_the_lessons_code_for_an_hf_model_runs_and_prints_the_pages_numbers(folders, tmp_path, pretrained):
     """The code under "How this was made" for an hf: model: transformers' own loading code, wrapped to return
     logits, run by a fresh Python (no vizhooks) on the saved folder; its logits and Grad-CAM are the page's."""
+    _lesson_code_is_the_pages(f"hf:{folders['vit']}", ["hf.vit.layers.0", "hf.vit.layers.1"], tmp_path, pretrained)
+
+
+@pytest.mark.slow
+def test_the_lessons_code_for_mobilevit_follows_its_processor(mobilevit, tmp_path):
+    """MobileViT's code resizes the shorter side to 40 before the 32 crop and flips the channels, as the page."""
+    name = f"hf:{mobilevit}"
+    layers = [b.name for b in block_layers(load_model(name, device="cpu").model)][-2:]
+    code = _lesson_code_is_the_pages(name, layers, tmp_path, True)
+    assert "flip=True" in code and "scale = 40 / min(w, h)" in code
+
+
+def _lesson_code_is_the_pages(name: str, layers: list[str], tmp_path, pretrained: bool) -> str:
     import json
     import subprocess
     import sys
@@ -237,7 +250,7 @@ def test_the_lessons_code_for_an_hf_model_runs_and_prints_the_pages_numbers(fold
     from vizhooks.lesson.code import view_code
     from vizhooks.models.images import load_image
 
-    name, layers, image = f"hf:{folders['vit']}", ["hf.vit.layers.0", "hf.vit.layers.1"], "sample_images/chelsea.jpg"
+    image = "sample_images/chelsea.jpg"
     code = view_code("gradcam", model=name, image=image, size=128, layers=layers, pretrained=pretrained).full
     assert "vizhooks" not in code and "models.hf" not in code and "AutoModelForImageClassification" in code
     path = tmp_path / "snippet.py"
@@ -258,6 +271,7 @@ def test_the_lessons_code_for_an_hf_model_runs_and_prints_the_pages_numbers(fold
         shape, mean = line.split(" Grad-CAM ")[1].split(" mean ")
         assert shape == str(tuple(cams[layer].shape))
         assert abs(float(mean.split(" peak")[0]) - float(cams[layer].mean())) <= 1e-3, (layer, line)
+    return code
 
 
 # --- each processor's own preprocessing (MobileViT: no mean/std, [0, 1], BGR; a resize before the crop) ---------
@@ -276,7 +290,17 @@ def _save_with_processor(kind: str, processor, folder):
     from tests.helpers import tiny_hf_config
 
     torch.manual_seed(7)
-    AutoModelForImageClassification.from_config(tiny_hf_config(kind)).save_pretrained(folder)
+    model = AutoModelForImageClassification.from_config(tiny_hf_config(kind))
+    if kind == "mobilevit":  # its own small initialisation fades to logits of 0 in so tiny a model: the
+        # comparisons would hold whatever the input; weights of unit gain give logits the input moves
+        g = torch.Generator().manual_seed(3)
+        with torch.no_grad():
+            for name, param in model.named_parameters():
+                if param.ndim > 1:
+                    param.copy_(torch.randn(param.shape, generator=g) / param[0].numel() ** 0.5)
+                elif name.endswith("weight"):
+                    param.fill_(1.0)
+    model.save_pretrained(folder)
     processor.save_pretrained(folder)
     return folder
 
@@ -313,6 +337,8 @@ def test_mobilevit_gets_its_own_processors_tensor_and_the_hf_models_logits(mobil
     with torch.no_grad():
         theirs = _hf_own(mobilevit)(pixel_values=exact).logits
         torch.testing.assert_close(bundle.model(ours), theirs, rtol=1e-5, atol=1e-5)
+        # the logits answer the input: the channels' order alone moves them far beyond the tolerance
+        assert (theirs - _hf_own(mobilevit)(pixel_values=exact.flip(1)).logits).abs().max() > 1e-3
     spec = bundle.input
     assert (spec.mean, spec.std, spec.channels) == ((0.0, 0.0, 0.0), (1.0, 1.0, 1.0), "BGR")
     assert (spec.fixed_size, spec.resize_side, spec.interpolation) == (32, 40, "bilinear")
@@ -330,8 +356,9 @@ def test_a_vit_or_deit_gets_its_processors_tensor_and_logits_from_a_larger_photo
     torch.testing.assert_close(ours, _their_pixels(folder, image), rtol=0, atol=0.05)
     assert bundle.input.channels == "RGB" and not bundle.model.flip_channels
     with torch.no_grad():
-        torch.testing.assert_close(bundle.model(ours), _hf_own(folder)(pixel_values=exact).logits,
-                                   rtol=1e-5, atol=1e-5)
+        theirs = _hf_own(folder)(pixel_values=exact).logits
+        torch.testing.assert_close(bundle.model(ours), theirs, rtol=1e-5, atol=1e-5)
+        assert (theirs - _hf_own(folder)(pixel_values=exact.flip(1)).logits).abs().max() > 1e-3
 
 
 def test_an_old_mobilevit_processor_file_is_read_as_transformers_reads_it(tmp_path):
