@@ -226,6 +226,19 @@ def test_the_page_shows_an_operators_hf_model_in_its_views(folders, tmp_path, mo
 def test_the_lessons_code_for_an_hf_model_runs_and_prints_the_pages_numbers(folders, tmp_path, pretrained):
     """The code under "How this was made" for an hf: model: transformers' own loading code, wrapped to return
     logits, run by a fresh Python (no vizhooks) on the saved folder; its logits and Grad-CAM are the page's."""
+    _lesson_code_is_the_pages(f"hf:{folders['vit']}", ["hf.vit.layers.0", "hf.vit.layers.1"], tmp_path, pretrained)
+
+
+@pytest.mark.slow
+def test_the_lessons_code_for_mobilevit_follows_its_processor(mobilevit, tmp_path):
+    """MobileViT's code resizes the shorter side to 40 before the 32 crop and flips the channels, as the page."""
+    name = f"hf:{mobilevit}"
+    layers = [b.name for b in block_layers(load_model(name, device="cpu").model)][-2:]
+    code = _lesson_code_is_the_pages(name, layers, tmp_path, True)
+    assert "flip=True" in code and "scale = 40 / min(w, h)" in code
+
+
+def _lesson_code_is_the_pages(name: str, layers: list[str], tmp_path, pretrained: bool) -> str:
     import json
     import subprocess
     import sys
@@ -237,7 +250,7 @@ def test_the_lessons_code_for_an_hf_model_runs_and_prints_the_pages_numbers(fold
     from vizhooks.lesson.code import view_code
     from vizhooks.models.images import load_image
 
-    name, layers, image = f"hf:{folders['vit']}", ["hf.vit.layers.0", "hf.vit.layers.1"], "sample_images/chelsea.jpg"
+    image = "sample_images/chelsea.jpg"
     code = view_code("gradcam", model=name, image=image, size=128, layers=layers, pretrained=pretrained).full
     assert "vizhooks" not in code and "models.hf" not in code and "AutoModelForImageClassification" in code
     path = tmp_path / "snippet.py"
@@ -258,3 +271,120 @@ def test_the_lessons_code_for_an_hf_model_runs_and_prints_the_pages_numbers(fold
         shape, mean = line.split(" Grad-CAM ")[1].split(" mean ")
         assert shape == str(tuple(cams[layer].shape))
         assert abs(float(mean.split(" peak")[0]) - float(cams[layer].mean())) <= 1e-3, (layer, line)
+    return code
+
+
+# --- each processor's own preprocessing (MobileViT: no mean/std, [0, 1], BGR; a resize before the crop) ---------
+
+def _smooth_picture(width: int, height: int) -> Image.Image:
+    """Colour ramps, each channel its own direction (a flipped channel order shows), no sharp edges (a
+    resampling backend's rounding stays small)."""
+    ys, xs = torch.meshgrid(torch.linspace(0, 1, height), torch.linspace(0, 1, width), indexing="ij")
+    rgb = torch.stack([xs, ys, (xs + ys) / 2 * 0.6 + 0.2], -1)
+    return Image.fromarray((rgb * 255).round().to(torch.uint8).numpy())
+
+
+def _save_with_processor(kind: str, processor, folder):
+    from transformers import AutoModelForImageClassification
+
+    from tests.helpers import tiny_hf_config
+
+    torch.manual_seed(7)
+    model = AutoModelForImageClassification.from_config(tiny_hf_config(kind))
+    if kind == "mobilevit":  # its own small initialisation fades to logits of 0 in so tiny a model: the
+        # comparisons would hold whatever the input; weights of unit gain give logits the input moves
+        g = torch.Generator().manual_seed(3)
+        with torch.no_grad():
+            for name, param in model.named_parameters():
+                if param.ndim > 1:
+                    param.copy_(torch.randn(param.shape, generator=g) / param[0].numel() ** 0.5)
+                elif name.endswith("weight"):
+                    param.fill_(1.0)
+    model.save_pretrained(folder)
+    processor.save_pretrained(folder)
+    return folder
+
+
+@pytest.fixture(scope="module")
+def mobilevit(tmp_path_factory):
+    """A tiny MobileViT saved with MobileViT's own image processor: shorter side 40, centre crop 32."""
+    from transformers import MobileViTImageProcessor
+
+    processor = MobileViTImageProcessor(size={"shortest_edge": 40}, crop_size={"height": 32, "width": 32}, resample=2)
+    return _save_with_processor("mobilevit", processor, tmp_path_factory.mktemp("mobilevit"))
+
+
+def _their_pixels(folder, image: Image.Image, backend: str | None = None) -> torch.Tensor:
+    from transformers import AutoImageProcessor
+
+    kwargs = {"backend": backend} if backend else {}
+    return AutoImageProcessor.from_pretrained(folder, **kwargs)(image, return_tensors="pt").pixel_values
+
+
+@pytest.mark.parametrize("size", [(60, 80), (80, 60), (48, 48)])
+def test_mobilevit_gets_its_own_processors_tensor_and_the_hf_models_logits(mobilevit, size):
+    """MobileViT's processor does not normalise, rescales to [0, 1], resizes the shorter side to 40 before a
+    32 crop and flips RGB to BGR: the bundle's tensor (RGB, as every vizhooks tensor) is the processor's with
+    its channels flipped back, and the bundle's logits on it are the HF model's own on the processor's."""
+    bundle = load_model(f"hf:{mobilevit}", device="cpu")
+    image = _smooth_picture(*size)
+    ours = bundle.preprocess(image, 128)  # the page's size does not apply: the processor's sizes do
+    exact = _their_pixels(mobilevit, image, "pil")  # PIL's resampling, as vizhooks'
+    assert ours.shape == exact.shape == (1, 3, 32, 32)
+    torch.testing.assert_close(ours.flip(1), exact, rtol=0, atol=1e-5)
+    default = _their_pixels(mobilevit, image)  # transformers' default backend resamples with torchvision
+    torch.testing.assert_close(ours.flip(1), default, rtol=0, atol=0.02)
+    with torch.no_grad():
+        theirs = _hf_own(mobilevit)(pixel_values=exact).logits
+        torch.testing.assert_close(bundle.model(ours), theirs, rtol=1e-5, atol=1e-5)
+        # the logits answer the input: the channels' order alone moves them far beyond the tolerance
+        assert (theirs - _hf_own(mobilevit)(pixel_values=exact.flip(1)).logits).abs().max() > 1e-3
+    spec = bundle.input
+    assert (spec.mean, spec.std, spec.channels) == ((0.0, 0.0, 0.0), (1.0, 1.0, 1.0), "BGR")
+    assert (spec.fixed_size, spec.resize_side, spec.interpolation) == (32, 40, "bilinear")
+
+
+@pytest.mark.parametrize("kind", ["vit", "deit"])
+def test_a_vit_or_deit_gets_its_processors_tensor_and_logits_from_a_larger_photo(kind, tmp_path):
+    from tests.helpers import tiny_hf_processor
+
+    folder = _save_with_processor(kind, tiny_hf_processor(kind), tmp_path)
+    bundle = load_model(f"hf:{folder}", device="cpu")
+    image = _smooth_picture(64, 64)  # square: the processor's squeeze to 32 x 32 and vizhooks' crop agree
+    ours, exact = bundle.preprocess(image, 128), _their_pixels(folder, image, "pil")
+    torch.testing.assert_close(ours, exact, rtol=0, atol=1e-5)
+    torch.testing.assert_close(ours, _their_pixels(folder, image), rtol=0, atol=0.05)
+    assert bundle.input.channels == "RGB" and not bundle.model.flip_channels
+    with torch.no_grad():
+        theirs = _hf_own(folder)(pixel_values=exact).logits
+        torch.testing.assert_close(bundle.model(ours), theirs, rtol=1e-5, atol=1e-5)
+        assert (theirs - _hf_own(folder)(pixel_values=exact.flip(1)).logits).abs().max() > 1e-3
+
+
+def test_an_old_mobilevit_processor_file_is_read_as_transformers_reads_it(tmp_path):
+    """apple/mobilevit-small's file: single numbers for size and crop, no mean, std or do_normalize."""
+    import json
+
+    from transformers import AutoImageProcessor
+
+    from vizhooks.models.architectures import hf_processor
+    from vizhooks.models.images import fit_to_model, processor_spec, to_tensor
+
+    (tmp_path / "preprocessor_config.json").write_text(json.dumps(
+        {"crop_size": 256, "do_center_crop": True, "do_flip_channel_order": True, "do_resize": True,
+         "feature_extractor_type": "MobileViTFeatureExtractor", "resample": 2, "size": 288}))
+    spec = processor_spec(hf_processor(str(tmp_path)))
+    image = _smooth_picture(300, 400)
+    ours = to_tensor(fit_to_model(image, 224, spec), spec.mean, spec.std)
+    processor = AutoImageProcessor.from_pretrained(tmp_path, backend="pil")
+    torch.testing.assert_close(ours.flip(1), processor(image, return_tensors="pt").pixel_values, rtol=0, atol=1e-5)
+    assert (spec.fixed_size, spec.resize_side, spec.channels, spec.std) == (256, 288, "BGR", (1.0, 1.0, 1.0))
+
+
+def test_rescaling_without_normalising_is_folded_into_mean_and_std():
+    from vizhooks.models.images import processor_spec
+
+    raw = processor_spec({"do_rescale": False, "do_normalize": False, "size": {"height": 32, "width": 32}})
+    assert raw.mean == (0.0, 0.0, 0.0) and raw.std == pytest.approx((1 / 255,) * 3)  # pixels 0-255 as they are
+    halved = processor_spec({"rescale_factor": 1 / 510, "image_mean": [0.5] * 3, "image_std": [0.25] * 3})
+    assert halved.mean == pytest.approx((1.0,) * 3) and halved.std == pytest.approx((0.5,) * 3)

@@ -162,9 +162,10 @@ def _placement(spec: InputSpec, wh: np.ndarray, input_hw: tuple[int, int]) -> tu
         zeros = np.zeros_like(w0)
         return np.full_like(w0, input_hw[1]), np.full_like(h0, input_hw[0]), zeros, zeros
     side = int(spec.fixed_size)
-    scale = side / np.minimum(w0, h0)
-    new_w = np.maximum(side, np.round(w0 * scale).astype(np.int64))
-    new_h = np.maximum(side, np.round(h0 * scale).astype(np.int64))
+    short = max(side, int(spec.resize_side or side))
+    scale = short / np.minimum(w0, h0)
+    new_w = np.maximum(short, np.round(w0 * scale).astype(np.int64))
+    new_h = np.maximum(short, np.round(h0 * scale).astype(np.int64))
     return new_w, new_h, (new_w - side) // 2, (new_h - side) // 2
 
 

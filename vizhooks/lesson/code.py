@@ -80,11 +80,12 @@ def _constructor(name: str, pretrained: bool, num_classes: int | None, head: New
     seed = "" if pretrained else f"torch.manual_seed({SEED})\n"
     if arch.startswith(HF_PREFIX):  # the set-up's HFLogits (setup.hf_model) wraps the transformers model
         ref = repr(arch.removeprefix(HF_PREFIX))
+        flip = ", flip=True" if input_spec(arch).channels == "BGR" else ""
         if pretrained:
             return call("model = HFLogits", [call("AutoModelForImageClassification.from_pretrained", [ref])
-                                              .rstrip("\n")], ".eval()")
+                                              .rstrip("\n")] + [flip.removeprefix(", ")] * bool(flip), ".eval()")
         return (seed + call("config = AutoConfig.from_pretrained", [ref])
-                + "model = HFLogits(AutoModelForImageClassification.from_config(config)).eval()\n")
+                + f"model = HFLogits(AutoModelForImageClassification.from_config(config){flip}).eval()\n")
     if arch.startswith(TIMM_PREFIX):
         return "import timm\n\n" + seed + call(
             "model = timm.create_model", [repr(arch.removeprefix(TIMM_PREFIX)), f"pretrained={pretrained}"], ".eval()")
@@ -141,7 +142,8 @@ def setup_code(name: str, image: str, size: int, pretrained: bool, num_classes: 
         text += render("setup.hf_model", lang)
     text += _constructor(name, pretrained, num_classes, head)
     if spec.fixed_size:
-        text += render("setup.fixed_size", lang, side=spec.fixed_size, **values)
+        text += render("setup.fixed_size", lang, side=spec.fixed_size, resize=spec.resize_side or spec.fixed_size,
+                       **values)
     else:
         size = max(int(size), spec.min_size)
         text += render("setup.free_size", lang, size=size, cap=min(2 * size, 2 * MAX_SIZE), **values)

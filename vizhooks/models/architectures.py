@@ -5,6 +5,7 @@ on it. Nothing here downloads: a Hugging Face model is built from a folder or th
 
 from __future__ import annotations
 
+import dataclasses
 import functools
 import json
 import os
@@ -42,19 +43,21 @@ class HFClassifier(nn.Module):
 
     The Hugging Face model is the child ``hf``, so its layers keep their own names under ``hf.``
     (``hf.vit.layers.0``, ``hf.resnet.encoder.stages.1``): the names in links and the CLI are the
-    Hugging Face names.
+    Hugging Face names. ``flip_channels`` (a model whose image processor flips RGB to BGR: MobileViT)
+    flips the input's channels here, so the tensors vizhooks makes and shows stay RGB.
     """
 
-    def __init__(self, hf: nn.Module) -> None:
+    def __init__(self, hf: nn.Module, flip_channels: bool = False) -> None:
         super().__init__()
         self.hf = hf
+        self.flip_channels = flip_channels
 
     @property
     def config(self) -> Any:
         return self.hf.config
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
-        out = self.hf(pixel_values=x)
+        out = self.hf(pixel_values=x.flip(1) if self.flip_channels else x)
         return out.logits if hasattr(out, "logits") else out[0]
 
 
@@ -151,6 +154,47 @@ def hf_json(ref: str, filename: str) -> dict[str, Any] | None:
     except (OSError, ValueError):
         return None
     return data if isinstance(data, dict) else None
+
+
+#: The image processor settings :func:`vizhooks.models.images.processor_spec` reads.
+HF_PROCESSOR_FIELDS = ("do_resize", "size", "resample", "do_center_crop", "crop_size", "do_rescale", "rescale_factor",
+                       "do_normalize", "image_mean", "image_std", "do_flip_channel_order")
+
+
+def hf_processor(ref: str) -> dict[str, Any] | None:
+    """The image processor settings of ``ref``: its saved ``preprocessor_config.json`` completed by its
+    processor class's own defaults (MobileViT's saves no ``do_normalize``: its class does not normalise),
+    old formats read as transformers reads them (a single ``size`` number). None without a saved
+    processor; the file as it is when transformers cannot build its processor."""
+    saved = hf_json(ref, "preprocessor_config.json")
+    path = hf_file(ref, "preprocessor_config.json")
+    if saved is None or path is None:
+        return None
+    stat = path.stat()
+    return dict(_processor_settings(str(path), stat.st_mtime, stat.st_size)) or saved
+
+
+@functools.lru_cache(maxsize=32)
+def _processor_settings(path: str, mtime: float, size: int) -> tuple[tuple[str, Any], ...]:
+    from transformers import AutoImageProcessor
+
+    try:
+        processor = AutoImageProcessor.from_pretrained(str(Path(path).parent), local_files_only=True)
+    except Exception:  # any processor transformers cannot build: the caller reads the file itself
+        return ()
+    settings = []
+    for field in HF_PROCESSOR_FIELDS:
+        value = getattr(processor, field, None)
+        if dataclasses.is_dataclass(value):  # transformers' SizeDict
+            value = dataclasses.asdict(value)  # type: ignore[arg-type]
+        if isinstance(value, dict):
+            value = {k: v for k, v in value.items() if v is not None}
+        elif isinstance(value, (list, tuple)):
+            value = tuple(value)
+        elif value is not None and not isinstance(value, (bool, int, float, str)):
+            value = int(value)  # PIL's resampling enum
+        settings.append((field, value))
+    return tuple(settings)
 
 
 def hf_config(ref: str) -> Any:
@@ -269,6 +313,7 @@ def build(arch: str, *, num_classes: int | None = None, device: torch.device | s
             if num_classes is not None:
                 config.num_labels = num_classes
             model = hf_from_config(config)
+            model.flip_channels = bool((hf_processor(arch.removeprefix(HF_PREFIX)) or {}).get("do_flip_channel_order"))
         elif arch.startswith(TIMM_PREFIX):
             kwargs: dict[str, object] = {} if num_classes is None else {"num_classes": num_classes}
             model = timm_module().create_model(arch.removeprefix(TIMM_PREFIX), pretrained=False, **kwargs)

@@ -48,6 +48,10 @@ class InputSpec:
         interpolation: ``"bilinear"`` or ``"bicubic"`` (the resize the model was trained with).
         fixed_size: side of the square input the model needs (ViT, Swin, MaxViT), else None.
         min_size: smallest shorter side it accepts (Inception v3: 75).
+        resize_side: the shorter side a fixed-size picture is resized to before its centre is
+            cropped (MobileViT: 288, then a 256 crop); None: ``fixed_size`` itself.
+        channels: ``"RGB"``, or ``"BGR"`` for a model that reads its colour channels the other way
+            round (MobileViT): tensors stay RGB and the model's wrapper flips them.
     """
 
     mean: tuple[float, float, float] = IMAGENET_MEAN
@@ -55,6 +59,8 @@ class InputSpec:
     interpolation: str = "bilinear"
     fixed_size: int | None = None
     min_size: int = 1
+    resize_side: int | None = None
+    channels: str = "RGB"
 
 
 #: PIL's resampling numbers, as Hugging Face image processors save them.
@@ -63,35 +69,62 @@ _PIL_RESAMPLE = {0: "nearest", 1: "lanczos", 2: "bilinear", 3: "bicubic"}
 
 def processor_spec(processor: Mapping[str, Any] | None, image_size: object = None) -> InputSpec:
     """How a Hugging Face model wants its pictures, from its saved image processor
-    (``preprocessor_config.json``).
+    (``preprocessor_config.json``, completed by the processor class's own defaults where
+    transformers can build it: see :func:`vizhooks.models.architectures.hf_processor`).
 
-    Fields used: ``image_mean`` and ``image_std`` (unless ``do_normalize`` is false), ``resample``,
-    ``size`` and, with ``do_center_crop``, ``crop_size``. A ``size`` of ``{"height", "width"}`` (ViT,
-    DeiT, BEiT, Swin) means a fixed square input of that side (or of the crop's side); a
-    ``{"shortest_edge"}`` size (ConvNeXt, ResNet) means the model takes any size, so the page's size
-    applies. Without a processor: ImageNet mean and std, bilinear, and a fixed side of the config's
-    ``image_size`` when it has one.
+    Fields used: ``image_mean`` and ``image_std`` (only when ``do_normalize`` is true), ``do_rescale``
+    and ``rescale_factor`` (folded into mean and std: the tensor is the processor's own),
+    ``resample``, ``size``, ``do_center_crop`` with ``crop_size``, and ``do_flip_channel_order``
+    (``channels="BGR"``). A ``size`` of ``{"height", "width"}`` (ViT, DeiT, BEiT, Swin) means a fixed
+    square input of that side (or of the crop's side); a ``{"shortest_edge"}`` size with a centre
+    crop (MobileViT) means the shorter side resized to that edge, then the centre cropped; a
+    ``{"shortest_edge"}`` size without a crop (ConvNeXt, ResNet) means the model takes any size, so
+    the page's size applies. Without a processor: ImageNet mean and std, bilinear, and a fixed side
+    of the config's ``image_size`` when it has one.
     """
     if not processor:
         side = image_size if isinstance(image_size, int) and not isinstance(image_size, bool) else None
         return InputSpec(fixed_size=side)
-    mean, std = IMAGENET_MEAN, IMAGENET_STD
     if processor.get("do_normalize", True):
         mean = _triple(processor.get("image_mean"), IMAGENET_MEAN)
         std = _triple(processor.get("image_std"), IMAGENET_STD)
     else:
         mean, std = (0.0, 0.0, 0.0), (1.0, 1.0, 1.0)
+    # the processor gives (pixel * factor - mean) / std; to_tensor gives (pixel / 255 - mean') / std'
+    scale = 255.0 * _number(processor.get("rescale_factor"), 1 / 255) if processor.get("do_rescale", True) else 255.0
+    if abs(scale - 1.0) > 1e-9:
+        mean = (mean[0] / scale, mean[1] / scale, mean[2] / scale)
+        std = (std[0] / scale, std[1] / scale, std[2] / scale)
     interpolation = _PIL_RESAMPLE.get(processor.get("resample"), "bilinear")  # type: ignore[arg-type]
-    size = processor.get("size")
-    fixed = None
-    if isinstance(size, Mapping) and "height" in size:
-        crop = processor.get("crop_size")
-        if processor.get("do_center_crop") and isinstance(crop, Mapping) and "height" in crop:
-            size = crop
-        fixed = int(size["height"])
-    elif isinstance(size, int) and not isinstance(size, bool):  # an old processor's single number
-        fixed = size
-    return InputSpec(mean, std, interpolation, fixed, 1)
+    size, crop = _side(processor.get("size")), _side(processor.get("crop_size"))
+    crop = crop if processor.get("do_center_crop") and isinstance(crop, int) else None
+    fixed, resize = None, None
+    if isinstance(size, int):  # {"height", "width"}, or an old processor's single number
+        fixed, resize = crop or size, size
+    elif crop and isinstance(size, tuple):  # {"shortest_edge"}, then the centre crop
+        fixed, resize = crop, size[0]
+    if fixed and resize is not None and resize <= fixed:
+        resize = None
+    channels = "BGR" if processor.get("do_flip_channel_order") else "RGB"
+    return InputSpec(mean, std, interpolation, fixed, 1, resize, channels)
+
+
+def _number(value: object, default: float) -> float:
+    return float(value) if isinstance(value, (int, float)) and not isinstance(value, bool) else default
+
+
+def _side(value: object) -> int | tuple[int] | None:
+    """A processor's ``size``/``crop_size``: a square side (int), a shortest edge (a 1-tuple), or None."""
+    if isinstance(value, bool):
+        return None
+    if isinstance(value, int):
+        return value
+    if isinstance(value, Mapping):
+        if isinstance(value.get("height"), int):
+            return int(value["height"])
+        if isinstance(value.get("shortest_edge"), int):
+            return (int(value["shortest_edge"]),)
+    return None
 
 
 def clip_spec(visual: Any) -> InputSpec:
@@ -286,15 +319,17 @@ def fit_to_model(image: Image.Image, size: int, spec: InputSpec) -> Image.Image:
     """The picture a model with input rules ``spec`` (an :class:`InputSpec`) sees.
 
     Any-size models: :func:`resize_for_model` at ``max(size, spec.min_size)``. Fixed-size models
-    (ViT, Swin, MaxViT): shorter side resized to ``spec.fixed_size``, then the centre cropped to a
-    ``fixed_size`` square (torchvision's own resize-then-centre-crop, with no extra margin).
+    (ViT, Swin, MaxViT): shorter side resized to ``spec.fixed_size`` (or ``spec.resize_side``:
+    MobileViT), then the centre cropped to a ``fixed_size`` square (torchvision's own
+    resize-then-centre-crop).
     """
     if not spec.fixed_size:
         return resize_for_model(image, max(size, spec.min_size), spec.interpolation)
     side = int(spec.fixed_size)
+    short = max(side, int(spec.resize_side or side))
     width, height = image.size
-    scale = side / min(width, height)
-    new_w, new_h = max(side, round(width * scale)), max(side, round(height * scale))
+    scale = short / min(width, height)
+    new_w, new_h = max(short, round(width * scale)), max(short, round(height * scale))
     resized = image if (new_w, new_h) == image.size else image.resize(
         (new_w, new_h), _resampling(spec.interpolation), reducing_gap=3.0)
     left, top = (new_w - side) // 2, (new_h - side) // 2

@@ -39,6 +39,7 @@ from vizhooks.models.architectures import (
     drop_aux_heads,
     hf_config,
     hf_json,
+    hf_processor,
     meta_build,
     timm_module,
 )
@@ -443,8 +444,7 @@ def input_spec(arch: str, model: nn.Module | None = None) -> InputSpec:
         return clip_spec(model.visual)
     if arch.startswith(HF_PREFIX):
         ref = arch.removeprefix(HF_PREFIX)
-        return processor_spec(hf_json(ref, "preprocessor_config.json"),
-                              getattr(hf_config(ref), "image_size", None))
+        return processor_spec(hf_processor(ref), getattr(hf_config(ref), "image_size", None))
     if arch.startswith(TIMM_PREFIX):
         timm = timm_module()
         model = model if model is not None else meta_build(arch, None)[0]
@@ -731,6 +731,7 @@ def _load_hf(entry: ModelEntry, weights: str, dev: torch.device, labels: str | o
         id2label = {str(k): str(v) for k, v in (getattr(config, "id2label", None) or {}).items()}
         cats = [id2label.get(str(i), f"class {i}") for i in range(classes)]
     spec = input_spec(entry.arch, model)
+    cast(HFClassifier, model).flip_channels = spec.channels == "BGR"
     return ModelBundle(
         model=model.to(dev).eval(), name=entry.name, device=dev, pretrained=pretrained, weights_status=status,
         categories=cats, mean=spec.mean, std=spec.std, weights_source=source, arch=entry.arch, input=spec,

@@ -14,6 +14,8 @@ size: int
 cap: int
 #: the side of the square input (fixed-size models: ViT, Swin, MaxViT)
 side: int
+#: the shorter side before the centre crop (fixed-size models; MobileViT's processor: larger than ``side``)
+resize: int
 #: the model's interpolation (source: ``Image.Resampling.BILINEAR``)
 resample: Image.Resampling
 #: the model's normalisation

@@ -21,13 +21,15 @@ from transformers import AutoConfig, AutoModelForImageClassification
 # en: and its layers keep their Hugging Face names under "hf." (e.g. hf.vit.layers.0).
 # zh: Hugging Face 模型返回的是一个对象；与页面的模型一样，这里只返回 logits，
 # zh: 各层保留 Hugging Face 的名字，前面加 "hf."（如 hf.vit.layers.0）。
+# en: flip=True: the model reads its colours as BGR (MobileViT); the picture stays RGB.
+# zh: flip=True：模型按 BGR 顺序读颜色（MobileViT）；图片本身仍是 RGB。
 class HFLogits(torch.nn.Module):
-    def __init__(self, hf):
+    def __init__(self, hf, flip=False):
         super().__init__()
-        self.hf = hf
+        self.hf, self.flip = hf, flip
 
     def forward(self, x):
-        return self.hf(pixel_values=x).logits
+        return self.hf(pixel_values=x.flip(1) if self.flip else x).logits
 
 
 # %% _
@@ -48,15 +50,15 @@ image = image.resize(size, fill.resample, reducing_gap=3.0)
 # %% fixed_size
 
 # en: The page's preprocessing: this model needs {fill.side} x {fill.side} pixels, so the shorter side
-# en: goes to {fill.side} and the centre is cropped to a square; the model's own interpolation,
+# en: goes to {fill.resize} and the centre is cropped to a square; the model's own interpolation,
 # en: mean and std.
 # zh: 与页面相同的预处理：该模型需要 {fill.side} x {fill.side} 像素的输入，
-# zh: 所以先把短边缩放到 {fill.side}，再从中心裁剪出正方形；
+# zh: 所以先把短边缩放到 {fill.resize}，再从中心裁剪出正方形；
 # zh: 使用模型自己的插值方式、均值和标准差。
 image = Image.open(fill.image).convert("RGB")
 w, h = image.size
-scale = fill.side / min(w, h)
-new_w, new_h = max(fill.side, round(w * scale)), max(fill.side, round(h * scale))
+scale = fill.resize / min(w, h)
+new_w, new_h = max(fill.resize, round(w * scale)), max(fill.resize, round(h * scale))
 image = image.resize((new_w, new_h), fill.resample, reducing_gap=3.0)
 left, top = (new_w - fill.side) // 2, (new_h - fill.side) // 2
 image = image.crop((left, top, left + fill.side, top + fill.side))
