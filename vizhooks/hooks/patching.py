@@ -11,7 +11,9 @@ of B's answer comes back. Swept over the layers, it shows *where* the network de
 - :func:`steer`: ``scale * direction`` added to a layer's channels at every position.
 - :func:`mean_direction`: a direction to steer along, the mean activation of some photos minus
   that of others, per channel; :func:`class_direction`: the same for the photos of one class
-  against the rest (a concept's direction is :func:`vizhooks.interpret.concepts.concept_direction`).
+  against the rest (a concept's direction is :func:`vizhooks.interpret.concepts.concept_direction`);
+  :func:`gradient_direction`: the gradient of a class's logit with respect to the layer's output,
+  averaged over photos and positions (needs no photo of the class).
 
 Channels are where vizhooks puts them everywhere (:func:`vizhooks.models.maps.channel_dim`: dim 1 of
 conv maps, the last dim of ViT tokens, Linear outputs and Swin's channels-last maps); a region is
@@ -42,7 +44,8 @@ from vizhooks.models.layers import resolve_layers
 from vizhooks.models.maps import as_map, channel_dim, channels_last_modules
 from vizhooks.models.registry import ModelBundle
 
-__all__ = ["EditResult", "PatchResult", "class_direction", "mean_ablate", "mean_direction", "patch", "photo_classes",
+__all__ = ["EditResult", "PatchResult", "class_direction", "gradient_direction", "mean_ablate", "mean_direction",
+           "patch", "photo_classes",
            "steer", "sweep"]
 
 Region = tuple[int, int, int, int]
@@ -624,3 +627,82 @@ def class_direction(model: nn.Module | ModelBundle, photos: torch.Tensor | Seque
     if not others:
         raise CodedError(code="steer_no_others", toward=toward if away is None else away)
     return mean_direction(model, photos[mine], photos[others], layer)
+
+
+def gradient_direction(model: nn.Module | ModelBundle, photos: torch.Tensor | Sequence[torch.Tensor], layer: str,
+                       toward: int, *, length: float | None = None, batch_size: int = 16) -> torch.Tensor:
+    """The direction in which class ``toward``'s logit grows fastest at ``layer``: the gradient of that
+    logit with respect to the layer's output, averaged over the photos, the positions (and the calls of
+    the module), per channel.
+
+    Where :func:`class_direction` needs photos of the class, this needs none of it: one photo is
+    enough (steering it by a small multiple raises the class's logit to first order). The gradient's
+    size is in logit per unit of activation, which says nothing about how far to steer; ``length``
+    rescales it to that Euclidean length (e.g. that of the layer's mean activation).
+
+    Args:
+        photos: images ``(N, 3, H, W)`` (or a list of image tensors of one size).
+        layer: a module name.
+        toward: the class whose logit is differentiated.
+        length: the direction's Euclidean length; default the averaged gradient as it is.
+        batch_size: photos per forward and backward pass.
+
+    Returns:
+        A ``(C,)`` CPU tensor, one value per channel of the layer (for :func:`steer`).
+
+    Raises:
+        UnknownLayerError: a name the model lacks. ValueError: bad inputs, a class outside the
+        logits, a layer that did not run or that the logit does not depend on.
+
+    Example:
+        >>> direction = gradient_direction(bundle.model, x, "layer4", toward=281, length=10.0)
+        >>> steer(bundle.model, x, "layer4", direction, 1.0, target=281).change
+    """
+    model = _module(model)
+    photos = _photo_batch(photos, None)
+    if length is not None and (isinstance(length, bool) or not isinstance(length, (int, float)) or not length > 0):
+        raise ValueError(f"length must be a number above 0, not {length!r}.")
+    device = model_device(model)
+    total: torch.Tensor | None = None
+    rows = 0
+    with hooked(model) as hooks:
+        found = _layers(model, resolve_layers(model, [layer]))[0]
+        grads: list[torch.Tensor] = []
+        calls = [0]
+
+        def hook(module: nn.Module, args: Any, output: Any) -> None:
+            # a tensor hook registered as the output is made sees the gradient of that value, even if
+            # a later operation (ReLU(inplace=True), out += identity) changes it in place
+            calls[0] += 1
+            hooks.tensor_hook(first_tensor(output), grads.append)
+
+        hooks.forward_hook(found.module, hook)
+        for start in range(0, len(photos), batch_size):
+            grads.clear()
+            calls[0] = 0
+            with torch.enable_grad():
+                xg = photos[start:start + batch_size].to(device).requires_grad_(True)
+                logits = first_tensor(model(xg))
+                if not 0 <= toward < logits.shape[-1]:
+                    raise ValueError(f"toward must be a class index from 0 to {logits.shape[-1] - 1}, "
+                                     f"not {toward!r}.")
+                # the photos do not meet in eval mode: the sum's gradient is each photo's own
+                torch.autograd.grad(logits[:, toward].sum(), xg)
+            check_ran([found.name], [found.name] if calls[0] else [])
+            if not grads:
+                raise ValueError(f"Class {toward}'s logit does not depend on {found.name}'s output; pick a layer "
+                                 "the logits are computed from.")
+            for g in grads:
+                dim = found.dim(g)
+                flat = g.detach().movedim(dim, -1).reshape(-1, g.shape[dim]).double()
+                total = flat.sum(0) if total is None else total + flat.sum(0)
+                rows += flat.shape[0]
+    assert total is not None
+    direction = total / rows
+    if length is not None:
+        norm = float(direction.norm())
+        if norm == 0:
+            raise ValueError(f"The class's logit does not change with {found.name}'s output here (its gradient "
+                             "is 0); pick a later layer or another class.")
+        direction = direction * (length / norm)
+    return keep(direction.float())
