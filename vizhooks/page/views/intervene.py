@@ -12,7 +12,14 @@ import streamlit as st
 import vizhooks as vz
 from vizhooks.analysis import clamp_limit_of
 from vizhooks.hooks.budget import check_capture
-from vizhooks.hooks.patching import EditResult, class_direction, mean_ablate, photo_classes, steer
+from vizhooks.hooks.patching import (
+    EditResult,
+    class_direction,
+    gradient_direction,
+    mean_ablate,
+    photo_classes,
+    steer,
+)
 from vizhooks.interpret.cam import cams_from
 from vizhooks.interpret.concepts import concept_direction
 from vizhooks.lesson.display import CLAMP_CHANNELS, CLAMP_COLOUR_PERCENTILE, CLAMP_DEFAULT, CLAMP_PERCENTILES
@@ -42,8 +49,9 @@ if TYPE_CHECKING:
 #: The kinds of edit, as the link names them (``iv_mode``; urlstate checks a link against this list).
 EDIT_MODES = ("zero", "mean", "half", "double", "top", "steer")
 #: Where a steering direction comes from (``iv_dir``): the sample photos of one class against the
-#: others, or a concept the Concepts view's recipe finds at the layer over the sample photos.
-STEER_DIRECTIONS = ("class", "concept")
+#: others, the gradient of the chosen class's logit at this photo, or a concept the Concepts view's
+#: recipe finds at the layer over the sample photos.
+STEER_DIRECTIONS = ("class", "gradient", "concept")
 #: Concepts found for a concept direction (the Concepts view's default).
 STEER_CONCEPTS = 5
 
@@ -172,6 +180,25 @@ def steer_by_class(ctx: Context, layer: str, scale: float) -> EditResult | None:
         return cached(run_key, make, lambda r: tensor_bytes([r.logits, r.clean]))
 
 
+def steer_by_gradient(ctx: Context, layer: str, scale: float, target: int) -> EditResult:
+    """Steering along the gradient of the chosen class's logit with respect to ``layer``'s output at
+    this photo, averaged over positions, as long as the photo's mean activation per channel there:
+    strength 1 moves the layer as far as its own mean, in the direction the class's score grows fastest."""
+    c, analysis, labels = ctx.choices, ctx.analysis, shown_labels(ctx.bundle)
+    maps = analysis.activations[layer]
+    length = float(maps.mean(dim=(0, 2, 3)).norm()) or 1.0
+    st.caption(t("steer_gradient_caption", label=labels[target], layer=layer, length=length))
+    run_key = ("steer-gradient", c.model, ctx.digest, c.size, layer, target, scale)
+
+    def make() -> EditResult:
+        model = get_bundle(c.model).model
+        direction = gradient_direction(model, analysis.x, layer, target, length=length)
+        return steer(model, analysis.x, layer, direction, scale, target=target)
+
+    with st.spinner(t("iv_running")):
+        return cached(run_key, make, lambda r: tensor_bytes([r.logits, r.clean]))
+
+
 def steer_by_concept(ctx: Context, layer: str, scale: float, target: int) -> EditResult:
     """Steering along a concept's direction (``iv_concept``): the concepts of ``layer`` over the sample
     photos as the Concepts view finds them (shared with it when its settings are the same)."""
@@ -207,7 +234,12 @@ def show_steer(ctx: Context, layer: str, target: int) -> None:
     how = left.radio(t("steer_direction"), STEER_DIRECTIONS, key="iv_dir", horizontal=True,
                      format_func=labels_for("steer_dir_"))
     scale = float(right.select_slider(t("steer_scale"), STEER_SCALES, key="iv_scale", format_func=lambda v: f"{v:+g}"))
-    result = steer_by_class(ctx, layer, scale) if how == "class" else steer_by_concept(ctx, layer, scale, target)
+    if how == "class":
+        result = steer_by_class(ctx, layer, scale)
+    elif how == "gradient":
+        result = steer_by_gradient(ctx, layer, scale, target)
+    else:
+        result = steer_by_concept(ctx, layer, scale, target)
     if result is not None:
         show_top5_pair(ctx.bundle, result.clean[None], result.logits[None], result.target)
 
