@@ -538,3 +538,22 @@ def test_gradient_direction_refuses_in_one_sentence() -> None:
     with pytest.raises(ValueError, match="gradient is 0"):
         gradient_direction(model, photos, "feat", toward=2, length=1.0)
     assert count_hooks(model) == 0
+
+
+def test_steer_keeps_later_layers_maps_with_and_without_the_steering() -> None:
+    model = _tiny()
+    (x,) = _photos(1)
+    direction = torch.linspace(-1, 1, 8)
+    r = steer(model, x, "conv1", direction, 2.0, capture=["conv2", "conv3", "conv1"])
+    assert list(r.activations) == list(r.activations_before) == ["conv2", "conv3"]  # not the steered layer
+    for layer in ("conv2", "conv3"):
+        kept: list[torch.Tensor] = []
+        handle = model.get_submodule(layer).register_forward_hook(lambda m, a, out: kept.append(out.clone()))
+        _by_hand(model, x, x, "conv1", lambda out, _s: out + 2.0 * direction.view(1, 8, 1, 1))
+        handle.remove()
+        # kept: the source's plain run, then x's steered run
+        torch.testing.assert_close(r.activations_before[layer], kept[0], rtol=0, atol=1e-6)
+        torch.testing.assert_close(r.activations[layer], kept[1], rtol=0, atol=1e-6)
+        assert not torch.allclose(kept[0], kept[1])
+    assert steer(model, x, "conv1", direction, 2.0).activations == {}
+    assert count_hooks(model) == 0

@@ -32,7 +32,7 @@ import threading
 import weakref
 from collections import OrderedDict
 from collections.abc import Callable, Iterable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 import torch
@@ -41,7 +41,7 @@ from torch import nn
 from vizhooks._hooks import Hooks, check_input, check_ran, first_tensor, hooked, keep, model_device, replace_first
 from vizhooks.errors import CodedError
 from vizhooks.models.layers import resolve_layers
-from vizhooks.models.maps import as_map, channel_dim, channels_last_modules
+from vizhooks.models.maps import as_map, channel_dim, channels_last_modules, maps_of
 from vizhooks.models.registry import ModelBundle
 
 __all__ = ["EditResult", "PatchResult", "class_direction", "gradient_direction", "mean_ablate", "mean_direction",
@@ -90,12 +90,16 @@ class EditResult:
         logits: with the edit.
         clean: without it.
         target: the class :attr:`change` is measured on (default ``x``'s top-1).
+        activations: the maps ``(1, C, H, W)`` of the layers asked for with ``capture=``, with the edit.
+        activations_before: the same layers' maps without it.
     """
 
     layer: str
     logits: torch.Tensor
     clean: torch.Tensor
     target: int
+    activations: dict[str, torch.Tensor] = field(default_factory=dict)
+    activations_before: dict[str, torch.Tensor] = field(default_factory=dict)
 
     @property
     def change(self) -> float:
@@ -412,14 +416,28 @@ def _mean_outputs(hooks: Hooks, model: nn.Module, layer: _Layer, photos: torch.T
 
 
 def _edit_run(model: nn.Module, x: torch.Tensor, layer_name: str, *, target: int | None,
-              make_edit: Callable[[Hooks, _Layer, list[torch.Tensor]], Edit]) -> EditResult:
-    """``x`` plainly and with every call of ``layer_name``'s output replaced by ``edit(call, output)``."""
+              make_edit: Callable[[Hooks, _Layer, list[torch.Tensor]], Edit],
+              capture: str | Iterable[str] = ()) -> EditResult:
+    """``x`` plainly and with every call of ``layer_name``'s output replaced by ``edit(call, output)``;
+    the first output of each ``capture`` layer kept in both runs, as maps."""
     _one_image(x, "x")
     with hooked(model) as hooks:
         layer = _layers(model, resolve_layers(model, [layer_name]))[0]
+        watched = [w for w in _layers(model, resolve_layers(model, capture) if capture else []) if w.name != layer.name]
         xd = x.to(model_device(model))
-        clean, outs = _capture(hooks, model, xd, [layer])
+        clean, outs = _capture(hooks, model, xd, [layer, *watched])
+        before = {w.name: outs[w.name][0] for w in watched}
         edit = make_edit(hooks, layer, outs[layer.name])
+        after: dict[str, torch.Tensor] = {}
+
+        def keeper(name: str) -> Callable[..., None]:
+            def hook(module: nn.Module, args: Any, output: Any) -> None:
+                if name not in after:  # the first call, as before
+                    after[name] = first_tensor(output).detach().clone()
+            return hook
+
+        for w in watched:
+            hooks.forward_hook(w.module, keeper(w.name))
         calls = [0]
 
         def hook(module: nn.Module, args: Any, output: Any) -> Any:
@@ -434,7 +452,11 @@ def _edit_run(model: nn.Module, x: torch.Tensor, layer_name: str, *, target: int
         target = int(clean[0].argmax())
     elif not 0 <= target < clean.shape[-1]:
         raise ValueError(f"target must be a class index from 0 to {clean.shape[-1] - 1}, not {target!r}.")
-    return EditResult(layer=layer.name, logits=keep(edited[0]), clean=keep(clean[0]), target=target)
+    hw = (int(x.shape[-2]), int(x.shape[-1]))
+    shown = {name: keep(t) for name, t in maps_of(model, before, hw).items()}
+    return EditResult(layer=layer.name, logits=keep(edited[0]), clean=keep(clean[0]), target=target,
+                      activations={name: keep(t) for name, t in maps_of(model, after, hw).items()},
+                      activations_before=shown)
 
 
 def mean_ablate(
@@ -494,7 +516,7 @@ def mean_ablate(
 
 
 def steer(model: nn.Module | ModelBundle, x: torch.Tensor, layer: str, direction: torch.Tensor, scale: float, *,
-          target: int | None = None) -> EditResult:
+          target: int | None = None, capture: str | Iterable[str] = ()) -> EditResult:
     """Run ``x`` with ``scale * direction`` added to ``layer``'s channels at every position.
 
     Args:
@@ -504,6 +526,8 @@ def steer(model: nn.Module | ModelBundle, x: torch.Tensor, layer: str, direction
             classes' mean activations.
         scale: how much of it to add (negative subtracts).
         target: the class :attr:`EditResult.change` is measured on; default ``x``'s top-1.
+        capture: later layers whose maps to keep with and without the steering (their first call),
+            in :attr:`EditResult.activations` and :attr:`EditResult.activations_before`.
 
     Returns:
         An :class:`EditResult`.
@@ -534,7 +558,7 @@ def steer(model: nn.Module | ModelBundle, x: torch.Tensor, layer: str, direction
             shifts.append((scale * direction.to(out.device, out.dtype)).view(shape))
         return lambda call, out: out + shifts[call]
 
-    return _edit_run(model, x, layer, target=target, make_edit=make_edit)
+    return _edit_run(model, x, layer, target=target, make_edit=make_edit, capture=capture)
 
 
 def mean_direction(model: nn.Module | ModelBundle, toward: torch.Tensor, away: torch.Tensor,
