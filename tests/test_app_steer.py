@@ -151,6 +151,18 @@ def test_intervene_steers_along_a_class_gradient_as_autograd_and_a_hook_do(lang)
     assert bars[-5:] != bars[-10:-5]  # the steering changed the top-5
     assert float(at.metric[0].value) == pytest.approx(float(by_hand[target]), abs=2e-3)
     assert float(by_hand[target]) > float(before[target])  # uphill along the gradient: the class's score rises
+    # the later layer's maps with the steering, and how much they changed, by hand
+    later = bundle.model.get_submodule("layer4.0.conv1")
+    maps: list[torch.Tensor] = []
+    handle = later.register_forward_hook(lambda m, args, out: maps.append(out.detach().clone()))
+    with torch.no_grad():
+        bundle.model(x)
+    _steered_by_hand(bundle.model, layer, x, direction.detach(), 3.0)
+    handle.remove()
+    change = float((maps[1] - maps[0]).abs().mean() / (maps[0].abs().mean() + 1e-12))
+    assert any(c.value == texts["iv_later"] for c in at.caption)
+    assert any(c.value == texts["iv_change"].format(change=change) for c in at.caption)
+    assert any(h.value == "layer4.0.conv1" for h in at.subheader)
     at.select_slider(key="iv_scale").set_value(-2.0).run()  # downhill: it falls
     ok(at)
     assert float(at.metric[0].value) < float(before[target])

@@ -548,7 +548,8 @@ def test_steer_keeps_later_layers_maps_with_and_without_the_steering() -> None:
     assert list(r.activations) == list(r.activations_before) == ["conv2", "conv3"]  # not the steered layer
     for layer in ("conv2", "conv3"):
         kept: list[torch.Tensor] = []
-        handle = model.get_submodule(layer).register_forward_hook(lambda m, a, out: kept.append(out.clone()))
+        handle = model.get_submodule(layer).register_forward_hook(
+            lambda m, a, out, kept=kept: kept.append(out.clone()))
         _by_hand(model, x, x, "conv1", lambda out, _s: out + 2.0 * direction.view(1, 8, 1, 1))
         handle.remove()
         # kept: the source's plain run, then x's steered run
