@@ -139,11 +139,8 @@ def show_mean(ctx: Context, layer: str, channels: tuple[int, ...], target: int) 
     key = ("intervene-mean", c.model, ctx.digest, c.size, layer, channels, target, tuple(names))
 
     def make() -> EditResult:
-        loaded = get_bundle(c.model)
-        size = analysis.picture.size
-        photos = [to_tensor(vz.load_image(read_sample(name)).resize(size), loaded.input.mean, loaded.input.std)
-                  for name in names]
-        return mean_ablate(loaded.model, analysis.x, layer, photos, channels=channels, target=target)
+        photos, _ = _sample_tensors(ctx)
+        return mean_ablate(get_bundle(c.model).model, analysis.x, layer, photos, channels=channels, target=target)
 
     with st.spinner(t("iv_running")):
         result = cached(key, make, lambda r: tensor_bytes([r.logits, r.clean]))
