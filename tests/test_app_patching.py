@@ -217,3 +217,48 @@ def test_a_region_in_percent_is_a_box_of_every_map_size():
     assert span_box((25, 75), (0, 50), (56, 56)) == (14, 0, 42, 28)
     assert span_box((25, 75), (0, 50), (7, 7)) == (1, 0, 6, 4)  # edges rounded outwards
     assert span_box((95, 100), (40, 45), (1, 1)) == (0, 0, 1, 1)  # never empty, never outside
+
+
+@pytest.mark.slow
+def test_the_patched_region_is_a_box_on_the_layers_maps(monkeypatch):
+    from vizhooks.page.results import grid_png
+
+    drawn = []
+    real = vz.feature_grid
+
+    def spy(*args, **kwargs):
+        fig = real(*args, **kwargs)
+        drawn.append(fig)
+        return fig
+
+    monkeypatch.setattr(vz, "feature_grid", spy)
+    grid_png.clear()  # no grid from an earlier test in this process
+    at = _page(view="compare", pt_on="1", pt_layer="layer2.0.conv1", pt_part="region", pt_rows="10,40",
+               pt_cols="50,100")
+    ok(at)
+    assert any(c.value.startswith(_prefix(EN, "patching_maps")) for c in at.caption)
+    # the layer's map of A, by a plain forward hook; rows 10-40 % and columns 50-100 % of it, by hand
+    bundle = vz.load_model("resnet18", weights="none", device="cpu")
+    x, _ = _inputs(bundle)
+    kept = []
+    handle = bundle.model.get_submodule("layer2.0.conv1").register_forward_hook(lambda m, a, out: kept.append(out))
+    with torch.no_grad():
+        bundle.model(x)
+    handle.remove()
+    h, w = kept[0].shape[-2:]
+    expected = (int(0.1 * h), int(0.5 * w), -(-40 * h // 100), w)
+    boxed = [fig for fig in drawn if fig.vizhooks["box"] is not None]
+    assert len(boxed) == 3  # A's maps, B's and the mix
+    for fig in boxed:
+        assert fig.vizhooks["box"] == expected
+        (ax,) = [ax for ax in fig.axes if ax.get_label() == "box"]
+        k = fig.vizhooks["scale"]
+        assert len(ax.patches) == len(fig.vizhooks["channels"])
+        first = ax.patches[0]
+        assert (first.get_width(), first.get_height()) == ((expected[3] - expected[1]) * k,
+                                                           (expected[2] - expected[0]) * k)
+        assert first.get_x() == expected[1] * k  # the first tile starts at the page's left edge
+    seen = len(drawn)
+    at.radio(key="pt_part").set_value("whole").run()
+    ok(at)
+    assert len(drawn) > seen and all(fig.vizhooks["box"] is None for fig in drawn[seen:])  # no region, no box

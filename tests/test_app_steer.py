@@ -124,9 +124,58 @@ def test_intervene_steers_along_a_concept_direction_as_the_library_and_a_hook_do
     assert again.select_slider(key="iv_scale").value == -1.5
 
 
+@pytest.mark.slow
+@pytest.mark.parametrize("lang", ["en", "zh"])
+def test_intervene_steers_along_a_class_gradient_as_autograd_and_a_hook_do(lang):
+    texts = EN if lang == "en" else ZH
+    layer, target = "layer2.0.conv1", 281
+    at = open_page(view="intervene", size=str(SIZE), layers=LAYERS, lang=lang, iv_mode="steer", iv_layer=layer,
+                   iv_dir="gradient", iv_scale="3", target=str(target))
+    ok(at)
+    assert any(c.value.startswith(_prefix(texts, "steer_gradient_caption")) for c in at.caption)
+    # by hand: the layer's output kept by a forward hook, the class's logit differentiated with respect to
+    # it by autograd, averaged over positions and scaled to the length of the output's mean per channel
+    bundle = vz.load_model("resnet18", weights="none", device="cpu")
+    x = _photo(bundle)
+    kept = []
+    handle = bundle.model.get_submodule(layer).register_forward_hook(lambda m, args, out: kept.append(out))
+    logits = bundle.model(x)
+    handle.remove()
+    (grad,) = torch.autograd.grad(logits[0, target], kept[0])
+    mean = kept[0].detach().mean(dim=(0, 2, 3))
+    direction = grad.mean(dim=(0, 2, 3)) * (mean.norm() / grad.mean(dim=(0, 2, 3)).norm())
+    before = logits[0].detach()
+    by_hand = _steered_by_hand(bundle.model, layer, x, direction, 3.0)
+    bars = [p.text for p in at.progress]
+    assert bars[-5:] == _top5(by_hand, lang, bundle) and bars[-10:-5] == _top5(before, lang, bundle)
+    assert bars[-5:] != bars[-10:-5]  # the steering changed the top-5
+    assert float(at.metric[0].value) == pytest.approx(float(by_hand[target]), abs=2e-3)
+    assert float(by_hand[target]) > float(before[target])  # uphill along the gradient: the class's score rises
+    # the later layer's maps with the steering, and how much they changed, by hand
+    later = bundle.model.get_submodule("layer4.0.conv1")
+    maps: list[torch.Tensor] = []
+    handle = later.register_forward_hook(lambda m, args, out: maps.append(out.detach().clone()))
+    with torch.no_grad():
+        bundle.model(x)
+    _steered_by_hand(bundle.model, layer, x, direction.detach(), 3.0)
+    handle.remove()
+    change = float((maps[1] - maps[0]).abs().mean() / (maps[0].abs().mean() + 1e-12))
+    assert any(c.value == texts["iv_later"] for c in at.caption)
+    assert any(c.value == texts["iv_change"].format(change=change) for c in at.caption)
+    assert any(h.value == "layer4.0.conv1" for h in at.subheader)
+    at.select_slider(key="iv_scale").set_value(-2.0).run()  # downhill: it falls
+    ok(at)
+    assert float(at.metric[0].value) < float(before[target])
+    again = _reopen(at)  # the link keeps every setting
+    ok(again)
+    assert (again.selectbox(key="iv_mode").value, again.radio(key="iv_dir").value) == ("steer", "gradient")
+    assert again.select_slider(key="iv_scale").value == -2.0
+
+
 def test_steer_links_are_checked_value_by_value():
     from vizhooks.page.urlstate import parse_query, to_query
 
+    assert parse_query({"iv_dir": "gradient"}, [])[0] == {"iv_dir": "gradient"}
     good, bad = parse_query({"iv_mode": "steer", "iv_dir": "concept", "iv_scale": "-1.5", "iv_toward": "281",
                              "iv_concept": "3"}, ["chelsea.jpg"])
     assert bad == []

@@ -23,6 +23,7 @@ from vizhooks.errors import CodedError
 from vizhooks.hooks import patching
 from vizhooks.hooks.patching import (
     class_direction,
+    gradient_direction,
     mean_ablate,
     mean_direction,
     patch,
@@ -473,4 +474,87 @@ def test_class_direction_without_photos_of_a_class_is_one_sentence() -> None:
                                  "add photos of other classes.")
     with pytest.raises(ValueError, match="one class per photo"):
         class_direction(model, photos, "feat", toward=1, labels=[1])
+    assert count_hooks(model) == 0
+
+
+def test_gradient_direction_of_a_planted_head_is_the_class_channel() -> None:
+    # class c reads channel c's mean over the 8 x 8 map: each position's gradient is 1/64 in channel c only
+    model = _OneChannelHead().eval()
+    green = _coloured([0.5, 0.9], channel=1)
+    torch.testing.assert_close(gradient_direction(model, green, "feat", toward=0),
+                               torch.tensor([1 / 64, 0.0, 0.0]), rtol=0, atol=1e-7)
+    unit = gradient_direction(model, green, "feat", toward=0, length=2.0)
+    torch.testing.assert_close(unit, torch.tensor([2.0, 0.0, 0.0]), rtol=0, atol=1e-6)
+    r = steer(model, green[:1], "feat", unit, 1.0, target=0)  # a green photo pushed towards red
+    assert r.change == pytest.approx(2.0, abs=1e-6) and int(r.logits.argmax()) == 0
+    assert count_hooks(model) == 0
+
+
+def test_gradient_direction_is_the_autograd_gradient_averaged_over_photos_and_positions() -> None:
+    model = _tiny()
+    photos = torch.cat(_photos(5, side=16, seed=3))
+    # bn1's output is changed in place by relu1 right after: differentiate with respect to a leaf
+    # put where bn1's output goes, the rest of the network run from it by hand
+    with torch.no_grad():
+        a = model.bn1(model.conv1(photos))
+    leaf = a.clone().requires_grad_(True)
+    logits = model[3:](leaf * 1)  # relu1 works in place: on a copy of the leaf
+    (grad,) = torch.autograd.grad(logits[:, 7].sum(), leaf)
+    expected = grad.mean(dim=(0, 2, 3))
+    # batches of 2 of the 5 photos: the mean is over every photo and position, not per batch
+    found = gradient_direction(model, photos, "bn1", toward=7, batch_size=2)
+    torch.testing.assert_close(found, expected, rtol=1e-5, atol=1e-8)
+    torch.testing.assert_close(found.norm(), expected.norm())
+    scaled = gradient_direction(model, list(photos), "bn1", toward=7, length=3.0)
+    torch.testing.assert_close(scaled, expected * 3.0 / expected.norm(), rtol=1e-5, atol=1e-7)
+    assert all(p.grad is None for p in model.parameters())  # no gradient left on the weights
+    assert count_hooks(model) == 0
+
+
+def test_gradient_direction_of_vit_tokens_is_along_the_last_dim() -> None:
+    model = _vit()
+    photos = torch.cat(_photos(2, side=32, seed=5))
+    kept: list[torch.Tensor] = []
+    handle = model.encoder.layers[0].register_forward_hook(lambda m, a, out: kept.append(out))
+    logits = model(photos)
+    handle.remove()
+    (grad,) = torch.autograd.grad(logits[:, 3].sum(), kept[0])
+    found = gradient_direction(model, photos, "encoder.layers.encoder_layer_0", toward=3)
+    torch.testing.assert_close(found, grad.mean(dim=(0, 1)), rtol=1e-5, atol=1e-8)
+    assert found.shape == (16,) and count_hooks(model) == 0
+
+
+def test_gradient_direction_refuses_in_one_sentence() -> None:
+    model = _OneChannelHead().eval()
+    photos = _coloured([0.5], channel=1)
+    with pytest.raises(ValueError, match="class index from 0 to 2"):
+        gradient_direction(model, photos, "feat", toward=3)
+    with pytest.raises(ValueError, match="above 0"):
+        gradient_direction(model, photos, "feat", toward=0, length=0.0)
+    with pytest.raises(UnknownLayerError):
+        gradient_direction(model, photos, "nope", toward=0)
+    with torch.no_grad():
+        model.head.weight[2].zero_()  # class 2 reads nothing: its gradient is 0 and has no length
+    with pytest.raises(ValueError, match="gradient is 0"):
+        gradient_direction(model, photos, "feat", toward=2, length=1.0)
+    assert count_hooks(model) == 0
+
+
+def test_steer_keeps_later_layers_maps_with_and_without_the_steering() -> None:
+    model = _tiny()
+    (x,) = _photos(1)
+    direction = torch.linspace(-1, 1, 8)
+    r = steer(model, x, "conv1", direction, 2.0, capture=["conv2", "conv3", "conv1"])
+    assert list(r.activations) == list(r.activations_before) == ["conv2", "conv3"]  # not the steered layer
+    for layer in ("conv2", "conv3"):
+        kept: list[torch.Tensor] = []
+        handle = model.get_submodule(layer).register_forward_hook(
+            lambda m, a, out, kept=kept: kept.append(out.clone()))
+        _by_hand(model, x, x, "conv1", lambda out, _s: out + 2.0 * direction.view(1, 8, 1, 1))
+        handle.remove()
+        # kept: the source's plain run, then x's steered run
+        torch.testing.assert_close(r.activations_before[layer], kept[0], rtol=0, atol=1e-6)
+        torch.testing.assert_close(r.activations[layer], kept[1], rtol=0, atol=1e-6)
+        assert not torch.allclose(kept[0], kept[1])
+    assert steer(model, x, "conv1", direction, 2.0).activations == {}
     assert count_hooks(model) == 0

@@ -509,3 +509,47 @@ def test_chinese_labels_find_a_font_installed_after_matplotlibs_font_list(monkey
             figure_to_png(fig)
     finally:
         text_fonts.cache_clear()
+
+
+def _box_rects(fig):
+    """The rectangles of the frameless Axes feature_grid lays over the picture for ``box=``."""
+    (ax,) = [ax for ax in fig.axes if ax.get_label() == "box"]
+    return [(p.get_x(), p.get_y(), p.get_x() + p.get_width(), p.get_y() + p.get_height()) for p in ax.patches]
+
+
+@pytest.mark.parametrize("norm", ["channel", "layer"])
+def test_box_outlines_the_region_on_every_tile(norm):
+    # the region's positions are 1 and the rest 0 in every channel, so the bright pixels of the plain
+    # grid are exactly where the region lies on each tile: each rectangle must enclose one such block
+    h, w, c = 10, 12, 5
+    top, left, bottom, right = 4, 3, 8, 10
+    act = torch.zeros(c, h, w)
+    act[:, top:bottom, left:right] = 1.0
+    plain = np.asarray(Image.open(io.BytesIO(figure_to_png(feature_grid(act, channels=None, norm=norm)))))[..., :3]
+    bright = np.all(plain == np.asarray(plt.get_cmap("viridis")(1.0, bytes=True)[:3]), axis=-1)
+    fig = feature_grid(act, channels=None, norm=norm, box=(top, left, bottom, right))
+    assert fig.vizhooks["box"] == (top, left, bottom, right)
+    rects = _box_rects(fig)
+    assert len(rects) == c
+    k = fig.vizhooks["scale"]
+    inside = 0
+    for x0, y0, x1, y1 in rects:
+        assert (x1 - x0, y1 - y0) == ((right - left) * k, (bottom - top) * k)
+        xs, ys = slice(int(x0), int(x1)), slice(int(y0), int(y1))
+        assert bright[ys, xs].all()
+        inside += int(bright[ys, xs].sum())
+        # one pixel outside the rectangle on each side is no longer the region
+        assert not bright[int(y0) - 1, xs].any() and not bright[int(y1), xs].any()
+        assert not bright[ys, int(x0) - 1].any() and not bright[ys, int(x1)].any()
+    assert inside == int(bright.sum())  # every bright pixel lies in one of the rectangles
+    # and the picture shows them: red on each rectangle's left edge, where the plain grid had none
+    boxed = np.asarray(Image.open(io.BytesIO(figure_to_png(fig))))[..., :3].astype(int)
+    for x0, y0, _, y1 in rects:
+        edge = boxed[int((y0 + y1) / 2), int(x0)]
+        assert edge[0] > 200 and edge[1] < 80 and edge[2] < 80
+
+
+@pytest.mark.parametrize("box", [(0, 0, 0, 3), (2, 2, 1, 3), (0, 0, 11, 3), (0, 0, 3), (-1, 0, 2, 2)])
+def test_a_box_outside_the_map_is_one_sentence(box):
+    with pytest.raises(ValueError, match="box"):
+        feature_grid(_act(c=2, h=10, w=12), box=box)

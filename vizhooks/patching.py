@@ -9,6 +9,7 @@ from vizhooks.hooks.patching import (
     EditResult,
     PatchResult,
     class_direction,
+    gradient_direction,
     mean_ablate,
     mean_direction,
     patch,
@@ -17,5 +18,5 @@ from vizhooks.hooks.patching import (
     sweep,
 )
 
-__all__ = ["EditResult", "PatchResult", "class_direction", "mean_ablate", "mean_direction", "patch", "photo_classes",
-           "steer", "sweep"]
+__all__ = ["EditResult", "PatchResult", "class_direction", "gradient_direction", "mean_ablate", "mean_direction",
+           "patch", "photo_classes", "steer", "sweep"]

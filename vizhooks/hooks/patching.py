@@ -11,7 +11,9 @@ of B's answer comes back. Swept over the layers, it shows *where* the network de
 - :func:`steer`: ``scale * direction`` added to a layer's channels at every position.
 - :func:`mean_direction`: a direction to steer along, the mean activation of some photos minus
   that of others, per channel; :func:`class_direction`: the same for the photos of one class
-  against the rest (a concept's direction is :func:`vizhooks.interpret.concepts.concept_direction`).
+  against the rest (a concept's direction is :func:`vizhooks.interpret.concepts.concept_direction`);
+  :func:`gradient_direction`: the gradient of a class's logit with respect to the layer's output,
+  averaged over photos and positions (needs no photo of the class).
 
 Channels are where vizhooks puts them everywhere (:func:`vizhooks.models.maps.channel_dim`: dim 1 of
 conv maps, the last dim of ViT tokens, Linear outputs and Swin's channels-last maps); a region is
@@ -30,7 +32,7 @@ import threading
 import weakref
 from collections import OrderedDict
 from collections.abc import Callable, Iterable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 import torch
@@ -39,10 +41,11 @@ from torch import nn
 from vizhooks._hooks import Hooks, check_input, check_ran, first_tensor, hooked, keep, model_device, replace_first
 from vizhooks.errors import CodedError
 from vizhooks.models.layers import resolve_layers
-from vizhooks.models.maps import as_map, channel_dim, channels_last_modules
+from vizhooks.models.maps import as_map, channel_dim, channels_last_modules, maps_of
 from vizhooks.models.registry import ModelBundle
 
-__all__ = ["EditResult", "PatchResult", "class_direction", "mean_ablate", "mean_direction", "patch", "photo_classes",
+__all__ = ["EditResult", "PatchResult", "class_direction", "gradient_direction", "mean_ablate", "mean_direction",
+           "patch", "photo_classes",
            "steer", "sweep"]
 
 Region = tuple[int, int, int, int]
@@ -87,12 +90,16 @@ class EditResult:
         logits: with the edit.
         clean: without it.
         target: the class :attr:`change` is measured on (default ``x``'s top-1).
+        activations: the maps ``(1, C, H, W)`` of the layers asked for with ``capture=``, with the edit.
+        activations_before: the same layers' maps without it.
     """
 
     layer: str
     logits: torch.Tensor
     clean: torch.Tensor
     target: int
+    activations: dict[str, torch.Tensor] = field(default_factory=dict)
+    activations_before: dict[str, torch.Tensor] = field(default_factory=dict)
 
     @property
     def change(self) -> float:
@@ -409,14 +416,28 @@ def _mean_outputs(hooks: Hooks, model: nn.Module, layer: _Layer, photos: torch.T
 
 
 def _edit_run(model: nn.Module, x: torch.Tensor, layer_name: str, *, target: int | None,
-              make_edit: Callable[[Hooks, _Layer, list[torch.Tensor]], Edit]) -> EditResult:
-    """``x`` plainly and with every call of ``layer_name``'s output replaced by ``edit(call, output)``."""
+              make_edit: Callable[[Hooks, _Layer, list[torch.Tensor]], Edit],
+              capture: str | Iterable[str] = ()) -> EditResult:
+    """``x`` plainly and with every call of ``layer_name``'s output replaced by ``edit(call, output)``;
+    the first output of each ``capture`` layer kept in both runs, as maps."""
     _one_image(x, "x")
     with hooked(model) as hooks:
         layer = _layers(model, resolve_layers(model, [layer_name]))[0]
+        watched = [w for w in _layers(model, resolve_layers(model, capture) if capture else []) if w.name != layer.name]
         xd = x.to(model_device(model))
-        clean, outs = _capture(hooks, model, xd, [layer])
+        clean, outs = _capture(hooks, model, xd, [layer, *watched])
+        before = {w.name: outs[w.name][0] for w in watched}
         edit = make_edit(hooks, layer, outs[layer.name])
+        after: dict[str, torch.Tensor] = {}
+
+        def keeper(name: str) -> Callable[..., None]:
+            def hook(module: nn.Module, args: Any, output: Any) -> None:
+                if name not in after:  # the first call, as before
+                    after[name] = first_tensor(output).detach().clone()
+            return hook
+
+        for w in watched:
+            hooks.forward_hook(w.module, keeper(w.name))
         calls = [0]
 
         def hook(module: nn.Module, args: Any, output: Any) -> Any:
@@ -431,7 +452,11 @@ def _edit_run(model: nn.Module, x: torch.Tensor, layer_name: str, *, target: int
         target = int(clean[0].argmax())
     elif not 0 <= target < clean.shape[-1]:
         raise ValueError(f"target must be a class index from 0 to {clean.shape[-1] - 1}, not {target!r}.")
-    return EditResult(layer=layer.name, logits=keep(edited[0]), clean=keep(clean[0]), target=target)
+    hw = (int(x.shape[-2]), int(x.shape[-1]))
+    shown = {name: keep(t) for name, t in maps_of(model, before, hw).items()}
+    return EditResult(layer=layer.name, logits=keep(edited[0]), clean=keep(clean[0]), target=target,
+                      activations={name: keep(t) for name, t in maps_of(model, after, hw).items()},
+                      activations_before=shown)
 
 
 def mean_ablate(
@@ -491,7 +516,7 @@ def mean_ablate(
 
 
 def steer(model: nn.Module | ModelBundle, x: torch.Tensor, layer: str, direction: torch.Tensor, scale: float, *,
-          target: int | None = None) -> EditResult:
+          target: int | None = None, capture: str | Iterable[str] = ()) -> EditResult:
     """Run ``x`` with ``scale * direction`` added to ``layer``'s channels at every position.
 
     Args:
@@ -501,6 +526,8 @@ def steer(model: nn.Module | ModelBundle, x: torch.Tensor, layer: str, direction
             classes' mean activations.
         scale: how much of it to add (negative subtracts).
         target: the class :attr:`EditResult.change` is measured on; default ``x``'s top-1.
+        capture: later layers whose maps to keep with and without the steering (their first call),
+            in :attr:`EditResult.activations` and :attr:`EditResult.activations_before`.
 
     Returns:
         An :class:`EditResult`.
@@ -531,7 +558,7 @@ def steer(model: nn.Module | ModelBundle, x: torch.Tensor, layer: str, direction
             shifts.append((scale * direction.to(out.device, out.dtype)).view(shape))
         return lambda call, out: out + shifts[call]
 
-    return _edit_run(model, x, layer, target=target, make_edit=make_edit)
+    return _edit_run(model, x, layer, target=target, make_edit=make_edit, capture=capture)
 
 
 def mean_direction(model: nn.Module | ModelBundle, toward: torch.Tensor, away: torch.Tensor,
@@ -624,3 +651,82 @@ def class_direction(model: nn.Module | ModelBundle, photos: torch.Tensor | Seque
     if not others:
         raise CodedError(code="steer_no_others", toward=toward if away is None else away)
     return mean_direction(model, photos[mine], photos[others], layer)
+
+
+def gradient_direction(model: nn.Module | ModelBundle, photos: torch.Tensor | Sequence[torch.Tensor], layer: str,
+                       toward: int, *, length: float | None = None, batch_size: int = 16) -> torch.Tensor:
+    """The direction in which class ``toward``'s logit grows fastest at ``layer``: the gradient of that
+    logit with respect to the layer's output, averaged over the photos, the positions (and the calls of
+    the module), per channel.
+
+    Where :func:`class_direction` needs photos of the class, this needs none of it: one photo is
+    enough (steering it by a small multiple raises the class's logit to first order). The gradient's
+    size is in logit per unit of activation, which says nothing about how far to steer; ``length``
+    rescales it to that Euclidean length (e.g. that of the layer's mean activation).
+
+    Args:
+        photos: images ``(N, 3, H, W)`` (or a list of image tensors of one size).
+        layer: a module name.
+        toward: the class whose logit is differentiated.
+        length: the direction's Euclidean length; default the averaged gradient as it is.
+        batch_size: photos per forward and backward pass.
+
+    Returns:
+        A ``(C,)`` CPU tensor, one value per channel of the layer (for :func:`steer`).
+
+    Raises:
+        UnknownLayerError: a name the model lacks. ValueError: bad inputs, a class outside the
+        logits, a layer that did not run or that the logit does not depend on.
+
+    Example:
+        >>> direction = gradient_direction(bundle.model, x, "layer4", toward=281, length=10.0)
+        >>> steer(bundle.model, x, "layer4", direction, 1.0, target=281).change
+    """
+    model = _module(model)
+    photos = _photo_batch(photos, None)
+    if length is not None and (isinstance(length, bool) or not isinstance(length, (int, float)) or not length > 0):
+        raise ValueError(f"length must be a number above 0, not {length!r}.")
+    device = model_device(model)
+    total: torch.Tensor | None = None
+    rows = 0
+    with hooked(model) as hooks:
+        found = _layers(model, resolve_layers(model, [layer]))[0]
+        grads: list[torch.Tensor] = []
+        calls = [0]
+
+        def hook(module: nn.Module, args: Any, output: Any) -> None:
+            # a tensor hook registered as the output is made sees the gradient of that value, even if
+            # a later operation (ReLU(inplace=True), out += identity) changes it in place
+            calls[0] += 1
+            hooks.tensor_hook(first_tensor(output), grads.append)
+
+        hooks.forward_hook(found.module, hook)
+        for start in range(0, len(photos), batch_size):
+            grads.clear()
+            calls[0] = 0
+            with torch.enable_grad():
+                xg = photos[start:start + batch_size].to(device).requires_grad_(True)
+                logits = first_tensor(model(xg))
+                if not 0 <= toward < logits.shape[-1]:
+                    raise ValueError(f"toward must be a class index from 0 to {logits.shape[-1] - 1}, "
+                                     f"not {toward!r}.")
+                # the photos do not meet in eval mode: the sum's gradient is each photo's own
+                torch.autograd.grad(logits[:, toward].sum(), xg)
+            check_ran([found.name], [found.name] if calls[0] else [])
+            if not grads:
+                raise ValueError(f"Class {toward}'s logit does not depend on {found.name}'s output; pick a layer "
+                                 "the logits are computed from.")
+            for g in grads:
+                dim = found.dim(g)
+                flat = g.detach().movedim(dim, -1).reshape(-1, g.shape[dim]).double()
+                total = flat.sum(0) if total is None else total + flat.sum(0)
+                rows += flat.shape[0]
+    assert total is not None
+    direction = total / rows
+    if length is not None:
+        norm = float(direction.norm())
+        if norm == 0:
+            raise ValueError(f"The class's logit does not change with {found.name}'s output here (its gradient "
+                             "is 0); pick a later layer or another class.")
+        direction = direction * (length / norm)
+    return keep(direction.float())

@@ -284,11 +284,13 @@ def overview_picture(_rows: tuple, key: tuple, top: tuple[tuple[str, float], ...
 @st.cache_data(max_entries=64, show_spinner=False)
 def grid_png(_tensor: Tensor, key: tuple, channels: int | None, order: str, cmap: str, norm: str,
              columns: int | None, title: str, vcenter: float | None = None,
-             clim: tuple[float, float] | None = None, _ranked: Ranked | None = None) -> bytes:
-    """``_ranked``: (channel order, note per channel) of the relevance order; ``key`` names it."""
+             clim: tuple[float, float] | None = None, _ranked: Ranked | None = None,
+             box: tuple[int, int, int, int] | None = None) -> bytes:
+    """``_ranked``: (channel order, note per channel) of the relevance order; ``key`` names it.
+    ``box``: a region ``(top, left, bottom, right)`` of the map outlined on every tile."""
     ranking, notes = _ranked if _ranked is not None else (None, None)
     fig = vz.feature_grid(_tensor, channels=channels, order=order, cmap=cmap, norm=norm, title=title,
-                          columns=columns, vcenter=vcenter, clim=clim, ranking=ranking, notes=notes)
+                          columns=columns, vcenter=vcenter, clim=clim, ranking=ranking, notes=notes, box=box)
     return vz.figure_to_png(fig)
 
 

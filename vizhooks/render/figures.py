@@ -121,6 +121,7 @@ def feature_grid(
     clim: tuple[float, float] | None = None,
     ranking: Sequence[int] | None = None,
     notes: Sequence[str] | None = None,
+    box: Sequence[int] | None = None,
 ) -> Figure:
     """Draw the channels of one layer's activation as a grid of tiles in one figure.
 
@@ -141,6 +142,9 @@ def feature_grid(
             of ``order``; the heading says "↓ R".
         notes: one short text per channel of the layer (indexed by channel), drawn after each shown
             tile's channel number (its signed relevance).
+        box: ``(top, left, bottom, right)`` of the map (end-exclusive, in map positions): a red
+            rectangle around that region on every tile (a patched region), drawn as matplotlib
+            ``Rectangle`` patches of one frameless Axes laid over the picture in page pixels.
 
     Returns:
         A :class:`GridFigure` (a ``matplotlib.figure.Figure``; not registered with pyplot, nothing
@@ -158,6 +162,7 @@ def feature_grid(
     if norm not in NORMS:
         raise ValueError(f"norm must be one of {', '.join(NORMS)}, not {norm!r}.")
     _check_grid_args(channels, columns)
+    region = None if box is None else _check_box(box, h, w)
     colormap = get_colormap(cmap)
 
     layout = _layout(arr, channels, order, norm, columns, vcenter, title, clim, ranking=ranking, notes=notes)
@@ -174,11 +179,41 @@ def feature_grid(
                             14 / width_px, 0.9 * grid_h / height_px))
         fig.colorbar(ScalarMappable(Normalize(vmin, vmax), colormap), cax=cax)
         cax.tick_params(labelsize=7)
+    if region is not None:
+        _draw_box(fig, layout, region, (width_px, height_px))
     # What was drawn, for callers and tests: channel of each tile, the values behind the colours
     # (at activation resolution, NaN between tiles) and the colour scale.
     fig.vizhooks = {"channels": layout.channels, "grid": layout.grid, "title": layout.title,
-                    "mosaic": layout.mosaic, "clim": layout.clim, "scale": layout.scale}
+                    "mosaic": layout.mosaic, "clim": layout.clim, "scale": layout.scale, "box": region}
     return fig
+
+
+def _check_box(box: Sequence[int], h: int, w: int) -> tuple[int, int, int, int]:
+    if len(box) != 4:
+        raise ValueError(f"box must be (top, left, bottom, right) of the map, not {tuple(box)!r}.")
+    top, left, bottom, right = (int(v) for v in box)
+    if not (0 <= top < bottom <= h and 0 <= left < right <= w):
+        raise ValueError(f"box {(top, left, bottom, right)} does not fit a map of {h}x{w}: "
+                         f"give 0 <= top < bottom <= {h} and 0 <= left < right <= {w}.")
+    return top, left, bottom, right
+
+
+def _draw_box(fig: Figure, layout: GridLayout, box: tuple[int, int, int, int], page: tuple[int, int]) -> None:
+    """A red rectangle around ``box`` of every tile: one frameless Axes over the whole figure whose
+    data coordinates are the page's pixels (x right, y down), each pixel ``[j, j + 1)``."""
+    top, left, bottom, right = box
+    width_px, height_px = page
+    ax = fig.add_axes((0, 0, 1, 1), label="box")
+    ax.set_axis_off()
+    ax.set_zorder(2)
+    ax.set_xlim(0, width_px)
+    ax.set_ylim(height_px, 0)
+    k, (th, tw), cols = layout.scale, layout.tile, layout.grid[1]
+    for i in range(len(layout.channels)):
+        r, c = divmod(i, cols)
+        y, x = layout.title_px + r * (th + _SEP_PX), c * (tw + _SEP_PX)
+        ax.add_patch(_rect((x + left * k, y + top * k), (right - left) * k, (bottom - top) * k, fill=False,
+                           edgecolor="red", lw=1.5))
 
 
 class _Pixels(Artist):

@@ -200,24 +200,26 @@ def show_patched_maps(ctx: Context, other: Analysis, digest_b: str, layer: str, 
     if b is None or a.shape != b.shape:
         return
     mixed = b.clone()
+    box = None
     if part == "channels":
         mixed = a.clone()
         mixed[:, list(channels)] = b[:, list(channels)]
     elif part == "region":
-        top, left, bottom, right = span_box(*span, (int(a.shape[-2]), int(a.shape[-1])))
+        box = top, left, bottom, right = span_box(*span, (int(a.shape[-2]), int(a.shape[-1])))
         mixed = a.clone()
         mixed[..., top:bottom, left:right] = b[..., top:bottom, left:right]
         picture = analysis.picture.copy()
         width, height = picture.size
-        box = span_box(*span, (height, width))
-        ImageDraw.Draw(picture).rectangle((box[1], box[0], box[3] - 1, box[2] - 1), outline=(255, 0, 0), width=3)
+        on_photo = span_box(*span, (height, width))
+        ImageDraw.Draw(picture).rectangle((on_photo[1], on_photo[0], on_photo[3] - 1, on_photo[2] - 1),
+                                          outline=(255, 0, 0), width=3)
         st.image(picture, caption=t("patching_box_caption"))
     st.caption(t("patching_maps", layer=layer))
     key = ("patch-maps", c.model, ctx.digest, digest_b, c.size, c.what, layer, part, channels, span)
     shown = c.channels or int(a.shape[1])
     cols = st.columns(3)
     for col, tensor, tag in ((cols[0], a, "a"), (cols[1], b, "b"), (cols[2], mixed, "mixed")):
-        col.image(grid_png(tensor, (*key, tag), shown, "index", c.cmap, "layer", c.columns, layer, None))
+        col.image(grid_png(tensor, (*key, tag), shown, "index", c.cmap, "layer", c.columns, layer, None, box=box))
 
 
 def steered(ctx: Context, other: Analysis, digest_b: str, layer: str, scale: float) -> EditResult:

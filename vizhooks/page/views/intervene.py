@@ -12,7 +12,14 @@ import streamlit as st
 import vizhooks as vz
 from vizhooks.analysis import clamp_limit_of
 from vizhooks.hooks.budget import check_capture
-from vizhooks.hooks.patching import EditResult, class_direction, mean_ablate, photo_classes, steer
+from vizhooks.hooks.patching import (
+    EditResult,
+    class_direction,
+    gradient_direction,
+    mean_ablate,
+    photo_classes,
+    steer,
+)
 from vizhooks.interpret.cam import cams_from
 from vizhooks.interpret.concepts import concept_direction
 from vizhooks.lesson.display import CLAMP_CHANNELS, CLAMP_COLOUR_PERCENTILE, CLAMP_DEFAULT, CLAMP_PERCENTILES
@@ -42,10 +49,13 @@ if TYPE_CHECKING:
 #: The kinds of edit, as the link names them (``iv_mode``; urlstate checks a link against this list).
 EDIT_MODES = ("zero", "mean", "half", "double", "top", "steer")
 #: Where a steering direction comes from (``iv_dir``): the sample photos of one class against the
-#: others, or a concept the Concepts view's recipe finds at the layer over the sample photos.
-STEER_DIRECTIONS = ("class", "concept")
+#: others, the gradient of the chosen class's logit at this photo, or a concept the Concepts view's
+#: recipe finds at the layer over the sample photos.
+STEER_DIRECTIONS = ("class", "gradient", "concept")
 #: Concepts found for a concept direction (the Concepts view's default).
 STEER_CONCEPTS = 5
+#: A steered run and the cache key it was made under (which names its later layers' grids too).
+Steered = tuple[EditResult, tuple[Any, ...]]
 
 def channel_edit(mode: str, channels: tuple[int, ...], k: int) -> vz.ChannelEdit:
     if mode == "top":
@@ -73,8 +83,9 @@ def show(ctx: Context) -> None:
     mode_label, steer_label = labels_for("iv_mode_"), labels_for("steer_mode_")
     mode = mid.selectbox(t("iv_mode"), EDIT_MODES, key="iv_mode",
                          format_func=lambda v: steer_label(v) if v == "steer" else mode_label(v))
+    later = tuple(n for n in layers if layers.index(n) > layers.index(layer))
     if mode == "steer":
-        show_steer(ctx, layer, target)
+        show_steer(ctx, layer, target, later)
         show_clamp(ctx, layers, target)
         return
     count = int(analysis.activations[layer].shape[1])
@@ -94,25 +105,30 @@ def show(ctx: Context) -> None:
         show_mean(ctx, layer, channels, target)
         show_clamp(ctx, layers, target)
         return
-    later = [n for n in layers if layers.index(n) > layers.index(layer)]
-    key = ("intervene", c.model, digest, c.size, c.what, layer, mode, channels, k, tuple(later))
+    key = ("intervene", c.model, digest, c.size, c.what, layer, mode, channels, k, later)
     with st.spinner(t("iv_running")):
         result = cached(
             key, lambda: vz.intervene(get_bundle(c.model).model, analysis.x, {layer: channel_edit(mode, channels, k)},
-                                      capture=later, as_maps=True),
+                                      capture=list(later), as_maps=True),
             lambda r: tensor_bytes([*r.activations.values(), *r.activations_before.values()]))
     show_top5_pair(bundle, result.logits_before, result.logits_after, target)
-    if later:
-        st.caption(t("iv_later"))
-        for _, name in layer_columns(later):
-            after, before = result.activations[name], result.activations_before[name]
-            change = float((after - before).abs().mean() / (before.abs().mean() + 1e-12))
-            png = grid_png(after, ("iv", *key, name), c.channels, c.grid_order, c.cmap, c.norm, c.columns, name)
-            st.caption(t("iv_change", change=change))
-            st.image(png)
-    else:
-        st.info(t("iv_no_later"))
+    show_later(ctx, ("iv", *key), later, result.activations, result.activations_before)
     show_clamp(ctx, layers, target)
+
+
+def show_later(ctx: Context, key: tuple[Any, ...], later: tuple[str, ...], after: dict[str, Tensor],
+               before: dict[str, Tensor]) -> None:
+    """The maps of the layers after the edited one, with the edit, and how much each changed."""
+    c = ctx.choices
+    if not later:
+        st.info(t("iv_no_later"))
+        return
+    st.caption(t("iv_later"))
+    for _, name in layer_columns(list(later)):
+        change = float((after[name] - before[name]).abs().mean() / (before[name].abs().mean() + 1e-12))
+        png = grid_png(after[name], (*key, name), c.channels, c.grid_order, c.cmap, c.norm, c.columns, name)
+        st.caption(t("iv_change", change=change))
+        st.image(png)
 
 
 def show_mean(ctx: Context, layer: str, channels: tuple[int, ...], target: int) -> None:
@@ -123,11 +139,8 @@ def show_mean(ctx: Context, layer: str, channels: tuple[int, ...], target: int) 
     key = ("intervene-mean", c.model, ctx.digest, c.size, layer, channels, target, tuple(names))
 
     def make() -> EditResult:
-        loaded = get_bundle(c.model)
-        size = analysis.picture.size
-        photos = [to_tensor(vz.load_image(read_sample(name)).resize(size), loaded.input.mean, loaded.input.std)
-                  for name in names]
-        return mean_ablate(loaded.model, analysis.x, layer, photos, channels=channels, target=target)
+        photos, _ = _sample_tensors(ctx)
+        return mean_ablate(get_bundle(c.model).model, analysis.x, layer, photos, channels=channels, target=target)
 
     with st.spinner(t("iv_running")):
         result = cached(key, make, lambda r: tensor_bytes([r.logits, r.clean]))
@@ -144,7 +157,7 @@ def _sample_tensors(ctx: Context) -> tuple[list[Tensor], tuple[str, ...]]:
     return photos, names
 
 
-def steer_by_class(ctx: Context, layer: str, scale: float) -> EditResult | None:
+def steer_by_class(ctx: Context, layer: str, scale: float, later: tuple[str, ...]) -> Steered | None:
     """Steering along a class's direction: the sample photos the model puts in the chosen class
     (``iv_toward``), their mean activation at ``layer`` minus the other sample photos'."""
     c, analysis, labels = ctx.choices, ctx.analysis, shown_labels(ctx.bundle)
@@ -161,18 +174,37 @@ def steer_by_class(ctx: Context, layer: str, scale: float) -> EditResult | None:
                               format_func=lambda v: f"{labels[v]} ({classes.count(v)})"))
     st.caption(t("steer_class_caption", label=labels[toward], k=classes.count(toward),
                  others=len(classes) - classes.count(toward), layer=layer))
-    run_key = ("steer-class", c.model, ctx.digest, c.size, layer, toward, scale, names)
+    run_key = ("steer-class", c.model, ctx.digest, c.size, layer, toward, scale, names, later)
 
     def make() -> EditResult:
         model = get_bundle(c.model).model
         direction = class_direction(model, photos, layer, toward, labels=classes)
-        return steer(model, analysis.x, layer, direction, scale, target=toward)
+        return steer(model, analysis.x, layer, direction, scale, target=toward, capture=later)
 
     with st.spinner(t("iv_running")):
-        return cached(run_key, make, lambda r: tensor_bytes([r.logits, r.clean]))
+        return cached(run_key, make, _steered_bytes), run_key
 
 
-def steer_by_concept(ctx: Context, layer: str, scale: float, target: int) -> EditResult:
+def steer_by_gradient(ctx: Context, layer: str, scale: float, target: int, later: tuple[str, ...]) -> Steered:
+    """Steering along the gradient of the chosen class's logit with respect to ``layer``'s output at
+    this photo, averaged over positions, as long as the photo's mean activation per channel there:
+    strength 1 moves the layer as far as its own mean, in the direction the class's score grows fastest."""
+    c, analysis, labels = ctx.choices, ctx.analysis, shown_labels(ctx.bundle)
+    maps = analysis.activations[layer]
+    length = float(maps.mean(dim=(0, 2, 3)).norm()) or 1.0
+    st.caption(t("steer_gradient_caption", label=labels[target], layer=layer, length=length))
+    run_key = ("steer-gradient", c.model, ctx.digest, c.size, layer, target, scale, later)
+
+    def make() -> EditResult:
+        model = get_bundle(c.model).model
+        direction = gradient_direction(model, analysis.x, layer, target, length=length)
+        return steer(model, analysis.x, layer, direction, scale, target=target, capture=later)
+
+    with st.spinner(t("iv_running")):
+        return cached(run_key, make, _steered_bytes), run_key
+
+
+def steer_by_concept(ctx: Context, layer: str, scale: float, target: int, later: tuple[str, ...]) -> Steered:
     """Steering along a concept's direction (``iv_concept``): the concepts of ``layer`` over the sample
     photos as the Concepts view finds them (shared with it when its settings are the same)."""
     c, analysis, labels = ctx.choices, ctx.analysis, shown_labels(ctx.bundle)
@@ -187,19 +219,24 @@ def steer_by_concept(ctx: Context, layer: str, scale: float, target: int) -> Edi
                                 label=labels[target])))
     st.caption(t("steer_concept_caption", i=concept, k=found.k, photos=len(photos), layer=layer))
     run_key = ("steer-concept", c.model, ctx.digest, c.size, layer, concept, scale, target,
-               tuple(d for d, _ in photos))
+               tuple(d for d, _ in photos), later)
 
     def make() -> EditResult:
         return steer(get_bundle(c.model).model, analysis.x, layer, concept_direction(found, concept), scale,
-                     target=target)
+                     target=target, capture=later)
 
     with st.spinner(t("iv_running")):
-        return cached(run_key, make, lambda r: tensor_bytes([r.logits, r.clean]))
+        return cached(run_key, make, _steered_bytes), run_key
 
 
-def show_steer(ctx: Context, layer: str, target: int) -> None:
+def _steered_bytes(r: EditResult) -> int:
+    return tensor_bytes([r.logits, r.clean, *r.activations.values(), *r.activations_before.values()])
+
+
+def show_steer(ctx: Context, layer: str, target: int, later: tuple[str, ...]) -> None:
     """Steering: ``scale`` times a class's or a concept's direction added to ``layer`` at every
-    position; the top-5 before and after and the score of the class it points to."""
+    position; the top-5 before and after, the score of the class it points to, and the maps of the
+    ``later`` layers with the steering."""
     st.caption(t("steer_intro", compare=t("view_compare"), concepts=t("view_concepts")))
     keep_valid("iv_dir", STEER_DIRECTIONS, "class")
     keep_valid("iv_scale", STEER_SCALES, 1.0)
@@ -207,9 +244,16 @@ def show_steer(ctx: Context, layer: str, target: int) -> None:
     how = left.radio(t("steer_direction"), STEER_DIRECTIONS, key="iv_dir", horizontal=True,
                      format_func=labels_for("steer_dir_"))
     scale = float(right.select_slider(t("steer_scale"), STEER_SCALES, key="iv_scale", format_func=lambda v: f"{v:+g}"))
-    result = steer_by_class(ctx, layer, scale) if how == "class" else steer_by_concept(ctx, layer, scale, target)
-    if result is not None:
+    if how == "class":
+        steered = steer_by_class(ctx, layer, scale, later)
+    elif how == "gradient":
+        steered = steer_by_gradient(ctx, layer, scale, target, later)
+    else:
+        steered = steer_by_concept(ctx, layer, scale, target, later)
+    if steered is not None:
+        result, key = steered
         show_top5_pair(ctx.bundle, result.clean[None], result.logits[None], result.target)
+        show_later(ctx, ("iv", *key), later, result.activations, result.activations_before)
 
 
 def clamp_limit(ctx: Context, clamp_at: str, target: int, percentile: int) -> tuple[float, float, int]:
