@@ -25,7 +25,7 @@ from vizhooks.interpret.cam import cams_from
 from vizhooks.interpret.concepts import Concepts, discover
 from vizhooks.interpret.faithfulness import Faithfulness, faithfulness, infidelity_score, reference_maps
 from vizhooks.interpret.methods import CAM_METHODS, default_layers, explain
-from vizhooks.interpret.relevance import ChannelRelevance, channel_relevance
+from vizhooks.interpret.relevance import ChannelRelevance, channel_relevance, conditional_heatmap
 from vizhooks.interpret.sanity import SanityResult, sanity_check
 from vizhooks.models.layers import LayerInfo, describe_layers
 from vizhooks.models.registry import (
@@ -316,6 +316,16 @@ def get_relevance(model: str, key: tuple, layer: str, target: int, analysis: Ana
     return cached(("relevance", model, key, layer, target),
                   lambda: channel_relevance(get_bundle(model), analysis.x, layer, target, method="taylor"),
                   lambda made: tensor_bytes([made.scores]))
+
+
+def get_conditional_heatmap(model: str, key: tuple, layer: str, channel: int, target: int,
+                            analysis: Analysis) -> Tensor:
+    """Where ``channel`` of ``layer`` found its evidence for ``target``: its LRP conditional heatmap
+    (H, W), signed, shared by every session that shows this photo. Raises the library's
+    RelevanceError for a model or layer LRP cannot handle (attention tokens)."""
+    return cached(("conditional", model, key, layer, int(channel), target),
+                  lambda: conditional_heatmap(get_bundle(model), analysis.x, layer, int(channel), target),
+                  lambda made: tensor_bytes([made]))
 
 
 def ranked(found: ChannelRelevance) -> Ranked:

@@ -718,6 +718,28 @@ def channel_overlay(picture: PILImage, channel: torch.Tensor | np.ndarray, alpha
     return Image.fromarray((base * (1 - alpha) + heat * alpha + 0.5).astype(np.uint8))
 
 
+def signed_overlay(picture: PILImage, heat: torch.Tensor | np.ndarray, alpha: float = 0.5,
+                   cmap: str = "bwr") -> PILImage:
+    """Blend a signed map (a relevance heatmap) over the picture, upsampled (bicubic), with zero at
+    the middle of a diverging colormap: the largest ``|value|`` is full red (for) or full blue
+    (against), so the two signs are drawn on one scale. ``alpha`` as in :func:`channel_overlay`."""
+    import cv2
+    from PIL import Image
+
+    if not 0.0 <= alpha <= 1.0:
+        raise ValueError(f"alpha must be between 0 and 1, not {alpha!r}.")
+    arr = heat.detach().float().cpu().numpy() if isinstance(heat, torch.Tensor) else np.asarray(heat, np.float32)
+    if arr.ndim != 2:
+        raise ValueError(f"Expected one (H, W) map, got shape {arr.shape}.")
+    arr = np.nan_to_num(arr.astype(np.float32))
+    reach = float(np.abs(arr).max())
+    unit = min_max(arr, -reach, reach) if reach > 0 else np.full_like(arr, 0.5)
+    big = cv2.resize(unit, picture.size, interpolation=cv2.INTER_CUBIC)
+    coloured = np.asarray(get_colormap(cmap)(np.clip(big, 0, 1), bytes=True)[..., :3], dtype=np.float32)
+    base = np.asarray(picture.convert("RGB"), dtype=np.float32)
+    return Image.fromarray((base * (1 - alpha) + coloured * alpha + 0.5).astype(np.uint8))
+
+
 def image_to_png(image: PILImage) -> bytes:
     """A PIL image as PNG bytes (for download buttons)."""
     buf = io.BytesIO()
