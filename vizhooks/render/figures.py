@@ -269,6 +269,9 @@ def _font(size: int, face: str | None = None) -> ImageFont.FreeTypeFont | ImageF
     return ImageFont.load_default(size=size)
 
 
+#: Where a tile's note was drawn: ((x, y), the note, font size, font face or None for PIL's own).
+NotePlace = tuple[tuple[int, int], str, int, str | None]
+
 #: Tile values are stored as 252 levels; the last indices are the page's own colours.
 _LEVELS = 252
 _WHITE = 252
@@ -293,6 +296,8 @@ class GridLayout:
     norm: str
     labelled: np.ndarray | None = None  # levels with labels and title drawn in, for palette_png
     notes: list[str] | None = None  # a short text after each shown tile's channel number (its relevance)
+    #: where each note was drawn (see :data:`NotePlace`), for :func:`palette_png` to colour them
+    note_places: tuple[NotePlace, ...] = ()
 
     @property
     def nbytes(self) -> int:
@@ -359,10 +364,28 @@ def _colour(layout: GridLayout, colormap: Colormap) -> np.ndarray:
     return _lut(colormap)[layout.levels]
 
 
-def _draw_text(page: np.ndarray, layout: GridLayout, box: _Ink, text: _Ink, title: _Ink) -> None:
-    """Channel numbers (on dark boxes in the top-left corner of each tile) and the heading,
-    drawn into the pixels: a matplotlib Text per tile would cost more than the whole grid.
-    ``page`` is RGBA (colours given as tuples) or palette indices (colours given as ints)."""
+#: The colours of a tile's signed note (its relevance): red helped the class, blue spoke against it;
+#: light enough to read on the dark label box.
+NOTE_RED, NOTE_BLUE = (255, 84, 84), (84, 150, 255)
+
+
+def note_colour(note: str) -> tuple[int, int, int] | None:
+    """:data:`NOTE_RED` for a note that reads as a positive number, :data:`NOTE_BLUE` for a negative
+    one, None for zero and for other texts (drawn like the channel number)."""
+    try:
+        value = float(note.replace("\u2212", "-"))
+    except ValueError:
+        return None
+    return NOTE_RED if value > 0 else NOTE_BLUE if value < 0 else None
+
+
+def _draw_text(page: np.ndarray, layout: GridLayout, box: _Ink, text: _Ink,
+               title: _Ink) -> tuple[NotePlace, ...]:
+    """Channel numbers (on dark boxes in the top-left corner of each tile), each tile's note after its
+    number, and the heading, drawn into the pixels: a matplotlib Text per tile would cost more than
+    the whole grid. ``page`` is RGBA (colours given as tuples; a signed note in its
+    :func:`note_colour`) or palette indices (colours given as ints; every note in ``text``, coloured
+    later by :func:`palette_png` at the places returned)."""
     from PIL import Image, ImageDraw
 
     th, tw = layout.tile
@@ -370,17 +393,26 @@ def _draw_text(page: np.ndarray, layout: GridLayout, box: _Ink, text: _Ink, titl
     draw = ImageDraw.Draw(img)
     if page.ndim == 2:
         draw.fontmode = "1"  # palette images: no anti-aliasing, every pixel is one of our colours
-    font = _font(int(max(8, min(14, min(th, tw) // 4))))
+    size = int(max(8, min(14, min(th, tw) // 4)))
+    font = _font(size)
     cols = layout.grid[1]
+    places = []
     for i, ch in enumerate(layout.channels):
         r, c = divmod(i, cols)
         x, y = c * (tw + _SEP_PX), layout.title_px + r * (th + _SEP_PX)
         label = str(ch) if layout.notes is None else f"{ch} {layout.notes[i]}"
         _, top, right, bottom = draw.textbbox((0, 0), label, font=font)
         draw.rectangle((x, y, x + min(right + 6, tw), y + min(bottom + 4, th)), fill=box)
-        draw.text((x + 3, y + 2 - top // 2), label, fill=text, font=font)
+        draw.text((x + 3, y + 2 - top // 2), str(ch), fill=text, font=font)
+        if layout.notes is not None:
+            note = layout.notes[i]
+            at = (x + 3 + round(draw.textlength(f"{ch} ", font=font)), int(y + 2 - top // 2))
+            ink = note_colour(note) if page.ndim == 3 else None
+            draw.text(at, note, fill=text if ink is None else (*ink, 255), font=font)
+            places.append((at, note, size, None))
     draw.text((6, layout.title_px // 2), layout.title, fill=title, font=_font(13, "DejaVu Sans"), anchor="lm")
     page[...] = np.asarray(img)
+    return tuple(places)
 
 
 def grid_layout(
@@ -399,8 +431,8 @@ def grid_layout(
     _check_grid_args(channels, columns)
     layout = _layout(arr, channels, order, "channel", columns, None, title, ranking=ranking, notes=notes)
     labelled = layout.levels.copy()
-    _draw_text(labelled, layout, _WHITE + 2, _WHITE + 3, _WHITE + 1)
-    return dataclasses.replace(layout, labelled=labelled)
+    places = _draw_text(labelled, layout, _WHITE + 2, _WHITE + 3, _WHITE + 1)
+    return dataclasses.replace(layout, labelled=labelled, note_places=places)
 
 
 def palette_png(layout: GridLayout, cmap: str = "viridis") -> bytes:
@@ -415,9 +447,26 @@ def palette_png(layout: GridLayout, cmap: str = "viridis") -> bytes:
         raise ValueError("palette_png needs a layout from grid_layout().")
     img = Image.fromarray(layout.labelled, mode="L").convert("P")
     img.putpalette(_lut(get_colormap(cmap))[:, :3].tobytes())
+    if any(note_colour(place[1]) for place in layout.note_places):
+        img = _coloured_notes(img.convert("RGB"), layout.note_places)
     buf = io.BytesIO()
     img.save(buf, format="PNG", compress_level=1, compress_type=3)
     return buf.getvalue()
+
+
+def _coloured_notes(image: PILImage, places: Sequence[NotePlace]) -> PILImage:
+    """``image`` (RGB) with each signed note drawn again over itself in its :func:`note_colour`: the
+    same font, place and un-smoothed glyphs as the palette's white ones, so every pixel of them turns
+    red or blue. (The palette's 256 entries are the colormap's levels and the page's own colours.)"""
+    from PIL import ImageDraw
+
+    draw = ImageDraw.Draw(image)
+    draw.fontmode = "1"
+    for at, note, size, face in places:
+        ink = note_colour(note)
+        if ink is not None:
+            draw.text(at, note, fill=ink, font=_font(size, face))
+    return image
 
 
 def retile(layout: GridLayout, unit: np.ndarray) -> np.ndarray:
@@ -623,7 +672,7 @@ def overview_png(rows: Sequence[Any], top: Sequence[tuple[str, float]] = (), cma
     width = 2 * margin + label_width + k * (tw + gap)
     height = 2 * margin + len(rows) * row_h + changes * band + strip
     canvas = np.full((height, width), white, np.uint8)
-    y, places = margin, []
+    y, tops = margin, []
     for i, row in enumerate(rows):
         if i == 0 or row.hw != rows[i - 1].hw:
             y += band
@@ -632,14 +681,15 @@ def overview_png(rows: Sequence[Any], top: Sequence[tuple[str, float]] = (), cma
         for level in levels:
             canvas[y:y + th, x:x + tw] = level
             x += tw + gap
-        places.append(y)
+        tops.append(y)
         y += row_h
     image = Image.fromarray(canvas, mode="L").convert("P")
     image.putpalette(_lut(get_colormap(cmap))[:, :3].tobytes())
     draw = ImageDraw.Draw(image)
     draw.fontmode = "1"  # palette colours only: no anti-aliasing
     name_font, small = _font(15, "DejaVu Sans"), _font(13, "DejaVu Sans")
-    for i, (row, y) in enumerate(zip(rows, places, strict=True)):
+    places: list[NotePlace] = []
+    for i, (row, y) in enumerate(zip(rows, tops, strict=True)):
         if i == 0 or row.hw != rows[i - 1].hw:  # a stage begins: its map size, and a rule across the picture
             draw.text((margin, y - band // 2), f"{row.hw[0]}×{row.hw[1]}", fill=black, font=name_font, anchor="lm")
             draw.line([margin + 90, y - band // 2, width - margin, y - band // 2], fill=dark, width=2)
@@ -647,14 +697,21 @@ def overview_png(rows: Sequence[Any], top: Sequence[tuple[str, float]] = (), cma
         draw.text((margin, y + 2), name, fill=black, font=name_font)
         draw.text((margin, y + 2 + line), f"{row.channels} × {row.hw[0]}×{row.hw[1]}", fill=dark, font=small)
         x = margin + label_width
-        for channel in row.picked:
+        notes = getattr(row, "notes", None)
+        for j, channel in enumerate(row.picked):
             tag = f"#{channel}"
             box = draw.textbbox((x, y), tag, font=small)
             draw.rectangle([x, y, box[2] + 3, box[3] + 1], fill=dark)
             draw.text((x + 1, y), tag, fill=white, font=small)
+            if notes is not None:  # its signed relevance under the number, coloured below
+                at = (x + 1, int(box[3]) + 2)
+                under = draw.textbbox(at, notes[j], font=small)
+                draw.rectangle([x, box[3] + 1, under[2] + 3, under[3] + 1], fill=dark)
+                draw.text(at, notes[j], fill=white, font=small)
+                places.append((at, notes[j], 13, "DejaVu Sans"))
             x += tw + gap
     if top:
-        y = places[-1] + row_h
+        y = tops[-1] + row_h
         draw.line([margin, y + band // 2, width - margin, y + band // 2], fill=dark, width=1)
         y += band
         font = _label_font(15)
@@ -664,6 +721,8 @@ def overview_png(rows: Sequence[Any], top: Sequence[tuple[str, float]] = (), cma
                            fill=_LEVELS * 2 // 3)
             draw.text((margin, y + 1), f"{label[:28]}  {p:.1%}", fill=black, font=font)
             y += line + 6
+    if any(note_colour(place[1]) for place in places):
+        image = _coloured_notes(image.convert("RGB"), places)
     buffer = io.BytesIO()
     image.save(buffer, "PNG", compress_level=1, compress_type=3)
     return buffer.getvalue()
