@@ -133,3 +133,51 @@ def test_inspector_without_the_relevance_order_computes_no_relevance(fresh_resul
     ok(at)
     assert not _kept("relevance") and not _kept("conditional")
     assert not any(m.value.startswith("Channel") for m in at.markdown)
+
+
+# ----------------------------------------------------------------------------------------------
+# the Overview: each row's channels most relevant to the class
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("lang", ["en", "zh"])
+def test_overview_shows_each_layers_most_relevant_channels_with_their_signed_relevance(fresh_results, lang):
+    """Every row's channels are the first of that conv's Taylor order, computed here with hooks written
+    here and one torch.autograd.grad; each tile's note is its score; the note names the class; the link
+    keeps the order."""
+    from vizhooks.models.layers import conv_layers
+    from vizhooks.page.results import get_bundle
+    from vizhooks.page.widgets import shown_labels
+
+    at = open_page(lang=lang, view="overview", order="relevance", size="128")
+    ok(at)
+    (analysis,) = _kept("analysis")
+    (shown,) = _kept("overview")
+    model = get_bundle("resnet18").model
+    names = [info.name for info in conv_layers(model)]
+    kept = {}
+    handles = [model.get_submodule(n).register_forward_hook(lambda m, a, out, n=n: kept.setdefault(n, out))
+               for n in names]
+    try:
+        logits = model(analysis.x.clone().requires_grad_(True))
+    finally:
+        for handle in handles:
+            handle.remove()
+    target = int(logits[0].argmax())
+    grads = torch.autograd.grad(logits[0, target], [kept[n] for n in names])
+    assert [row.name for row in shown.rows] == names
+    for row, name, grad in zip(shown.rows, names, grads, strict=True):
+        scores = (kept[name].detach() * grad).sum(dim=(0, 2, 3))
+        assert list(row.picked) == torch.argsort(scores, descending=True, stable=True)[:8].tolist(), name
+        assert row.notes == tuple(f"{float(scores[c]):+.2g}" for c in row.picked), name
+    label = in_language(lang, lambda: shown_labels(get_bundle("resnet18")))[target]
+    assert table(lang)["relpage_overview_note"].format(label=label, index=target) in [c.value for c in at.caption]
+    assert at.query_params["order"] in ("relevance", ["relevance"])
+
+
+def test_overview_without_the_relevance_order_keeps_the_strongest_channels(fresh_results):
+    at = open_page(view="overview", size="128")
+    ok(at)
+    (shown,) = _kept("overview")
+    assert all(row.notes is None for row in shown.rows) and not _kept("relevance")
+    assert not [c for c in at.caption if c.value.startswith(EN["relpage_overview_note"].split("**")[0])]
