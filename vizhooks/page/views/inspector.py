@@ -32,9 +32,11 @@ def show(ctx: Context) -> None:
     one = act[int(channel)]
     target = _relevance_target(ctx)
     left, right, *where = st.columns(2 if target is None else 3)
-    left.image(channel_image(one, analysis.picture.size, c.cmap),
+    width = "content" if target is None else "stretch"  # three pictures of one size side by side
+    left.image(channel_image(one, analysis.picture.size, c.cmap), width=width,
                caption=t("insp_large", layer=layer, channel=int(channel), h=one.shape[0], w=one.shape[1]))
-    right.image(channel_overlay(analysis.picture, one, alpha, c.cmap), caption=t("insp_overlay", alpha=alpha))
+    right.image(channel_overlay(analysis.picture, one, alpha, c.cmap), caption=t("insp_overlay", alpha=alpha),
+                width=width)
     s = layer_stats(one[None])
     st.caption(t("insp_range", min=s.min, mean=s.mean, max=s.max))
     if target is not None:
@@ -70,7 +72,7 @@ def _relevance(ctx: Context, layer: str, channel: int, channels: int, target: in
     except CodedError as exc:  # attention tokens or a layer without maps: one sentence, the page goes on
         slot.info(t("relpage_no_heatmap") if exc.code == "relevance_lrp_tokens" else reason(exc))
         return
-    slot.image(signed_overlay(ctx.analysis.picture, heat, alpha),
+    slot.image(signed_overlay(ctx.analysis.picture, heat, alpha), width="stretch",
                caption=t("relpage_heatmap", channel=channel, label=label))
 
 
