@@ -162,7 +162,8 @@ def feature_grid(
 
     layout = _layout(arr, channels, order, norm, columns, vcenter, title, clim, ranking=ranking, notes=notes)
     page = _colour(layout, colormap)
-    _draw_text(page, layout, (20, 20, 20, 255), (255, 255, 255, 255), (0, 0, 0, 255))
+    _draw_text(page, layout, (20, 20, 20, 255), (255, 255, 255, 255), (0, 0, 0, 255), (*NOTE_RED, 255),
+               (*NOTE_BLUE, 255))
     vmin, vmax = layout.clim
     height_px, width_px = page.shape[:2]
     dpi = 100
@@ -269,12 +270,11 @@ def _font(size: int, face: str | None = None) -> ImageFont.FreeTypeFont | ImageF
     return ImageFont.load_default(size=size)
 
 
-#: Where a tile's note was drawn: ((x, y), the note, font size, font face or None for PIL's own).
-NotePlace = tuple[tuple[int, int], str, int, str | None]
-
 #: Tile values are stored as 252 levels; the last indices are the page's own colours.
 _LEVELS = 252
 _WHITE = 252
+#: A picture with signed notes takes two of the page's own entries for them (see _lut).
+_RED, _BLUE = _WHITE + 1, _WHITE + 3
 
 
 @dataclass(frozen=True)
@@ -296,8 +296,7 @@ class GridLayout:
     norm: str
     labelled: np.ndarray | None = None  # levels with labels and title drawn in, for palette_png
     notes: list[str] | None = None  # a short text after each shown tile's channel number (its relevance)
-    #: where each note was drawn (see :data:`NotePlace`), for :func:`palette_png` to colour them
-    note_places: tuple[NotePlace, ...] = ()
+    signed: bool = False  # notes drawn red / blue at the palette entries _RED / _BLUE (see palette_png)
 
     @property
     def nbytes(self) -> int:
@@ -352,11 +351,14 @@ def _layout(arr: np.ndarray, channels: int | None, order: str, norm: str, column
     )
 
 
-def _lut(colormap: Colormap) -> np.ndarray:
-    """(256, 4) uint8: the colormap sampled at the 252 levels, then white, black and dark grey."""
+def _lut(colormap: Colormap, signed: bool = False) -> np.ndarray:
+    """(256, 4) uint8: the colormap sampled at the 252 levels, then white, black and dark grey; with
+    ``signed`` (a picture with red and blue notes) black is the notes' red and the last white their blue."""
     lut = np.empty((256, 4), np.uint8)
     lut[:_LEVELS] = colormap(np.linspace(0, 1, _LEVELS), bytes=True)
     lut[_WHITE:] = [(255, 255, 255, 255), (0, 0, 0, 255), (20, 20, 20, 255), (255, 255, 255, 255)]
+    if signed:
+        lut[_RED], lut[_BLUE] = (*NOTE_RED, 255), (*NOTE_BLUE, 255)
     return lut
 
 
@@ -379,13 +381,12 @@ def note_colour(note: str) -> tuple[int, int, int] | None:
     return NOTE_RED if value > 0 else NOTE_BLUE if value < 0 else None
 
 
-def _draw_text(page: np.ndarray, layout: GridLayout, box: _Ink, text: _Ink,
-               title: _Ink) -> tuple[NotePlace, ...]:
+def _draw_text(page: np.ndarray, layout: GridLayout, box: _Ink, text: _Ink, title: _Ink,
+               red: _Ink | None = None, blue: _Ink | None = None) -> None:
     """Channel numbers (on dark boxes in the top-left corner of each tile), each tile's note after its
-    number, and the heading, drawn into the pixels: a matplotlib Text per tile would cost more than
-    the whole grid. ``page`` is RGBA (colours given as tuples; a signed note in its
-    :func:`note_colour`) or palette indices (colours given as ints; every note in ``text``, coloured
-    later by :func:`palette_png` at the places returned)."""
+    number (a signed one in ``red`` or ``blue`` when given, see :func:`note_colour`), and the heading,
+    drawn into the pixels: a matplotlib Text per tile would cost more than the whole grid.
+    ``page`` is RGBA (colours given as tuples) or palette indices (colours given as ints)."""
     from PIL import Image, ImageDraw
 
     th, tw = layout.tile
@@ -393,10 +394,8 @@ def _draw_text(page: np.ndarray, layout: GridLayout, box: _Ink, text: _Ink,
     draw = ImageDraw.Draw(img)
     if page.ndim == 2:
         draw.fontmode = "1"  # palette images: no anti-aliasing, every pixel is one of our colours
-    size = int(max(8, min(14, min(th, tw) // 4)))
-    font = _font(size)
+    font = _font(int(max(8, min(14, min(th, tw) // 4))))
     cols = layout.grid[1]
-    places = []
     for i, ch in enumerate(layout.channels):
         r, c = divmod(i, cols)
         x, y = c * (tw + _SEP_PX), layout.title_px + r * (th + _SEP_PX)
@@ -405,14 +404,12 @@ def _draw_text(page: np.ndarray, layout: GridLayout, box: _Ink, text: _Ink,
         draw.rectangle((x, y, x + min(right + 6, tw), y + min(bottom + 4, th)), fill=box)
         draw.text((x + 3, y + 2 - top // 2), str(ch), fill=text, font=font)
         if layout.notes is not None:
-            note = layout.notes[i]
-            at = (x + 3 + round(draw.textlength(f"{ch} ", font=font)), int(y + 2 - top // 2))
-            ink = note_colour(note) if page.ndim == 3 else None
-            draw.text(at, note, fill=text if ink is None else (*ink, 255), font=font)
-            places.append((at, note, size, None))
+            note, ink = layout.notes[i], note_colour(layout.notes[i])
+            fill = red if ink == NOTE_RED else blue if ink == NOTE_BLUE else None
+            draw.text((x + 3 + draw.textlength(f"{ch} ", font=font), y + 2 - top // 2), note,
+                      fill=text if fill is None else fill, font=font)
     draw.text((6, layout.title_px // 2), layout.title, fill=title, font=_font(13, "DejaVu Sans"), anchor="lm")
     page[...] = np.asarray(img)
-    return tuple(places)
 
 
 def grid_layout(
@@ -431,8 +428,13 @@ def grid_layout(
     _check_grid_args(channels, columns)
     layout = _layout(arr, channels, order, "channel", columns, None, title, ranking=ranking, notes=notes)
     labelled = layout.levels.copy()
-    places = _draw_text(labelled, layout, _WHITE + 2, _WHITE + 3, _WHITE + 1)
-    return dataclasses.replace(layout, labelled=labelled, note_places=places)
+    if layout.notes is not None and any(note_colour(note) for note in layout.notes):
+        # the palette's four own entries: numbers in the background's white, the heading in the boxes'
+        # near-black, so black and the second white become the notes' red and blue
+        _draw_text(labelled, layout, _WHITE + 2, _WHITE, _WHITE + 2, _RED, _BLUE)
+        return dataclasses.replace(layout, labelled=labelled, signed=True)
+    _draw_text(labelled, layout, _WHITE + 2, _WHITE + 3, _WHITE + 1)
+    return dataclasses.replace(layout, labelled=labelled)
 
 
 def palette_png(layout: GridLayout, cmap: str = "viridis") -> bytes:
@@ -446,27 +448,10 @@ def palette_png(layout: GridLayout, cmap: str = "viridis") -> bytes:
     if layout.labelled is None:
         raise ValueError("palette_png needs a layout from grid_layout().")
     img = Image.fromarray(layout.labelled, mode="L").convert("P")
-    img.putpalette(_lut(get_colormap(cmap))[:, :3].tobytes())
-    if any(note_colour(place[1]) for place in layout.note_places):
-        img = _coloured_notes(img.convert("RGB"), layout.note_places)
+    img.putpalette(_lut(get_colormap(cmap), layout.signed)[:, :3].tobytes())
     buf = io.BytesIO()
     img.save(buf, format="PNG", compress_level=1, compress_type=3)
     return buf.getvalue()
-
-
-def _coloured_notes(image: PILImage, places: Sequence[NotePlace]) -> PILImage:
-    """``image`` (RGB) with each signed note drawn again over itself in its :func:`note_colour`: the
-    same font, place and un-smoothed glyphs as the palette's white ones, so every pixel of them turns
-    red or blue. (The palette's 256 entries are the colormap's levels and the page's own colours.)"""
-    from PIL import ImageDraw
-
-    draw = ImageDraw.Draw(image)
-    draw.fontmode = "1"
-    for at, note, size, face in places:
-        ink = note_colour(note)
-        if ink is not None:
-            draw.text(at, note, fill=ink, font=_font(size, face))
-    return image
 
 
 def retile(layout: GridLayout, unit: np.ndarray) -> np.ndarray:
@@ -663,6 +648,9 @@ def overview_png(rows: Sequence[Any], top: Sequence[tuple[str, float]] = (), cma
     if not rows:
         raise ValueError("An overview needs at least one layer.")
     white, black, dark = _WHITE, _WHITE + 1, _WHITE + 2  # the palette's own colours after the colormap
+    signed = any(note_colour(note) for row in rows for note in (getattr(row, "notes", None) or ()))
+    if signed:  # black becomes the notes' red (see _lut): names in the boxes' near-black instead
+        black = dark
     th, tw = rows[0].tiles.shape[-2:]
     k = max(len(r.picked) for r in rows)
     gap, margin, band, line = 4, 12, 26, 20
@@ -684,11 +672,10 @@ def overview_png(rows: Sequence[Any], top: Sequence[tuple[str, float]] = (), cma
         tops.append(y)
         y += row_h
     image = Image.fromarray(canvas, mode="L").convert("P")
-    image.putpalette(_lut(get_colormap(cmap))[:, :3].tobytes())
+    image.putpalette(_lut(get_colormap(cmap), signed)[:, :3].tobytes())
     draw = ImageDraw.Draw(image)
     draw.fontmode = "1"  # palette colours only: no anti-aliasing
     name_font, small = _font(15, "DejaVu Sans"), _font(13, "DejaVu Sans")
-    places: list[NotePlace] = []
     for i, (row, y) in enumerate(zip(rows, tops, strict=True)):
         if i == 0 or row.hw != rows[i - 1].hw:  # a stage begins: its map size, and a rule across the picture
             draw.text((margin, y - band // 2), f"{row.hw[0]}×{row.hw[1]}", fill=black, font=name_font, anchor="lm")
@@ -703,12 +690,13 @@ def overview_png(rows: Sequence[Any], top: Sequence[tuple[str, float]] = (), cma
             box = draw.textbbox((x, y), tag, font=small)
             draw.rectangle([x, y, box[2] + 3, box[3] + 1], fill=dark)
             draw.text((x + 1, y), tag, fill=white, font=small)
-            if notes is not None:  # its signed relevance under the number, coloured below
-                at = (x + 1, int(box[3]) + 2)
+            if notes is not None:  # its signed relevance under the number
+                at = (x + 1, box[3] + 2)
                 under = draw.textbbox(at, notes[j], font=small)
                 draw.rectangle([x, box[3] + 1, under[2] + 3, under[3] + 1], fill=dark)
-                draw.text(at, notes[j], fill=white, font=small)
-                places.append((at, notes[j], 13, "DejaVu Sans"))
+                ink = note_colour(notes[j])
+                draw.text(at, notes[j], fill=_RED if ink == NOTE_RED else _BLUE if ink == NOTE_BLUE else white,
+                          font=small)
             x += tw + gap
     if top:
         y = tops[-1] + row_h
@@ -721,8 +709,6 @@ def overview_png(rows: Sequence[Any], top: Sequence[tuple[str, float]] = (), cma
                            fill=_LEVELS * 2 // 3)
             draw.text((margin, y + 1), f"{label[:28]}  {p:.1%}", fill=black, font=font)
             y += line + 6
-    if any(note_colour(place[1]) for place in places):
-        image = _coloured_notes(image.convert("RGB"), places)
     buffer = io.BytesIO()
     image.save(buffer, "PNG", compress_level=1, compress_type=3)
     return buffer.getvalue()

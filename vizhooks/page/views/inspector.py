@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Literal
 
 import streamlit as st
 
@@ -32,7 +32,8 @@ def show(ctx: Context) -> None:
     one = act[int(channel)]
     target = _relevance_target(ctx)
     left, right, *where = st.columns(2 if target is None else 3)
-    width = "content" if target is None else "stretch"  # three pictures of one size side by side
+    # three pictures side by side share the row, so they are drawn at one size
+    width: Literal["content", "stretch"] = "content" if target is None else "stretch"
     left.image(channel_image(one, analysis.picture.size, c.cmap), width=width,
                caption=t("insp_large", layer=layer, channel=int(channel), h=one.shape[0], w=one.shape[1]))
     right.image(channel_overlay(analysis.picture, one, alpha, c.cmap), caption=t("insp_overlay", alpha=alpha),
