@@ -11,7 +11,7 @@ import pytest
 import torch
 from PIL import Image
 
-from vizhooks.render.figures import CMAPS, channel_image, channel_overlay, get_colormap
+from vizhooks.render.figures import CMAPS, channel_image, channel_overlay, get_colormap, signed_overlay
 
 
 def mpl_rgb(cmap: str, value: float) -> np.ndarray:
@@ -228,3 +228,17 @@ def test_unknown_colormap(name):
 def test_channel_image_unknown_colormap():
     with pytest.raises(ValueError):
         channel_image(random_channel(4, 4), (8, 8), "nope")
+
+
+def test_signed_overlay_puts_zero_at_the_middle_and_the_signs_on_one_scale():
+    """A relevance map: +2 is full red, -1 half way to blue, 0 white (bwr's middle), at alpha 1; the
+    picture itself at alpha 0."""
+    heat = torch.tensor([[2.0, 0.0], [-1.0, 0.0]])
+    picture = random_picture(2, 2)
+    got = rgb(signed_overlay(picture, heat, alpha=1.0))
+    for (i, j), value in {(0, 0): 1.0, (0, 1): 0.5, (1, 0): 0.25}.items():
+        assert np.abs(got[i, j].astype(int) - mpl_rgb("bwr", value).astype(int)).max() <= 1, (i, j)
+    assert np.array_equal(rgb(signed_overlay(picture, heat, alpha=0.0)), rgb(picture))
+    assert np.array_equal(rgb(signed_overlay(picture, torch.zeros(2, 2), alpha=1.0))[0, 0], mpl_rgb("bwr", 0.5))
+    with pytest.raises(ValueError, match="alpha"):
+        signed_overlay(picture, heat, alpha=1.5)

@@ -45,6 +45,26 @@ def test_every_conv_in_network_order_with_its_strongest_channels(resnet18, x):
     assert count_hooks(resnet18.model) == 0
 
 
+def test_a_given_ranking_picks_the_channels_and_a_ranking_of_the_wrong_length_is_left_out(resnet18, x):
+    """``ranking``: the first k of each layer's given order are shown, their tiles those channels' maps; a
+    layer whose ranking does not count its channels keeps the mean order."""
+    names = ["conv1", "layer3.1.conv2", "layer4.1.conv2"]
+    reversed_order = {n: list(range(c - 1, -1, -1)) for n, c in (("conv1", 64), ("layer3.1.conv2", 256))}
+    ov = overview(resnet18.model, x, names, k=4, tile=16,
+                  ranking={**reversed_order, "layer4.1.conv2": [0, 1, 2]})
+    captured = vz.capture(resnet18.model, x, names)
+    for row in ov.rows:
+        maps = captured[row.name]
+        if row.name in reversed_order:
+            assert list(row.picked) == reversed_order[row.name][:4]
+        else:
+            assert list(row.picked) == torch.topk(maps[0].mean(dim=(1, 2)), 4).indices.tolist()
+        size = thumbnail_size(ov.input_hw, 16)
+        want = F.adaptive_avg_pool2d(maps[:, list(row.picked)], size)[0] if maps.shape[2] >= size[0] else \
+            F.interpolate(maps[:, list(row.picked)], size=size, mode="nearest")[0]
+        np.testing.assert_allclose(row.tiles, want.numpy(), rtol=1e-4, atol=1e-5)
+
+
 def test_stages_begin_where_the_resolution_changes(resnet18, x):
     rows = overview(resnet18.model, x, k=2, tile=16).rows
     parts = stages(rows)

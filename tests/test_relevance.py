@@ -22,6 +22,7 @@ from vizhooks.interpret.relevance import (
     conditional_heatmap,
     conditional_heatmaps,
     lrp_heatmap,
+    taylor_relevances,
 )
 from vizhooks.models.layers import UnknownLayerError
 
@@ -98,6 +99,31 @@ def test_taylor_on_vit_tokens_uses_the_embedding_channels():
     (grad,) = torch.autograd.grad(logits[0, 2], act)
     torch.testing.assert_close(found.scores, (act.detach() * grad).sum(dim=(0, 1)), rtol=1e-4, atol=1e-6)
     assert found.scores.shape == (16,)
+
+
+def test_taylor_of_many_layers_at_once_is_activation_times_autograd_gradient_of_each(tiny_resnet):
+    """One pass for several layers (nested ones too) gives each layer what autograd gives it here."""
+    layers = ["conv1", "layer2.0.conv1", "layer4.1.conv2", "layer4"]
+    x = _photo(32, seed=3)
+    found = taylor_relevances(tiny_resnet, x, layers, target=7)
+    model = copy.deepcopy(tiny_resnet)
+    kept = {}
+    handles = [model.get_submodule(n).register_forward_hook(lambda m, a, out, n=n: kept.setdefault(n, out))
+               for n in layers]
+    try:
+        logits = model(x.clone().requires_grad_(True))
+    finally:
+        for handle in handles:
+            handle.remove()
+    grads = torch.autograd.grad(logits[0, 7], [kept[n] for n in layers])
+    assert list(found) == layers
+    for name, grad in zip(layers, grads, strict=True):
+        assert found[name].target == 7 and found[name].method == "taylor" and found[name].layer == name
+        torch.testing.assert_close(found[name].scores, (kept[name].detach() * grad).sum(dim=(0, 2, 3)),
+                                   rtol=1e-4, atol=1e-6)
+    assert count_hooks(tiny_resnet) == 0
+    assert {n: r.target for n, r in taylor_relevances(tiny_resnet, x, ["layer1"]).items()} == {
+        "layer1": int(logits[0].argmax())}
 
 
 # --- ablation --------------------------------------------------------------------------------

@@ -553,3 +553,62 @@ def test_box_outlines_the_region_on_every_tile(norm):
 def test_a_box_outside_the_map_is_one_sentence(box):
     with pytest.raises(ValueError, match="box"):
         feature_grid(_act(c=2, h=10, w=12), box=box)
+
+
+# --- signed notes (a tile's relevance): red for +, blue for - ------------------------------------------
+
+
+def _inks(rgb: np.ndarray) -> tuple[int, int]:
+    """(red pixels, blue pixels) of an RGB region: clearly red or clearly blue, as no gray level is."""
+    r, g, b = (rgb[..., i].astype(int) for i in range(3))
+    return int(((r - np.maximum(g, b)) > 80).sum()), int(((b - r) > 80).sum())
+
+
+def _tile_inks(picture: np.ndarray, layout, i: int) -> tuple[int, int]:
+    th, tw = layout.tile
+    r, c = divmod(i, layout.grid[1])
+    y, x = layout.title_px + r * (th + 2), c * (tw + 2)
+    return _inks(picture[y: y + th, x: x + tw])
+
+
+#: Planted: channel -> its note; the grid shows channels 2, 0, 3, 1, 4 (a relevance order).
+NOTES = ["+0.5", "-0.25", "+1.2", "-3e-05", "+0"]
+SIGNS = {0: "+", 1: "-", 2: "+", 3: "-", 4: "0"}
+
+
+@pytest.mark.parametrize("path", ["feature_grid", "palette_png"])
+def test_each_tiles_relevance_is_red_when_positive_and_blue_when_negative(path):
+    """In the drawn picture (a gray colormap, so only the notes can be red or blue): each tile's label
+    holds red ink for a positive note, blue for a negative one, neither for zero; a grid without notes
+    has none."""
+    from vizhooks.render.figures import grid_layout, palette_png
+
+    act, ranking = _act(5, h=12, w=12, seed=3), [2, 0, 3, 1, 4]
+    args = {"channels": None, "columns": 5, "ranking": ranking}
+    layout = grid_layout(act, notes=NOTES, **args)
+    if path == "feature_grid":
+        png = figure_to_png(feature_grid(act, cmap="gray", notes=NOTES, **args))
+        bare = figure_to_png(feature_grid(act, cmap="gray", **args))
+    else:
+        png, bare = palette_png(layout, "gray"), palette_png(grid_layout(act, **args), "gray")
+    picture = np.asarray(Image.open(io.BytesIO(png)).convert("RGB"))
+    for i, channel in enumerate(ranking):
+        red, blue = _tile_inks(picture, layout, i)
+        sign = SIGNS[channel]
+        assert (red > 0, blue > 0) == (sign == "+", sign == "-"), (channel, NOTES[channel], red, blue)
+    assert _inks(np.asarray(Image.open(io.BytesIO(bare)).convert("RGB"))) == (0, 0)
+
+
+def test_overview_notes_are_red_and_blue_under_their_tiles():
+    from vizhooks.network.overview import OverviewRow
+    from vizhooks.render.figures import overview_png
+
+    tiles = np.random.default_rng(0).random((3, 24, 24)).astype(np.float32)
+    rows = [OverviewRow("conv1", 8, (24, 24), (5, 1, 7), (0.0, 0.0, 0.0), tiles, notes=("-0.4", "+2", "-1e-03")),
+            OverviewRow("conv2", 8, (24, 24), (0, 2, 3), (0.0, 0.0, 0.0), tiles)]
+    picture = np.asarray(Image.open(io.BytesIO(overview_png(rows, cmap="gray"))).convert("RGB"))
+    x0, tw, gap = 12 + 300, 24, 4  # the picture's margin and label column, the tiles' width and gap
+    column = [_inks(picture[:, x0 + j * (tw + gap): x0 + j * (tw + gap) + tw]) for j in range(3)]
+    assert [(red > 0, blue > 0) for red, blue in column] == [(False, True), (True, False), (False, True)]
+    plain = np.asarray(Image.open(io.BytesIO(overview_png(rows[1:], cmap="gray"))).convert("RGB"))
+    assert _inks(plain) == (0, 0)

@@ -14,7 +14,8 @@ from vizhooks.interpret.relevance import (
     conditional_heatmaps,
     lrp_attribution,
     lrp_heatmap,
+    taylor_relevances,
 )
 
 __all__ = ["METHODS", "ChannelRelevance", "RelevanceError", "channel_relevance", "conditional_heatmap",
-           "conditional_heatmaps", "lrp_attribution", "lrp_heatmap"]
+           "conditional_heatmaps", "lrp_attribution", "lrp_heatmap", "taylor_relevances"]

@@ -51,7 +51,7 @@ from vizhooks.models.registry import ModelBundle
 METHODS = ("taylor", "ablation", "lrp")
 
 __all__ = ["METHODS", "ChannelRelevance", "RelevanceError", "channel_relevance", "conditional_heatmap",
-           "conditional_heatmaps", "lrp_attribution", "lrp_heatmap"]
+           "conditional_heatmaps", "lrp_attribution", "lrp_heatmap", "taylor_relevances"]
 
 
 class RelevanceError(CodedError):
@@ -153,28 +153,41 @@ def _channel_dim(model: nn.Module, layer: str, t: torch.Tensor) -> int:
 
 
 def _taylor(model: nn.Module, x: torch.Tensor, layer: str, target: int | None) -> tuple[torch.Tensor, int, float]:
-    kept: dict[str, torch.Tensor] = {}
+    found, index, logit = _taylor_layers(model, x, [layer], target)
+    return found[layer], index, logit
 
-    def hook(_m: nn.Module, _a: Any, output: Any) -> None:
-        out = first_tensor(output)
-        if "act" in kept:  # a module that runs twice: its first run is the layer
-            return
-        # clone now: ResNet's `out += identity` rewrites this tensor after the hook saw it
-        kept["act"] = out.detach().clone()
-        hooks.tensor_hook(out, lambda grad: kept.__setitem__("grad", grad.detach()))
+
+def _taylor_layers(model: nn.Module, x: torch.Tensor, layers: Sequence[str],
+                   target: int | None) -> tuple[dict[str, torch.Tensor], int, float]:
+    """Taylor scores of every layer in ``layers`` from one forward and one backward pass."""
+    kept: dict[str, dict[str, torch.Tensor]] = {name: {} for name in layers}
+
+    def keep(name: str) -> Any:
+        def hook(_m: nn.Module, _a: Any, output: Any) -> None:
+            out = first_tensor(output)
+            if "act" in kept[name]:  # a module that runs twice: its first run is the layer
+                return
+            # clone now: ResNet's `out += identity` rewrites this tensor after the hook saw it
+            kept[name]["act"] = out.detach().clone()
+            hooks.tensor_hook(out, lambda grad: kept[name].__setitem__("grad", grad.detach()))
+        return hook
 
     with hooked(model) as hooks:
-        hooks.forward_hook(layer, hook)
+        for name in layers:
+            hooks.forward_hook(name, keep(name))
         xg = x.detach().to(model_device(model)).clone().requires_grad_(True)
         logits = _logits(model(xg))
-        _layer_ran(layer, kept)
+        for name in layers:
+            _layer_ran(name, kept[name])
         index = _pick_target(logits, target)
         logits[0, index].backward()
-    act, grad = kept["act"], kept.get("grad", torch.zeros_like(kept["act"]))
-    product = act * grad
-    dim = _channel_dim(model, layer, act)
-    scores = product.movedim(dim, -1).reshape(-1, product.shape[dim]).sum(dim=0)
-    return scores.float().cpu(), index, float(logits[0, index].detach())
+    found = {}
+    for name in layers:
+        act = kept[name]["act"]
+        product = act * kept[name].get("grad", torch.zeros_like(act))
+        dim = _channel_dim(model, name, act)
+        found[name] = product.movedim(dim, -1).reshape(-1, product.shape[dim]).sum(dim=0).float().cpu()
+    return found, index, float(logits[0, index].detach())
 
 
 def _layer_ran(layer: str, kept: dict[str, Any]) -> None:
@@ -339,6 +352,28 @@ def channel_relevance(model: ModelBundle | nn.Module, x: torch.Tensor, layer: st
     else:
         scores, index, logit = _lrp(net, x, layer, target)
     return ChannelRelevance(layer=layer, target=index, method=name, logit=logit, scores=scores.float())
+
+
+def taylor_relevances(model: ModelBundle | nn.Module, x: torch.Tensor, layers: Sequence[str],
+                      target: int | None = None) -> dict[str, ChannelRelevance]:
+    """:func:`channel_relevance` with ``method="taylor"`` for many layers at once, from one forward
+    and one backward pass (the page's Overview orders every conv of a network by it).
+
+    Returns:
+        ``{layer: ChannelRelevance}`` in the order of ``layers`` (their resolved names).
+
+    Raises:
+        As :func:`channel_relevance`.
+
+    Example:
+        >>> found = taylor_relevances(bundle, x, ["layer3.1.conv2", "layer4.1.conv2"], target=281)
+    """
+    net = _net(model)
+    _check_one(x)
+    names = resolve_layers(net, list(layers))
+    found, index, logit = _taylor_layers(net, x, names, target)
+    return {name: ChannelRelevance(layer=name, target=index, method="taylor", logit=logit, scores=found[name])
+            for name in names}
 
 
 def _masks(groups: Sequence[int | Iterable[int]], layer: str, channels: int) -> torch.Tensor:

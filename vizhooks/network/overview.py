@@ -13,7 +13,7 @@ Example:
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -37,10 +37,12 @@ class OverviewRow:
         name: the module's name.
         channels: how many channels its output has.
         hw: the height and width of its maps.
-        picked: the shown channels, largest mean first.
+        picked: the shown channels, largest mean first (or in the order given to :func:`overview`).
         means: their means.
         tiles: ``(len(picked), th, tw)`` float32, each map resampled to the thumbnail's size (block
             averages when shrinking, nearest cells when enlarging), raw values.
+        notes: a short text per shown channel drawn after its number (the page's signed relevance),
+            or None.
     """
 
     name: str
@@ -49,6 +51,7 @@ class OverviewRow:
     picked: tuple[int, ...]
     means: tuple[float, ...]
     tiles: np.ndarray
+    notes: tuple[str, ...] | None = None
 
 
 @dataclass(frozen=True)
@@ -81,7 +84,7 @@ def _shrink(maps: torch.Tensor, size: tuple[int, int]) -> torch.Tensor:
 
 
 def overview(model: nn.Module, x: torch.Tensor, layers: Sequence[str] | None = None, *, k: int = 8,
-             tile: int = 64) -> Overview:
+             tile: int = 64, ranking: Mapping[str, Sequence[int]] | None = None) -> Overview:
     """One pass with a forward hook on every layer of the overview (see :func:`overview_layers`),
     each output reduced in the hook to its ``k`` strongest channels (by mean) as thumbnails.
 
@@ -90,6 +93,9 @@ def overview(model: nn.Module, x: torch.Tensor, layers: Sequence[str] | None = N
         layers: the layers to show (default: every conv, or every block of an attention model).
         k: channels per layer (fewer when a layer has fewer).
         tile: the thumbnails' longer side in pixels.
+        ranking: per layer, all its channels in the order to pick them (a channel relevance's
+            ``order``) instead of by mean; a layer missing from it, or whose ranking does not count
+            its channels (a layer that gives no maps of those channels), is picked by mean.
 
     Raises:
         ValueError: ``k`` or ``tile`` below 1, a bad input, a layer that never runs.
@@ -115,7 +121,11 @@ def overview(model: nn.Module, x: torch.Tensor, layers: Sequence[str] | None = N
                 t = first_tensor(output).detach()
                 maps = as_map(t, input_hw, channels_last=True if name in known and t.ndim == 4 else None).float()
                 means = maps[0].mean(dim=(1, 2))
-                top = torch.topk(means, min(k, int(means.numel()))).indices
+                given = ranking.get(name) if ranking is not None else None
+                if given is not None and len(given) == int(means.numel()):
+                    top = torch.as_tensor([int(c) for c in given[:k]], dtype=torch.long, device=means.device)
+                else:
+                    top = torch.topk(means, min(k, int(means.numel()))).indices
                 tiles = _shrink(maps[:, top], size)[0]
                 rows[name] = OverviewRow(name, int(maps.shape[1]), (int(maps.shape[2]), int(maps.shape[3])),
                                          tuple(int(c) for c in top), tuple(float(means[c]) for c in top),

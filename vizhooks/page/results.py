@@ -8,7 +8,7 @@ import functools
 import logging
 import os
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -25,7 +25,7 @@ from vizhooks.interpret.cam import cams_from
 from vizhooks.interpret.concepts import Concepts, discover
 from vizhooks.interpret.faithfulness import Faithfulness, faithfulness, infidelity_score, reference_maps
 from vizhooks.interpret.methods import CAM_METHODS, default_layers, explain
-from vizhooks.interpret.relevance import ChannelRelevance, channel_relevance
+from vizhooks.interpret.relevance import ChannelRelevance, channel_relevance, conditional_heatmap, taylor_relevances
 from vizhooks.interpret.sanity import SanityResult, sanity_check
 from vizhooks.models.layers import LayerInfo, describe_layers
 from vizhooks.models.registry import (
@@ -39,7 +39,7 @@ from vizhooks.models.registry import (
 )
 from vizhooks.models.zero_shot import zero_shot
 from vizhooks.network.convolution import ConvStep, conv_at
-from vizhooks.network.overview import Overview, overview
+from vizhooks.network.overview import Overview, overview, overview_layers
 from vizhooks.network.sliding import PoolInfo, PoolStep, pool_at, pool_layers, slide
 from vizhooks.page.cache import ByteLRU
 from vizhooks.page.clip import clip_option
@@ -183,12 +183,36 @@ def get_summary(model: str, key: tuple, analysis: Analysis) -> tuple[Any, dict[s
     return counted("summary", lambda: cached_summary(model, key, analysis))
 
 
-def get_overview(model: str, key: tuple, k: int, analysis: Analysis) -> Overview:
+def get_overview(model: str, key: tuple, k: int, analysis: Analysis, target: int | None = None) -> Overview:
     """The whole network for this picture: every conv (or block), its ``k`` strongest channels as
-    thumbnails, from one pass (vizhooks.network.overview); a few kilobytes per layer, shared by sessions."""
-    return cached(("overview", model, key, k),
-                  lambda: overview(get_bundle(model).model, analysis.x, k=k, tile=OVERVIEW_TILE),
-                  lambda made: sum(row.tiles.nbytes for row in made.rows) + tensor_bytes([made.logits]))
+    thumbnails, from one pass (vizhooks.network.overview); a few kilobytes per layer, shared by sessions.
+    With ``target``: each layer's ``k`` channels most relevant to that class (Taylor, every layer from
+    one more forward + backward pass), each with its signed relevance as the tile's note."""
+    if target is None:
+        return cached(("overview", model, key, k),
+                      lambda: overview(get_bundle(model).model, analysis.x, k=k, tile=OVERVIEW_TILE),
+                      _overview_bytes)
+    return cached(("overview", model, key, k, "relevance", target),
+                  lambda: _relevance_overview(model, k, analysis, target), _overview_bytes)
+
+
+def _overview_bytes(made: Overview) -> int:
+    return sum(row.tiles.nbytes for row in made.rows) + tensor_bytes([made.logits])
+
+
+def _relevance_overview(model: str, k: int, analysis: Analysis, target: int) -> Overview:
+    net = get_bundle(model).model
+    found = taylor_relevances(net, analysis.x, overview_layers(net), target)
+    made = overview(net, analysis.x, k=k, tile=OVERVIEW_TILE,
+                    ranking={name: [int(c) for c in r.order] for name, r in found.items()})
+    rows = [replace(row, notes=tuple(_note(found[row.name].scores[c]) for c in row.picked))
+            if found[row.name].scores.numel() == row.channels else row for row in made.rows]
+    return replace(made, rows=rows)
+
+
+def _note(score: Any) -> str:
+    """A channel's relevance written short and signed, as on the tiles of a grid."""
+    return f"{float(score):+.2g}"
 
 
 @functools.lru_cache(maxsize=64)
@@ -320,9 +344,19 @@ def get_relevance(model: str, key: tuple, layer: str, target: int, analysis: Ana
                   lambda made: tensor_bytes([made.scores]))
 
 
+def get_conditional_heatmap(model: str, key: tuple, layer: str, channel: int, target: int,
+                            analysis: Analysis) -> Tensor:
+    """Where ``channel`` of ``layer`` found its evidence for ``target``: its LRP conditional heatmap
+    (H, W), signed, shared by every session that shows this photo. Raises the library's
+    RelevanceError for a model or layer LRP cannot handle (attention tokens)."""
+    return cached(("conditional", model, key, layer, int(channel), target),
+                  lambda: conditional_heatmap(get_bundle(model), analysis.x, layer, int(channel), target),
+                  lambda made: tensor_bytes([made]))
+
+
 def ranked(found: ChannelRelevance) -> Ranked:
     """A grid's relevance order: the channels by descending score and each score written short and signed."""
-    return [int(c) for c in found.order], [f"{float(s):+.2g}" for s in found.scores]
+    return [int(c) for c in found.order], [_note(s) for s in found.scores]
 
 
 def excited_image(model: str, layers: tuple[str, ...], channels: tuple[int, ...], bar: Any) -> list[Image.Image]:

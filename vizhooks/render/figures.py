@@ -167,7 +167,8 @@ def feature_grid(
 
     layout = _layout(arr, channels, order, norm, columns, vcenter, title, clim, ranking=ranking, notes=notes)
     page = _colour(layout, colormap)
-    _draw_text(page, layout, (20, 20, 20, 255), (255, 255, 255, 255), (0, 0, 0, 255))
+    _draw_text(page, layout, (20, 20, 20, 255), (255, 255, 255, 255), (0, 0, 0, 255), (*NOTE_RED, 255),
+               (*NOTE_BLUE, 255))
     vmin, vmax = layout.clim
     height_px, width_px = page.shape[:2]
     dpi = 100
@@ -307,6 +308,8 @@ def _font(size: int, face: str | None = None) -> ImageFont.FreeTypeFont | ImageF
 #: Tile values are stored as 252 levels; the last indices are the page's own colours.
 _LEVELS = 252
 _WHITE = 252
+#: A picture with signed notes takes two of the page's own entries for them (see _lut).
+_RED, _BLUE = _WHITE + 1, _WHITE + 3
 
 
 @dataclass(frozen=True)
@@ -328,6 +331,7 @@ class GridLayout:
     norm: str
     labelled: np.ndarray | None = None  # levels with labels and title drawn in, for palette_png
     notes: list[str] | None = None  # a short text after each shown tile's channel number (its relevance)
+    signed: bool = False  # notes drawn red / blue at the palette entries _RED / _BLUE (see palette_png)
 
     @property
     def nbytes(self) -> int:
@@ -382,11 +386,14 @@ def _layout(arr: np.ndarray, channels: int | None, order: str, norm: str, column
     )
 
 
-def _lut(colormap: Colormap) -> np.ndarray:
-    """(256, 4) uint8: the colormap sampled at the 252 levels, then white, black and dark grey."""
+def _lut(colormap: Colormap, signed: bool = False) -> np.ndarray:
+    """(256, 4) uint8: the colormap sampled at the 252 levels, then white, black and dark grey; with
+    ``signed`` (a picture with red and blue notes) black is the notes' red and the last white their blue."""
     lut = np.empty((256, 4), np.uint8)
     lut[:_LEVELS] = colormap(np.linspace(0, 1, _LEVELS), bytes=True)
     lut[_WHITE:] = [(255, 255, 255, 255), (0, 0, 0, 255), (20, 20, 20, 255), (255, 255, 255, 255)]
+    if signed:
+        lut[_RED], lut[_BLUE] = (*NOTE_RED, 255), (*NOTE_BLUE, 255)
     return lut
 
 
@@ -394,8 +401,25 @@ def _colour(layout: GridLayout, colormap: Colormap) -> np.ndarray:
     return _lut(colormap)[layout.levels]
 
 
-def _draw_text(page: np.ndarray, layout: GridLayout, box: _Ink, text: _Ink, title: _Ink) -> None:
-    """Channel numbers (on dark boxes in the top-left corner of each tile) and the heading,
+#: The colours of a tile's signed note (its relevance): red helped the class, blue spoke against it;
+#: light enough to read on the dark label box.
+NOTE_RED, NOTE_BLUE = (255, 84, 84), (84, 150, 255)
+
+
+def note_colour(note: str) -> tuple[int, int, int] | None:
+    """:data:`NOTE_RED` for a note that reads as a positive number, :data:`NOTE_BLUE` for a negative
+    one, None for zero and for other texts (drawn like the channel number)."""
+    try:
+        value = float(note.replace("\u2212", "-"))
+    except ValueError:
+        return None
+    return NOTE_RED if value > 0 else NOTE_BLUE if value < 0 else None
+
+
+def _draw_text(page: np.ndarray, layout: GridLayout, box: _Ink, text: _Ink, title: _Ink,
+               red: _Ink | None = None, blue: _Ink | None = None) -> None:
+    """Channel numbers (on dark boxes in the top-left corner of each tile), each tile's note after its
+    number (a signed one in ``red`` or ``blue`` when given, see :func:`note_colour`), and the heading,
     drawn into the pixels: a matplotlib Text per tile would cost more than the whole grid.
     ``page`` is RGBA (colours given as tuples) or palette indices (colours given as ints)."""
     from PIL import Image, ImageDraw
@@ -413,7 +437,12 @@ def _draw_text(page: np.ndarray, layout: GridLayout, box: _Ink, text: _Ink, titl
         label = str(ch) if layout.notes is None else f"{ch} {layout.notes[i]}"
         _, top, right, bottom = draw.textbbox((0, 0), label, font=font)
         draw.rectangle((x, y, x + min(right + 6, tw), y + min(bottom + 4, th)), fill=box)
-        draw.text((x + 3, y + 2 - top // 2), label, fill=text, font=font)
+        draw.text((x + 3, y + 2 - top // 2), str(ch), fill=text, font=font)
+        if layout.notes is not None:
+            note, ink = layout.notes[i], note_colour(layout.notes[i])
+            fill = red if ink == NOTE_RED else blue if ink == NOTE_BLUE else None
+            draw.text((x + 3 + draw.textlength(f"{ch} ", font=font), y + 2 - top // 2), note,
+                      fill=text if fill is None else fill, font=font)
     draw.text((6, layout.title_px // 2), layout.title, fill=title, font=_font(13, "DejaVu Sans"), anchor="lm")
     page[...] = np.asarray(img)
 
@@ -434,6 +463,11 @@ def grid_layout(
     _check_grid_args(channels, columns)
     layout = _layout(arr, channels, order, "channel", columns, None, title, ranking=ranking, notes=notes)
     labelled = layout.levels.copy()
+    if layout.notes is not None and any(note_colour(note) for note in layout.notes):
+        # the palette's four own entries: numbers in the background's white, the heading in the boxes'
+        # near-black, so black and the second white become the notes' red and blue
+        _draw_text(labelled, layout, _WHITE + 2, _WHITE, _WHITE + 2, _RED, _BLUE)
+        return dataclasses.replace(layout, labelled=labelled, signed=True)
     _draw_text(labelled, layout, _WHITE + 2, _WHITE + 3, _WHITE + 1)
     return dataclasses.replace(layout, labelled=labelled)
 
@@ -449,7 +483,7 @@ def palette_png(layout: GridLayout, cmap: str = "viridis") -> bytes:
     if layout.labelled is None:
         raise ValueError("palette_png needs a layout from grid_layout().")
     img = Image.fromarray(layout.labelled, mode="L").convert("P")
-    img.putpalette(_lut(get_colormap(cmap))[:, :3].tobytes())
+    img.putpalette(_lut(get_colormap(cmap), layout.signed)[:, :3].tobytes())
     buf = io.BytesIO()
     img.save(buf, format="PNG", compress_level=1, compress_type=3)
     return buf.getvalue()
@@ -649,6 +683,9 @@ def overview_png(rows: Sequence[Any], top: Sequence[tuple[str, float]] = (), cma
     if not rows:
         raise ValueError("An overview needs at least one layer.")
     white, black, dark = _WHITE, _WHITE + 1, _WHITE + 2  # the palette's own colours after the colormap
+    signed = any(note_colour(note) for row in rows for note in (getattr(row, "notes", None) or ()))
+    if signed:  # black becomes the notes' red (see _lut): names in the boxes' near-black instead
+        black = dark
     th, tw = rows[0].tiles.shape[-2:]
     k = max(len(r.picked) for r in rows)
     gap, margin, band, line = 4, 12, 26, 20
@@ -658,7 +695,7 @@ def overview_png(rows: Sequence[Any], top: Sequence[tuple[str, float]] = (), cma
     width = 2 * margin + label_width + k * (tw + gap)
     height = 2 * margin + len(rows) * row_h + changes * band + strip
     canvas = np.full((height, width), white, np.uint8)
-    y, places = margin, []
+    y, tops = margin, []
     for i, row in enumerate(rows):
         if i == 0 or row.hw != rows[i - 1].hw:
             y += band
@@ -667,14 +704,14 @@ def overview_png(rows: Sequence[Any], top: Sequence[tuple[str, float]] = (), cma
         for level in levels:
             canvas[y:y + th, x:x + tw] = level
             x += tw + gap
-        places.append(y)
+        tops.append(y)
         y += row_h
     image = Image.fromarray(canvas, mode="L").convert("P")
-    image.putpalette(_lut(get_colormap(cmap))[:, :3].tobytes())
+    image.putpalette(_lut(get_colormap(cmap), signed)[:, :3].tobytes())
     draw = ImageDraw.Draw(image)
     draw.fontmode = "1"  # palette colours only: no anti-aliasing
     name_font, small = _font(15, "DejaVu Sans"), _font(13, "DejaVu Sans")
-    for i, (row, y) in enumerate(zip(rows, places, strict=True)):
+    for i, (row, y) in enumerate(zip(rows, tops, strict=True)):
         if i == 0 or row.hw != rows[i - 1].hw:  # a stage begins: its map size, and a rule across the picture
             draw.text((margin, y - band // 2), f"{row.hw[0]}×{row.hw[1]}", fill=black, font=name_font, anchor="lm")
             draw.line([margin + 90, y - band // 2, width - margin, y - band // 2], fill=dark, width=2)
@@ -682,14 +719,22 @@ def overview_png(rows: Sequence[Any], top: Sequence[tuple[str, float]] = (), cma
         draw.text((margin, y + 2), name, fill=black, font=name_font)
         draw.text((margin, y + 2 + line), f"{row.channels} × {row.hw[0]}×{row.hw[1]}", fill=dark, font=small)
         x = margin + label_width
-        for channel in row.picked:
+        notes = getattr(row, "notes", None)
+        for j, channel in enumerate(row.picked):
             tag = f"#{channel}"
             box = draw.textbbox((x, y), tag, font=small)
             draw.rectangle([x, y, box[2] + 3, box[3] + 1], fill=dark)
             draw.text((x + 1, y), tag, fill=white, font=small)
+            if notes is not None:  # its signed relevance under the number
+                at = (x + 1, box[3] + 2)
+                under = draw.textbbox(at, notes[j], font=small)
+                draw.rectangle([x, box[3] + 1, under[2] + 3, under[3] + 1], fill=dark)
+                ink = note_colour(notes[j])
+                draw.text(at, notes[j], fill=_RED if ink == NOTE_RED else _BLUE if ink == NOTE_BLUE else white,
+                          font=small)
             x += tw + gap
     if top:
-        y = places[-1] + row_h
+        y = tops[-1] + row_h
         draw.line([margin, y + band // 2, width - margin, y + band // 2], fill=dark, width=1)
         y += band
         font = _label_font(15)
@@ -751,6 +796,28 @@ def channel_overlay(picture: PILImage, channel: torch.Tensor | np.ndarray, alpha
     heat = np.asarray(channel_image(channel, picture.size, cmap), dtype=np.float32)
     base = np.asarray(picture.convert("RGB"), dtype=np.float32)
     return Image.fromarray((base * (1 - alpha) + heat * alpha + 0.5).astype(np.uint8))
+
+
+def signed_overlay(picture: PILImage, heat: torch.Tensor | np.ndarray, alpha: float = 0.5,
+                   cmap: str = "bwr") -> PILImage:
+    """Blend a signed map (a relevance heatmap) over the picture, upsampled (bicubic), with zero at
+    the middle of a diverging colormap: the largest ``|value|`` is full red (for) or full blue
+    (against), so the two signs are drawn on one scale. ``alpha`` as in :func:`channel_overlay`."""
+    import cv2
+    from PIL import Image
+
+    if not 0.0 <= alpha <= 1.0:
+        raise ValueError(f"alpha must be between 0 and 1, not {alpha!r}.")
+    arr = heat.detach().float().cpu().numpy() if isinstance(heat, torch.Tensor) else np.asarray(heat, np.float32)
+    if arr.ndim != 2:
+        raise ValueError(f"Expected one (H, W) map, got shape {arr.shape}.")
+    arr = np.nan_to_num(arr.astype(np.float32))
+    reach = float(np.abs(arr).max())
+    unit = min_max(arr, -reach, reach) if reach > 0 else np.full_like(arr, 0.5)
+    big = cv2.resize(unit, picture.size, interpolation=cv2.INTER_CUBIC)
+    coloured = np.asarray(get_colormap(cmap)(np.clip(big, 0, 1), bytes=True)[..., :3], dtype=np.float32)
+    base = np.asarray(picture.convert("RGB"), dtype=np.float32)
+    return Image.fromarray((base * (1 - alpha) + coloured * alpha + 0.5).astype(np.uint8))
 
 
 def image_to_png(image: PILImage) -> bytes:

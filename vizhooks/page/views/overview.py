@@ -12,7 +12,7 @@ from vizhooks.network.overview import stages
 from vizhooks.page.results import get_overview, overview_picture
 from vizhooks.page.texts import nt, t
 from vizhooks.page.views import View
-from vizhooks.page.widgets import keep_valid, shown_labels, top5
+from vizhooks.page.widgets import class_picker, keep_valid, shown_labels, top5
 
 if TYPE_CHECKING:  # annotations only: a view never imports the page's state (urlstate reads the views)
     from vizhooks.page.state import Context
@@ -27,8 +27,9 @@ def show(ctx: Context) -> None:
     st.markdown(t("ov_intro"))
     st.session_state.setdefault("ov_k", 8)
     k = int(st.select_slider(t("ov_k"), CHANNEL_CHOICES, key="ov_k", help=t("ov_k_help")))
+    target = _relevance_target(ctx)
     with st.spinner(t("ov_running", model=c.model)):
-        ov = get_overview(c.model, (ctx.digest, c.size), k, ctx.analysis)
+        ov = get_overview(c.model, (ctx.digest, c.size), k, ctx.analysis, target)
     rows, first = ov.rows, 0
     parts = stages(rows)
     if len(rows) > MAX_ROWS:  # DenseNet-121's 120 convs: one stage at a time
@@ -40,10 +41,21 @@ def show(ctx: Context) -> None:
         rows = rows[first:end]
         st.caption(t("ov_paged", total=len(ov.rows), stages=len(parts), most=MAX_ROWS))
     top = tuple(top5(ov.logits, shown_labels(ctx.bundle)))
-    st.image(overview_picture(tuple(rows), ("overview", c.model, ctx.digest, c.size, k, first), top, c.cmap),
+    key = ("overview", c.model, ctx.digest, c.size, k, first, target)
+    st.image(overview_picture(tuple(rows), key, top, c.cmap),
              caption=t("ov_caption", layers=len(ov.rows), stages=len(parts), k=k) if len(parts) > 1
              else t("ov_caption_one_stage", layers=len(ov.rows), k=k), width="stretch")
     _open_in_inspector(rows)
+
+
+def _relevance_target(ctx: Context) -> int | None:
+    """With the channel order "most relevant to a class": the class (the person's pick, default the
+    top-1) and a one-line note of class and method; None for the other orders (strongest by mean)."""
+    if ctx.choices.order != "relevance":
+        return None
+    target = class_picker(ctx.bundle, ctx.analysis)
+    st.caption(t("relpage_overview_note", label=shown_labels(ctx.bundle)[target], index=target))
+    return target
 
 
 def _open_in_inspector(rows: list) -> None:
