@@ -11,12 +11,12 @@ from vizhooks.lesson.snippets.setup import image, mean, model, modules, std, to_
 # %%
 
 # en: Concepts (CRAFT): cut the photos into random square crops, keep each crop's
-# en: activations of {fill.layer} with a forward hook (the positive part, averaged
+# en: activations of the layer with a forward hook (the positive part, averaged
 # en: over the map: one row of A per crop), then factorise A ~ U W with scikit-learn's
 # en: NMF. Each row of W is a concept, a mix of channels; U says how much of each
 # en: concept every crop holds. The Concepts view does this over a folder of photos.
 # zh: 概念（CRAFT）：把照片随机裁成许多正方形的裁剪块，用前向钩子保存每个裁剪块在
-# zh: {fill.layer} 的激活值（取正的部分，在整张特征图上求平均：每块是 A 的一行），
+# zh: 这一层的激活值（取正的部分，在整张特征图上求平均：每块是 A 的一行），
 # zh: 再用 scikit-learn 的 NMF（非负矩阵分解）把 A 分解成 U W。W 的每一行是一个概念，
 # zh: 也就是几个通道的组合；U 说明每个裁剪块里各个概念有多少。
 # zh: “概念”视图对一整个文件夹的照片做同样的事。
