@@ -6,7 +6,7 @@ import torch
 from torchvision.transforms import functional as TF
 
 from vizhooks.lesson.snippets import fill
-from vizhooks.lesson.snippets.setup import image, mean, model, modules, std, to_map
+from vizhooks.lesson.snippets.setup import image, model, modules, to_map
 
 # %%
 
@@ -29,6 +29,9 @@ name = fill.layer
 photos = [image]  # en: add more photos (PIL images): concepts are what they share
 # zh: 可以加入更多照片（PIL 图像）：概念就是它们共有的东西
 k, per_photo = fill.k, fill.crops
+# en: the model's own mean and std (an earlier step may reuse the name "mean")
+# zh: 模型自己的均值和标准差（前面的步骤可能改用了 "mean" 这个名字）
+mean_std = fill.mean, fill.std
 rng = np.random.default_rng(0)
 pieces, boxes = [], []
 for photo in photos:
@@ -41,7 +44,7 @@ for photo in photos:
         boxes.append((left, top, left + side, top + side))
         piece = photo.crop(boxes[-1])
         piece = piece.resize((fill.side, fill.side), fill.resample, reducing_gap=3.0)
-        pieces.append(TF.normalize(TF.to_tensor(piece), mean, std))
+        pieces.append(TF.normalize(TF.to_tensor(piece), *mean_std))
 rows = []
 
 
