@@ -500,6 +500,45 @@ def test_lesson_relevance_snippet_prints_what_the_lesson_shows(seen):
 
 @pytest.mark.slow
 @pytest.mark.parametrize("seen", [CASES[0]], ids=[CASES[0].id], indirect=True)
+def test_lesson_concepts_snippet_prints_what_the_lesson_shows(seen):
+    """The lesson's concepts step: random crops of the photo, a forward hook and scikit-learn's NMF print
+    the concepts the page shows (vizhooks' discover over the same crops): each concept's strongest channels,
+    its three crops with the most of it and their amounts, and how far U W is from A (numpy on discover's
+    own U, W and activations)."""
+    import numpy as np
+
+    from vizhooks.interpret.concepts import activations
+    from vizhooks.lesson.code import LESSON_CONCEPTS, LESSON_CROPS
+    from vizhooks.lesson.display import CONCEPT_TOP, photo_concepts
+
+    assert "concepts" in seen.case.lessons
+    layer, size = seen.case.layers[-1], seen.case.size
+    picture = _analysis(seen, seen.case.layers, seen.case.what).picture
+    found = photo_concepts(seen.bundle, picture, layer, size)
+    acts, crops = activations(seen.bundle, [picture], layer, crops_per_image=LESSON_CROPS, size=size, seed=0,
+                              batch_size=LESSON_CROPS)
+    assert crops == found.crops and found.k == LESSON_CONCEPTS
+    lines = _lines(seen, "lesson:concepts")
+    head = re.match(rf"^A (\d+)x(\d+) ~ U W, off by {NUMBER}$", lines[0])
+    assert head, lines
+    assert (int(head.group(1)), int(head.group(2))) == acts.shape == (LESSON_CROPS, found.bank.shape[1])
+    error = np.linalg.norm(acts - found.coefficients @ found.bank) / np.linalg.norm(acts)
+    assert float(head.group(3)) == pytest.approx(error, abs=2e-4)
+    expected, amounts = [], []
+    for i in range(LESSON_CONCEPTS):
+        expected.append(f"concept {i} strongest channels {np.argsort(-found.bank[i], kind='stable')[:3].tolist()}")
+        for row in np.argsort(-found.coefficients[:, i], kind="stable")[:CONCEPT_TOP]:
+            expected.append(f"  crop {found.crops[row][1]}")
+            amounts.append(float(found.coefficients[row, i]))
+    printed = [re.sub(rf" amount {NUMBER}$", "", line) for line in lines[1:]]
+    assert printed == expected
+    shown = [float(line.rsplit(" ", 1)[1]) for line in lines[1:] if " amount " in line]
+    assert _close(shown, amounts, 1e-3)
+    assert len({box for _, box in found.crops}) > CONCEPT_TOP  # the crops differ: the order means something
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("seen", [CASES[0]], ids=[CASES[0].id], indirect=True)
 def test_lesson_audit_snippet_prints_what_the_lesson_shows(seen):
     """The lesson's Clever Hans step: for the photo and the photo with a red sticker, hand-written hooks
     print the top class and Grad-CAM's heat centre that the page's table shows (the library's grad_cam

@@ -29,7 +29,9 @@ from vizhooks.models.registry import TAUGHT_MARK, input_spec, meta_model, resolv
 VIEWS = ("maps", "gradients", "gradcam", "backward", "table")
 #: Bodies used by the lesson only (see vizhooks/lesson/steps.py).
 LESSON_BODIES = ("hello", "prepost", "conv", "grad_none", "clamp", "sanity", "remove", "patching", "relevance",
-                 "audit")
+                 "concepts", "audit")
+#: The concepts step's NMF: concepts, and random crops of the photo (vizhooks.lesson.display.photo_concepts).
+LESSON_CONCEPTS, LESSON_CROPS = 3, 32
 
 
 def call(head: str, args: list[str], tail: str = "") -> str:
@@ -193,7 +195,7 @@ def lesson_code(body: str, *, model: str, image: str, size: int, layers: list[st
         raise ValueError(f"body must be one of {', '.join(LESSON_BODIES)}, not {body!r}.")
     names = setup_layers if setup_layers is not None else [*layers, *([clamp_at] if clamp_at else [])]
     text = setup_code(model, image, size, pretrained, num_classes, names, lang, head)
-    deepest = body in ("sanity", "relevance", "audit")  # these look at the deepest chosen layer
+    deepest = body in ("sanity", "relevance", "concepts", "audit")  # these look at the deepest chosen layer
     place = (conv or conv_place(model, layers)) if body == "conv" else ConvPlace(layers[-1 if deepest else 0])
     where = (Source(f"{place.row}, {place.col}") if place.row is not None and place.col is not None else
              Source(render("values.centre", lang).strip()))
@@ -205,7 +207,8 @@ def lesson_code(body: str, *, model: str, image: str, size: int, layers: list[st
     return Code(text, render(body, lang, layers=list(layers), layer=place.layer, resample=resample,
                              mean=list(spec.mean), std=list(spec.std),
                              target=_target(target, "values.top1_lesson", lang), clamp_at=clamp_at, limit=float(limit),
-                             channel=place.channel, where=where, stages=stages, source_image=source_image))
+                             channel=place.channel, where=where, stages=stages, source_image=source_image,
+                             side=_input_hw(model, size)[0], k=LESSON_CONCEPTS, crops=LESSON_CROPS))
 
 
 @dataclass(frozen=True)

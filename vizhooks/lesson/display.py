@@ -15,6 +15,7 @@ if TYPE_CHECKING:
     from torch import Tensor
 
     from vizhooks.hooks.patching import PatchResult
+    from vizhooks.interpret.concepts import Concepts
     from vizhooks.models.registry import ModelBundle
 
 #: The patching step's photo B when none is chosen (the handout from the command line): photo A upside down.
@@ -136,3 +137,35 @@ def patch_sweep(bundle: ModelBundle, x: Tensor, source: Tensor, layers: Sequence
     from vizhooks.hooks.patching import sweep
 
     return sweep(bundle.model, x, source, [name.split("#")[0] for name in layers])
+
+
+def photo_concepts(bundle: ModelBundle, picture: Image.Image, layer: str, size: int) -> Concepts:
+    """The concepts step's concepts: :func:`vizhooks.interpret.concepts.discover` over random crops of
+    ``picture`` (the photo as the model saw it) at ``layer``, with the step's code's settings (code.py's
+    ``LESSON_CONCEPTS`` concepts, ``LESSON_CROPS`` crops in one batch, seed 0)."""
+    from vizhooks.interpret.concepts import discover
+    from vizhooks.lesson.code import LESSON_CONCEPTS, LESSON_CROPS
+
+    return discover(bundle, [picture], layer.split("#")[0], k=LESSON_CONCEPTS, crops_per_image=LESSON_CROPS,
+                    size=size, seed=0, batch_size=LESSON_CROPS)
+
+
+#: Crops per concept the concepts step shows (its code prints the same ones), and their side in pixels.
+CONCEPT_TOP, CONCEPT_TILE = 3, 96
+
+
+def concept_strips(found: Concepts, picture: Image.Image) -> list[tuple[Image.Image, str]]:
+    """Each concept of :func:`photo_concepts` as the step shows it: its ``CONCEPT_TOP`` crops with the most
+    of it, side by side, and a caption naming its three strongest channels (the largest of its row of W)."""
+    import numpy as np
+    from PIL import Image
+
+    strips = []
+    for i in range(found.k):
+        boxes = [box for _, box in found.top(i, CONCEPT_TOP)]
+        strip = Image.new("RGB", (CONCEPT_TILE * len(boxes), CONCEPT_TILE), "white")
+        for n, box in enumerate(boxes):
+            strip.paste(picture.crop(box).resize((CONCEPT_TILE, CONCEPT_TILE)), (n * CONCEPT_TILE, 0))
+        channels = np.argsort(-found.bank[i], kind="stable")[:3].tolist()
+        strips.append((strip, t("lesson_concepts_concept", i=i, channels=", ".join(map(str, channels)))))
+    return strips

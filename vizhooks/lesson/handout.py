@@ -4,8 +4,9 @@ Jupyter notebook or as one self-contained HTML handout.
 - The **notebook** holds each step's text (markdown) and code (code cells: the set-up once, then each
   step's hook lines), the question and its answer. The photo is kept inside it: a first cell (source
   hidden) writes it next to the notebook and shows it, so one file is all a student takes home. It
-  runs top to bottom offline with PyTorch, torchvision and Pillow only: a pretrained model falls back
-  to the page's seeded random weights, with a sentence, where no checkpoint is cached.
+  runs top to bottom offline with PyTorch, torchvision and Pillow only (and scikit-learn for the
+  concepts step's NMF): a pretrained model falls back to the page's seeded random weights, with a
+  sentence, where no checkpoint is cached.
 - The **handout** is one HTML file: the same text and code with the pictures this photo gives at each
   step (feature-map grids, one convolution taken apart, gradients, Grad-CAM and its sanity check, the
   tables), embedded as ``data:`` URLs; no script, no request for a style or a font; an A4 print style.
@@ -43,10 +44,12 @@ from vizhooks.lesson.display import (
     CLAMP_COLOUR_PERCENTILE,
     CLAMP_DEFAULT,
     PATCH_SOURCE_NAME,
+    concept_strips,
     header,
     note,
     patch_source,
     patch_sweep,
+    photo_concepts,
     shapes_text,
     sticker_heat,
     sticker_table,
@@ -449,6 +452,11 @@ def live_part(lesson: Lesson, step: Step, labels: list[str]) -> str:
         caption = t("lesson_relevance_caption", layer=layers[-1], label=labels[target])
         return f"<p class='caption'>{html.escape(caption)}</p>" + _table(
             [t("lesson_col_channel"), t("lesson_col_relevance")], [[c, f"{score:.4g}"] for c, score in ranked])
+    if step.live == "concepts":
+        found = photo_concepts(bundle, a.picture, layers[-1], c.size)
+        caption = t("lesson_concepts_caption", k=found.k, layer=layers[-1], crops=len(found.crops))
+        return f"<p class='caption'>{html.escape(caption)}</p>" + "".join(
+            _photo(strip, words) for strip, words in concept_strips(found, a.picture))
     if step.live == "audit":
         headers, heat = sticker_table(sticker_heat(bundle, a.x, layers[-1], target), labels)
         caption = t("lesson_audit_caption", layer=layers[-1], label=labels[target])

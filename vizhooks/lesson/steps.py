@@ -40,6 +40,7 @@ STEPS: tuple[Step, ...] = (
     # new steps go at the end: shared links name steps by number (?step=11, ?plan=4,1,11)
     Step("patching", "patching", ("lesson", "patching"), 5, "advanced"),  # two photos, two hooks
     Step("relevance", "relevance", ("lesson", "relevance"), 4, "advanced"),  # activation x gradient
+    Step("concepts", "concepts", ("lesson", "concepts"), 4, "advanced"),  # NMF of crops' activations (CRAFT)
     Step("audit", "audit", ("lesson", "audit"), 4, "advanced"),  # Clever Hans: a sticker, Grad-CAM's heat centre
 )
 LEVELS = ("core", "advanced")
@@ -61,7 +62,7 @@ PRESETS: tuple[tuple[str, tuple[str, ...]], ...] = (
 #: The length of the lesson each preset is for (minutes; a class period). Its steps' suggested minutes
 #: add up to less: the rest is for questions and discussion, and the page says how much that is. A preset
 #: whose steps outgrow its lesson fails tests/test_plan.py: lengthen the lesson or drop a step.
-LESSON_MINUTES: dict[str, int] = {"plan_preset_kinds": 45, "plan_preset_why": 45, "plan_preset_all": 60}
+LESSON_MINUTES: dict[str, int] = {"plan_preset_kinds": 45, "plan_preset_why": 45, "plan_preset_all": 90}
 #: The link's ``?hide=`` names: the sidebar's controls a teacher's link can fix and hide for students.
 HIDEABLE = ("lang", "model", "source", "size", "layers", "display", "view")
 

@@ -23,5 +23,6 @@ CORRECT: dict[str, int] = {
     "sanity": 2,
     "patching": 3,
     "relevance": 0,
+    "concepts": 1,
     "audit": 2,
 }

@@ -40,3 +40,6 @@ limit: float
 stages: list[str]
 #: the patching step's photo B (its path)
 source_image: str
+#: the concepts step's number of concepts and crops per photo
+k: int
+crops: int

@@ -14,11 +14,13 @@ import vizhooks as vz
 from vizhooks.analysis import hook_calls_demo, image_digest, lesson_sanity, sanity_bytes
 from vizhooks.hooks.patching import PatchResult
 from vizhooks.interpret.methods import ExplainError
-from vizhooks.lesson.code import Code, ConvPlace, conv_place
+from vizhooks.lesson.code import LESSON_CONCEPTS, LESSON_CROPS, Code, ConvPlace, conv_place
 from vizhooks.lesson.display import (
     PATCH_SOURCE_NAME,
+    concept_strips,
     patch_source,
     patch_sweep,
+    photo_concepts,
     sticker_heat,
     sticker_table,
     top_relevance,
@@ -325,6 +327,8 @@ def show_live_part(step: Step, ctx: Context) -> None:
         st.caption(t("lesson_relevance_caption", layer=layer, label=shown_labels(ctx.bundle)[target]))
         st.dataframe([{t("lesson_col_channel"): channel, t("lesson_col_relevance"): score} for channel, score in rows],
                      hide_index=True, key="lesson_relevance")
+    elif step.live == "concepts":
+        show_concepts(ctx, layers[-1])
     elif step.live == "audit":
         layer, target = layers[-1], class_picker(ctx.bundle, analysis)
         found = cached(("lesson-audit", c.model, digest, c.size, layer, target),
@@ -362,6 +366,19 @@ def show_patching(ctx: Context, layers: list[str]) -> None:
     left.image(vz.load_image(data), caption=t("lesson_patching_photo_b", photo=Path(path).name))
     with right:
         compare.show_sweep(runs, shown_labels(ctx.bundle))
+
+
+def show_concepts(ctx: Context, layer: str) -> None:
+    """Concepts of ``layer`` over random crops of this photo (the lesson's "concepts" code prints the same
+    crops and channels): each concept's crops with the most of it, and its strongest channels."""
+    c, analysis = ctx.choices, ctx.analysis
+    with st.spinner(t("lesson_concepts_title")):
+        found = cached(("lesson-concepts", c.model, ctx.digest, c.size, layer),
+                       lambda: photo_concepts(get_bundle(c.model), analysis.picture, layer, c.size),
+                       lambda f: f.bank.nbytes + f.coefficients.nbytes + 64 * len(f.crops))
+    st.caption(t("lesson_concepts_caption", k=LESSON_CONCEPTS, layer=layer, crops=LESSON_CROPS))
+    for strip, caption in concept_strips(found, analysis.picture):
+        st.image(strip, caption=caption)
 
 
 #: Overlays per row in the sanity step's strip.
