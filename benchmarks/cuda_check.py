@@ -127,6 +127,29 @@ def main() -> int:
         assert hook_count(gpu.model) == 0
         return "; ".join(notes)
 
+    @check("gradient direction and steer(capture=)")
+    def _gradient_direction() -> str:
+        from vizhooks.patching import gradient_direction, steer
+
+        da = gradient_direction(cpu, [x, source], "layer3", 3)
+        db = gradient_direction(gpu, [x.cuda(), source.cuda()], "layer3", 3)
+        notes = [close(db, da, rtol=2e-3)]
+        a = steer(cpu, x, "layer3", da, 2.0, capture=["layer4.0.conv1"])
+        b = steer(gpu, x.cuda(), "layer3", db.to("cuda"), 2.0, capture=["layer4.0.conv1"])
+        notes.append(close(b.activations["layer4.0.conv1"], a.activations["layer4.0.conv1"], rtol=2e-3))
+        assert hook_count(gpu.model) == 0
+        return "; ".join(notes)
+
+    @check("taylor relevances of every layer at once")
+    def _taylor_all() -> str:
+        from vizhooks.relevance import taylor_relevances
+
+        layers = ["conv1", "layer2.0.conv1", "layer4.1.conv2"]
+        a = taylor_relevances(cpu, x, layers)
+        b = taylor_relevances(gpu, x.cuda(), layers)
+        assert hook_count(gpu.model) == 0
+        return "; ".join(close(b[n].scores, a[n].scores, rtol=2e-3) for n in layers)
+
     @check("audit with a store (resume)")
     def _audit_store() -> str:
         from vizhooks.audit import audit
