@@ -89,10 +89,13 @@ _KEYS = """
 
 # Brings the new step's heading (its anchor, STEP_ANCHOR) to the top of the main area, under the
 # page's own fixed header; in present mode the step's Back / Next row above it too. It waits for that
-# heading (the run draws it after this script), then scrolls once more when the run has finished (a
-# picture above may have grown), unless the reader has scrolled since. TURN makes each step change a
-# new script: Streamlit runs an st.html script again only when its (sanitised) body changes, and an
-# HTML comment is sanitised away, so a body that differed only in one reran nothing after the first.
+# heading (the run draws it after this script), then keeps it there while the run finishes and the
+# previous step's leftovers are removed (the heading moves as pictures above it grow or vanish): it
+# stops once the heading has stayed in place for half a second after the run, after 30 s, or as soon
+# as the reader scrolls (a wheel, a touch, a press on the scroll bar or a scrolling key; the browser's
+# own clamping of the scroll position when the page gets shorter is not the reader). TURN makes each
+# step change a new script: Streamlit runs an st.html script again only when its (sanitised) body
+# changes, and an HTML comment is sanitised away, so a body that differed only in one reran nothing.
 _SCROLL = """
 <script>
 (function () {
@@ -100,30 +103,42 @@ _SCROLL = """
   const doc = document;
   const main = doc.querySelector('[data-testid="stMain"]');
   if (!main) { return; }
-  let placed = null;
-  const place = function () {
+  let reader = false;
+  const scrolling = new Set(["ArrowDown", "ArrowUp", "PageDown", "PageUp", "Home", "End", " "]);
+  const mark = function (event) {
+    if (event.type !== "keydown" || scrolling.has(event.key)) { reader = true; }
+  };
+  const events = ["wheel", "touchmove", "mousedown", "keydown"];
+  events.forEach(function (name) { doc.addEventListener(name, mark, {capture: true, passive: true}); });
+  const done = function () {
+    events.forEach(function (name) { doc.removeEventListener(name, mark, {capture: true}); });
+  };
+  // how far the heading (or the row above it) is from where it belongs; null while it is not drawn
+  const offset = function () {
     const heading = doc.getElementById("ANCHOR");
-    if (!heading) { return false; }
+    if (!heading) { return null; }
     const first = doc.querySelector(".st-key-NAV_KEY") || heading;
     const header = doc.querySelector('[data-testid="stHeader"]');
     const under = Math.max(header ? header.getBoundingClientRect().bottom : 0, main.getBoundingClientRect().top);
-    const top = main.scrollTop + first.getBoundingClientRect().top - under - 8;
-    main.scrollTo({top: Math.max(0, top)});
-    placed = main.scrollTop;
-    return true;
+    return first.getBoundingClientRect().top - under - 8;
   };
-  let tries = 0;
-  const settle = function () {
-    if (main.scrollTop !== placed || ++tries > 600) { return; }  // the reader scrolled, or 30 s passed
-    const app = doc.querySelector('[data-testid="stApp"]');
-    if (app && app.getAttribute("data-test-script-state") === "running") { setTimeout(settle, 50); return; }
-    place();
+  let tries = 0, still = 0;
+  const tick = function () {
+    if (reader || ++tries > 600) { done(); return; }  // the reader scrolled, or 30 s passed
+    const off = offset();
+    if (off !== null) {
+      const app = doc.querySelector('[data-testid="stApp"]');
+      const running = app && app.getAttribute("data-test-script-state") === "running";
+      const room = main.scrollHeight - main.clientHeight;
+      // in place, or as far down as the page goes
+      const placed = Math.abs(off) < 2 || (off > 0 && main.scrollTop >= room - 1);
+      if (!placed) { main.scrollTo({top: Math.max(0, main.scrollTop + off)}); }
+      still = placed && !running ? still + 1 : 0;
+      if (still >= 10) { done(); return; }
+    }
+    setTimeout(tick, 50);
   };
-  const wait = function () {
-    if (place()) { setTimeout(settle, 50); return; }
-    if (++tries < 600) { setTimeout(wait, 50); }
-  };
-  wait();
+  tick();
   void turn;
 })();
 </script>
