@@ -205,12 +205,18 @@ def redis_server(tmp_path, request):
 # --- pytest-xdist: which tests must share a worker ---------------------------------------------------
 
 
+@pytest.hookimpl(tryfirst=True)
 def pytest_collection_modifyitems(config, items):
     """Under ``--dist loadgroup`` (`make test`), tests go to the workers one by one, so a module of long
     tests no longer runs on one core while the other waits; only the tests that use one of their
     module's own module-scoped fixtures (a built wheel, Ray, a page server, a notebook run once) are
     kept together, so that fixture is still made once. A parametrized module fixture (a model of the
-    zoo) groups per parameter."""
+    zoo) groups per parameter.
+
+    ``tryfirst``: pytest-xdist's worker reads the ``xdist_group`` marks in its own hook of the same
+    name, registered after this conftest and so called before it; without ``tryfirst`` the marks came
+    too late, every test was a group of its own, and each worker made the module's fixtures again
+    (the lesson notebook ran twice, 30 s each)."""
     for item in items:
         infos = getattr(item, "_fixtureinfo", None)
         if infos is None:

@@ -388,3 +388,44 @@ def test_wrap_breaks_between_chinese_characters_not_before_a_closing_mark():
     assert "".join(lines) == "每个图块各用自己的亮度范围，或整层共用一个亮度范围（仅限图片）"
     assert all(cli._width(line) <= 28 for line in lines) and not any(line[0] in cli._CLOSING for line in lines)
     assert cli._wrap("words and 中文 mixed", 9) == ["words and", "中文", "mixed"]
+
+
+def _bundle(**kw):
+    import dataclasses
+
+    from vizhooks.models.registry import RANDOM_AS_ASKED, ModelBundle
+
+    base = ModelBundle(model=None, name="resnet18", device="cpu", pretrained=False,  # type: ignore[arg-type]
+                       weights_status=RANDOM_AS_ASKED.format(name="resnet18"), categories=[], weights_source="random")
+    return dataclasses.replace(base, **kw)
+
+
+def test_the_model_line_in_chinese_says_where_the_weights_came_from_in_chinese(monkeypatch):
+    """Every command's first line: in English the library's own sentence, word for word; in Chinese the
+    catalogue's account of the same outcome (random as asked, random for want of weights with the command
+    that fetches them, or where pretrained weights came from), with no English sentence inside."""
+    fallback = ("Random weights: pretrained weights for resnet18 could not be loaded. No checkpoint in the "
+                "torch cache. Until then, feature maps show an untrained network.")
+    cases = {"asked": _bundle(), "fallback": _bundle(weights_status=fallback),
+             "cache": _bundle(pretrained=True, weights_source="cache", weights_status="ImageNet weights from /x.")}
+    i18n.set_language("en")
+    for bundle in cases.values():
+        assert cli.model_line(bundle) == f"Model: resnet18 on cpu. {bundle.weights_status}"
+    i18n.set_language("zh")
+    lines = {name: cli.model_line(bundle) for name, bundle in cases.items()}
+    for name, line in lines.items():
+        assert line.startswith("模型：resnet18，运行在 cpu 上。") and english_left(line) == [], (name, line)
+    assert lines["asked"].endswith(i18n.t("cli_weights_as_asked"))
+    assert "`python -m vizhooks --download-weights resnet18`" in lines["fallback"]
+    assert lines["cache"].endswith(i18n.t("weights_from_cache"))
+    assert len(set(lines.values())) == 3
+
+
+def test_every_random_as_asked_status_is_recognised():
+    """The loaders' sentences for weights="none" are the one the CLI recognises (torchvision, a Hugging Face
+    folder is the same code path), and a fallback sentence is not."""
+    from vizhooks import load_model
+    from vizhooks.models.registry import random_as_asked
+
+    assert random_as_asked(load_model("resnet18", weights="none").weights_status)
+    assert not random_as_asked("Random weights: pretrained weights for resnet18 could not be loaded. x.")

@@ -10,7 +10,7 @@ import sys
 from collections.abc import Sequence
 from pathlib import Path
 
-from vizhooks.cli import COMMANDS, Command
+from vizhooks.cli import COMMANDS, Command, model_line
 from vizhooks.cli import main as cli_main
 from vizhooks.i18n import t
 from vizhooks.lesson.steps import STEPS, command_arguments
@@ -50,7 +50,7 @@ def _lesson(args: argparse.Namespace) -> int:
     except InvalidImageError as exc:
         raise InvalidImageError(f"{photo}: {exc}") from None
     bundle = load_model(args.model, weights=args.weights)
-    print(t("cli_model_line", name=bundle.name, device=bundle.device, status=bundle.weights_status), file=sys.stderr)
+    print(model_line(bundle), file=sys.stderr)
     choices = LessonChoices(model=args.model, photo=data, photo_name=photo.name, size=args.size, lang=args.lang,
                             layers=tuple(args.layers or ()), plan=plan)
     out = Path(args.out or file_name(choices, args.format))

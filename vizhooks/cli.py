@@ -23,8 +23,15 @@ from vizhooks.hooks.capture import capture
 from vizhooks.i18n import SOURCE, language, nt, said, t
 from vizhooks.models.images import MAX_SIZE, MIN_SIZE, InvalidImageError, load_image
 from vizhooks.models.layers import UnknownLayerError, default_layers, describe_layers, resolve_layers
-from vizhooks.models.registry import family, list_models, load_model, resolve_entry, torchvision_models
-from vizhooks.models.weights import WeightsError, fetch_weights
+from vizhooks.models.registry import (
+    family,
+    list_models,
+    load_model,
+    random_as_asked,
+    resolve_entry,
+    torchvision_models,
+)
+from vizhooks.models.weights import WeightsError, fetch_command, fetch_weights
 from vizhooks.render.export import npz_bytes, write_atomic
 from vizhooks.render.figures import NORMS, ORDERS, feature_grid, figure_to_png, get_colormap
 from vizhooks.video import DEFAULT_MAX_FRAMES, VIDEO_TYPES, InvalidVideoError
@@ -297,7 +304,7 @@ def _run(args: argparse.Namespace) -> int:
     x = bundle.preprocess(image, args.size)
     hw = cast(tuple[int, int], tuple(x.shape[-2:]))  # (N, C, H, W) input
     layers = resolve_layers(bundle.model, args.layers or default_layers(bundle.model, hw))
-    print(_model_line(bundle), file=sys.stderr)
+    print(model_line(bundle), file=sys.stderr)
     note = bundle.input_note(args.size)
     if note:
         print(note, file=sys.stderr)
@@ -316,9 +323,22 @@ def _run(args: argparse.Namespace) -> int:
     return 0
 
 
-def _model_line(bundle: ModelBundle) -> str:
+def model_line(bundle: ModelBundle) -> str:
     """The line each command prints when its model is loaded: name, device, where the weights came from."""
-    return t("cli_model_line", name=bundle.name, device=bundle.device, status=bundle.weights_status)
+    return t("cli_model_line", name=bundle.name, device=bundle.device, status=weights_words(bundle))
+
+
+def weights_words(bundle: ModelBundle) -> str:
+    """Where the weights came from: in English the library's own sentence (paths, each reason met on the
+    way); in another language the catalogue's account of the same outcome, as the page's sidebar gives
+    it, since that sentence is English built from what the loader met."""
+    if language() == SOURCE:
+        return bundle.weights_status
+    if bundle.pretrained:
+        return t(f"weights_from_{bundle.weights_source}")
+    if random_as_asked(bundle.weights_status):
+        return t("cli_weights_as_asked")
+    return t("cli_weights_random", command=fetch_command(bundle.arch))
 
 
 def _is_video(path: str) -> bool:
@@ -366,7 +386,7 @@ def _video(args: argparse.Namespace) -> int:
     x = bundle.preprocess(clip.frames[0], args.size)
     hw = cast(tuple[int, int], tuple(x.shape[-2:]))  # (N, C, H, W) input
     layers = resolve_layers(bundle.model, args.layers or default_layers(bundle.model, hw))
-    print(_model_line(bundle), file=sys.stderr)
+    print(model_line(bundle), file=sys.stderr)
     note = bundle.input_note(args.size)
     if note:
         print(note, file=sys.stderr)
@@ -444,7 +464,7 @@ def _exemplars(args: argparse.Namespace) -> int:
     if args.target is not None and not args.target < len(bundle.categories):
         raise UsageError(t("cli_exemplars_target_range", model=bundle.name, n=len(bundle.categories),
                            last=len(bundle.categories) - 1, target=args.target))
-    print(_model_line(bundle), file=sys.stderr)
+    print(model_line(bundle), file=sys.stderr)
     try:
         atlas = build_atlas(folder, bundle, layers, args.out, top=args.top, size=args.size, engine=args.engine,
                             batch=args.batch, workers=args.workers, checkpoint_every=args.checkpoint_every,
@@ -488,7 +508,7 @@ def _visualize(args: argparse.Namespace) -> int:
 
     bundle = load_model(args.model, weights=args.weights, device=args.device)
     resolve_layers(bundle.model, [args.layer])
-    print(_model_line(bundle), file=sys.stderr)
+    print(model_line(bundle), file=sys.stderr)
     channels = list(dict.fromkeys(args.channels))
 
     def bar(step: int, steps: int) -> None:
@@ -576,7 +596,7 @@ def _teach(args: argparse.Namespace) -> int:
             except InvalidImageError as exc:
                 print(t("cli_skipped", path=path, reason=exc), file=sys.stderr)
     bundle = load_model(args.model, weights=args.weights, device=args.device)
-    print(_model_line(bundle), file=sys.stderr)
+    print(model_line(bundle), file=sys.stderr)
 
     def bar(done: int, total: int, stage: str) -> None:
         features = stage == "features"
@@ -676,7 +696,7 @@ def _explain(args: argparse.Namespace) -> int:
     bundle = load_model(args.model, weights=args.weights, device=args.device)
     if args.layers:
         resolve_layers(bundle.model, args.layers)
-    print(_model_line(bundle), file=sys.stderr)
+    print(model_line(bundle), file=sys.stderr)
     names = [*args.methods, *(REFERENCES if args.references else ())]
     new = not out.exists() or out.stat().st_size == 0
     skipped = 0
@@ -796,7 +816,7 @@ def _audit(args: argparse.Namespace) -> int:
     if labels and args.weights in ("auto", "imagenet", "none"):
         raise UsageError(t("cli_labels_need_path"))
     bundle = load_model(args.model, weights=args.weights, device=args.device, labels=labels)
-    print(_model_line(bundle), file=sys.stderr)
+    print(model_line(bundle), file=sys.stderr)
     out.mkdir(parents=True, exist_ok=True)
     columns = ["path", "label", "predicted", "predicted_index", "confidence", "correct"]
     writer: list[pq.ParquetWriter] = []
@@ -918,7 +938,7 @@ def _concepts(args: argparse.Namespace) -> int:
     bundle = load_model(args.model, weights=args.weights, labels=args.labels, device=args.device)
     resolve_layers(bundle.model, [args.layer])
     target = None if args.target is None else _class_index(args.target, bundle.categories)
-    print(_model_line(bundle), file=sys.stderr)
+    print(model_line(bundle), file=sys.stderr)
     paths = [folder / key for key in kept]
 
     def bar(done: int, total: int, stage: str) -> None:

@@ -114,6 +114,16 @@ class ModelEntry:
         return self.arch.startswith(HF_PREFIX)
 
 
+#: ``weights_status`` of a model built with random weights because ``weights="none"`` asked for them.
+RANDOM_AS_ASKED = "Random weights (seeded) for {name}, as asked: predictions are meaningless."
+
+
+def random_as_asked(status: str) -> bool:
+    """Whether ``status`` (a ``weights_status``) says the weights are random because they were asked to be."""
+    head, _, tail = RANDOM_AS_ASKED.partition("{name}")
+    return status.startswith(head) and status.endswith(tail)
+
+
 @dataclass
 class ModelBundle:
     """A ready-to-use model and what a person needs to know about it.
@@ -656,7 +666,7 @@ def load_model(
     if weights == "none":
         model = build(arch)
         source, pretrained = "random", False
-        status = f"Random weights (seeded) for {entry.name}, as asked: predictions are meaningless."
+        status = RANDOM_AS_ASKED.format(name=entry.name)
     elif weights in ("auto", "imagenet"):
         model = build(arch, drop_aux=False)
         try:
@@ -709,7 +719,7 @@ def _load_hf(entry: ModelEntry, weights: str, dev: torch.device, labels: str | o
     if weights == "none":
         hf_ensure_config(ref)
         model, source, pretrained = build(entry.arch), "random", False
-        status = f"Random weights (seeded) for {entry.name}, as asked: predictions are meaningless."
+        status = RANDOM_AS_ASKED.format(name=entry.name)
     elif weights in ("auto", "imagenet"):
         try:
             hf_model, source, status = hf_pretrained(ref)

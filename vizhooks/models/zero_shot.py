@@ -22,7 +22,7 @@ import torch
 from vizhooks._hooks import share_lock
 from vizhooks.models.architectures import ZeroShotCLIP, clip_check, clip_random, open_clip_module
 from vizhooks.models.images import clip_spec
-from vizhooks.models.registry import ModelBundle, clip_name, resolve_device
+from vizhooks.models.registry import RANDOM_AS_ASKED, ModelBundle, clip_name, resolve_device
 from vizhooks.models.weights import (
     DOWNLOAD_TIMEOUT_S,
     WeightsError,
@@ -147,7 +147,7 @@ def _build(arch: str, weights: str) -> tuple[Any, str, str, bool]:
            f"pretrained='TAG')\"` once on a machine with internet (open_clip keeps them in the Hugging Face "
            f"cache, HF_HOME; HF_ENDPOINT names a mirror).")
     if weights == "none":
-        status = f"Random weights (seeded) for {arch}, as asked: predictions are meaningless."
+        status = RANDOM_AS_ASKED.format(name=arch)
         return clip_random(arch), "random", status, False
     if os.path.isfile(weights):
         model = open_clip.create_model(arch, pretrained=weights).eval()
