@@ -283,6 +283,20 @@ def test_sweep_does_not_redo_the_work_before_each_copys_layer() -> None:
     assert shared.rows == 2 * 2 + 2 + 3
 
 
+def test_sweep_keeps_a_bounded_prefix_and_still_equals_hand_written_hooks(monkeypatch: pytest.MonkeyPatch) -> None:
+    model = _seeded(_Twice)
+    stem, shared = model.get_submodule("stem"), model.get_submodule("shared")
+    x, source = _photos()
+    # room for the stem's and bn's outputs only (8 x 16 x 16 floats each): the shared conv runs on every copy
+    monkeypatch.setattr(patching, "_PREFIX_BYTES", 2 * 8 * 16 * 16 * 4)
+    swept = sweep(model, x, source, ["shared", "stem", "act"], channels=[1, 3])
+    assert stem.rows == 2
+    assert shared.rows == 2 * 2 + 2 * 3
+    for r in swept:
+        torch.testing.assert_close(r.logits, _by_hand_every_call(model, x, source, r.layer, [1, 3]), rtol=0, atol=1e-5)
+    assert count_hooks(model) == 0
+
+
 def test_sweep_with_batch_statistics_in_eval_mode_equals_hand_written_hooks() -> None:
     """A BatchNorm without running statistics normalises over the batch even in eval mode: the copies
     of x must not run in one batch there."""

@@ -235,6 +235,11 @@ _ROWWISE = (nn.Conv1d, nn.Conv2d, nn.Conv3d, nn.ConvTranspose1d, nn.ConvTranspos
             nn.AdaptiveAvgPool3d)
 
 
+#: At most this much of x's own outputs is kept for :class:`_Prefix` (a big model on a big photo runs
+#: its later modules on every copy rather than hold all of them).
+_PREFIX_BYTES = 512 * 2**20
+
+
 def _batch_statistics(module: nn.Module) -> bool:
     """A BatchNorm without running statistics: it normalises over the batch even in eval mode, so the
     images of a batch are not independent there."""
@@ -271,15 +276,20 @@ class _Prefix:
         self._pending: dict[nn.Module, int] = {}
 
     def keep_clean(self, hooks: Hooks) -> None:
-        """Hooks that keep each module's calls in ``x``'s own run (one image); removed with the block's others."""
+        """Hooks that keep each module's calls in ``x``'s own run (one image), the first
+        :data:`_PREFIX_BYTES` of outputs (the earliest calls, which every copy skips); removed with the
+        block's other hooks."""
+        room = [_PREFIX_BYTES]
         for module in self.modules:
-            hooks.forward_hook(module, self._keeper(self.kept[module]))
+            hooks.forward_hook(module, self._keeper(self.kept[module], room))
 
     @staticmethod
-    def _keeper(store: list[tuple[torch.Size, torch.Tensor] | None]) -> Callable[..., None]:
+    def _keeper(store: list[tuple[torch.Size, torch.Tensor] | None], room: list[int]) -> Callable[..., None]:
         def hook(module: nn.Module, args: Any, output: Any) -> None:
             if (len(args) == 1 and isinstance(args[0], torch.Tensor) and isinstance(output, torch.Tensor)
-                    and args[0].ndim and output.ndim and args[0].shape[0] == 1 and output.shape[0] == 1):
+                    and args[0].ndim and output.ndim and args[0].shape[0] == 1 and output.shape[0] == 1
+                    and output.nbytes <= room[0]):
+                room[0] -= output.nbytes
                 # a copy: in-place ops after the module (ReLU(inplace=True)) rewrite its output
                 store.append((args[0].shape, output.detach().clone()))
             else:
