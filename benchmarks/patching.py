@@ -3,8 +3,9 @@
 Random weights (``weights="none"``), two sample photos (the cat patched with the coffee cup), the
 CPU, resnet18, both photos squashed to 224 x 224 px. ``vizhooks.hooks.patching.sweep(model, cat,
 cup, convs)`` over the 20 Conv2d layers (the cup captured once with hooks on all 20, the cat once
-for its shapes, then 20 patched copies of the cat in batches of 16) against 20 separate ``patch`` calls (each one: the
-cup, the cat, one patched cat), timed alternately, medians. Target: <= 0.3 x. ``--quick``: 64 px,
+for its shapes and the outputs every copy shares, then 20 patched copies of the cat in batches of 16, each
+computed only after its conv) against 20 separate ``patch`` calls (each one: the cup, the cat, one patched
+cat, which also starts at its conv), timed alternately, medians. Target: <= 0.3 x. ``--quick``: 64 px,
 one pair.
 
 Part of ``benchmarks.run``'s table; alone:

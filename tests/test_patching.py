@@ -186,6 +186,131 @@ def test_sweep_equals_separate_patch_calls_in_few_passes() -> None:
     assert [r.layer for r in sweep(model, x, source, "all")] == ["conv1", "conv2", "conv3"]
 
 
+class _RowConv(nn.Conv2d):
+    """A Conv2d that counts the image rows it computes."""
+
+    rows = 0
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        self.rows += x.shape[0]
+        return super().forward(x)
+
+
+class _Twice(nn.Module):
+    """BatchNorm in eval mode with running statistics, a conv and an in-place ReLU each used twice, a
+    residual sum, an activation after the conv's second call, and a Linear on the batch folded with the
+    positions (N * H * W rows)."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.stem = _RowConv(3, 8, 3, padding=1)
+        self.bn = nn.BatchNorm2d(8)
+        self.relu = nn.ReLU(inplace=True)
+        self.shared = _RowConv(8, 8, 3, padding=1)
+        self.act = nn.GELU()
+        self.mix = nn.Linear(8, 8)
+        self.head = nn.Linear(8, 10)
+        with torch.no_grad():
+            self.bn.running_mean.uniform_(-0.5, 0.5)
+            self.bn.running_var.uniform_(0.5, 2.0)
+            self.bn.weight.uniform_(0.5, 1.5)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        x = self.relu(self.bn(self.stem(x)))
+        x = self.relu(self.shared(x)) + x
+        x = self.act(self.shared(x))
+        n, c, h, w = x.shape
+        tokens = self.mix(x.permute(0, 2, 3, 1).reshape(n * h * w, c)).reshape(n, h * w, c)
+        return self.head(tokens.mean(1))
+
+
+def _by_hand_every_call(model: nn.Module, x: torch.Tensor, source: torch.Tensor, layer: str,
+                        channels: list[int] | None) -> torch.Tensor:
+    """Plain PyTorch for a module that runs several times: the ``i``-th call for x returns the source's
+    ``i``-th output (or only its ``channels``, dim 1). Returns the patched logits."""
+    module = model.get_submodule(layer)
+    kept: list[torch.Tensor] = []
+    handle = module.register_forward_hook(lambda m, a, out: kept.append(out.detach().clone()))
+    try:
+        with torch.no_grad():
+            model(source)
+    finally:
+        handle.remove()
+    calls = iter(kept)
+
+    def put(m: nn.Module, a: Any, out: torch.Tensor) -> torch.Tensor:
+        src = next(calls)
+        if channels is None:
+            return src
+        new = out.clone()
+        new[:, channels] = src[:, channels]
+        return new
+
+    handle = module.register_forward_hook(put)
+    try:
+        with torch.no_grad():
+            return model(x)[0]
+    finally:
+        handle.remove()
+
+
+def test_sweep_equals_hand_written_hooks_on_shared_modules_and_batchnorm() -> None:
+    """The batched pass starts each copy where its layer is (the work before was done in x's own run):
+    a shared module, BatchNorm's running statistics and a folded batch must not tell the copies apart."""
+    model = _seeded(_Twice)
+    x, source = _photos()
+    layers = ["shared", "head", "act", "stem", "relu", "bn"]  # not in the order they run
+    for batch_size, channels in ((1, None), (4, None), (16, None), (1, [0, 2]), (4, [0, 2]), (16, [0, 2])):
+        swept = sweep(model, x, source, layers, batch_size=batch_size, channels=channels)
+        assert [r.layer for r in swept] == layers
+        for r in swept:
+            torch.testing.assert_close(r.logits, _by_hand_every_call(model, x, source, r.layer, channels),
+                                       rtol=0, atol=1e-5)
+        if channels is None:
+            assert swept[1].restored == pytest.approx(1.0, abs=1e-6)  # the head patched: the source's logits
+    assert count_hooks(model) == 0
+
+
+def test_sweep_does_not_redo_the_work_before_each_copys_layer() -> None:
+    model = _seeded(_Twice)
+    stem, shared = model.get_submodule("stem"), model.get_submodule("shared")
+    x, source = _photos()
+    sweep(model, x, source, ["shared", "stem", "bn"])
+    # the source and x once each; then the 3 copies in one pass: the stem computes none of them (each
+    # equals x there); the shared conv's first call only the copies patched at the stem and at bn, its
+    # second call those and the one patched at its first call
+    assert stem.rows == 2
+    assert shared.rows == 2 * 2 + 2 + 3
+
+
+def test_sweep_keeps_a_bounded_prefix_and_still_equals_hand_written_hooks(monkeypatch: pytest.MonkeyPatch) -> None:
+    model = _seeded(_Twice)
+    stem, shared = model.get_submodule("stem"), model.get_submodule("shared")
+    x, source = _photos()
+    # room for the stem's and bn's outputs only (8 x 16 x 16 floats each): the shared conv runs on every copy
+    monkeypatch.setattr(patching, "_PREFIX_BYTES", 2 * 8 * 16 * 16 * 4)
+    swept = sweep(model, x, source, ["shared", "stem", "act"], channels=[1, 3])
+    assert stem.rows == 2
+    assert shared.rows == 2 * 2 + 2 * 3
+    for r in swept:
+        torch.testing.assert_close(r.logits, _by_hand_every_call(model, x, source, r.layer, [1, 3]), rtol=0, atol=1e-5)
+    assert count_hooks(model) == 0
+
+
+def test_sweep_with_batch_statistics_in_eval_mode_equals_hand_written_hooks() -> None:
+    """A BatchNorm without running statistics normalises over the batch even in eval mode: the copies
+    of x must not run in one batch there."""
+    model = _seeded(lambda: nn.Sequential(OrderedDict(
+        conv1=nn.Conv2d(3, 8, 3, padding=1), bn=nn.BatchNorm2d(8, track_running_stats=False), relu=nn.ReLU(),
+        conv2=nn.Conv2d(8, 8, 3, padding=1), pool=nn.AdaptiveAvgPool2d(1), flat=nn.Flatten(), fc=nn.Linear(8, 10))))
+    x, source = _photos()
+    layers = ["conv1", "bn", "conv2"]
+    for r in sweep(model, x, source, layers):
+        patched, _ = _by_hand(model, x, source, r.layer, _replace)
+        torch.testing.assert_close(r.logits, patched, rtol=0, atol=1e-5)
+    assert count_hooks(model) == 0
+
+
 def test_mean_ablate_equals_a_hook_that_returns_the_mean_and_caches_it() -> None:
     model = _tiny()
     x = _photos(1, seed=7)[0]

@@ -2,7 +2,9 @@
 photos all carry a red sticker in the bottom-right corner, and an operator's model (a resnet18 checkpoint
 named in ``VIZHOOKS_MODELS``) that really answers "dog" from the sticker. Opened by a link, the view audits
 the operator's folder (``VIZHOOKS_AUDIT_DIRS``) on a click and shows the shortcut for "dog" with the heat of
-its clusters in the sticker's corner, and none for "cat".
+its clusters in the sticker's corner, and none for "cat". Then a second folder, where some "dog" photos lack the
+sticker (and only those are 64 x 48 px), is audited: a click on its off-diagonal cell of the confusion matrix
+(true dog, predicted cat) shows exactly those photos, and a click on a diagonal cell shows that cell's.
 
 tests/test_audit.py checks the library's clustering and flag on a planted module; tests/test_app_audit.py
 the view through AppTest. This test goes through what they cannot: a checkpoint the page loads by itself, the
@@ -33,6 +35,9 @@ pytestmark = pytest.mark.browser
 STEP_MS = 180_000  # the audit runs a resnet18 over the folder on a loaded machine
 SIDE, BLOB, STICKER = 64, 32, 16
 PHOTOS = 8  # per class
+#: The second folder: plain cats, dogs with the sticker, and dogs without it (the shortcut's victims)
+CATS, STICKERED, BARE = 4, 3, 3
+BARE_SIZE = (SIDE, 48)  # the only photos of that shape: how the test knows them on the page
 MODEL = "Sticker net"
 
 
@@ -82,25 +87,33 @@ def photo(seed: int, sticker: bool) -> Image.Image:
 
 @pytest.fixture(scope="module")
 def audit_server(tmp_path_factory):
-    """A server whose operator offers the sticker net and the sticker folder: its URL, the folder, its log."""
+    """A server whose operator offers the sticker net and two folders: its URL, the sticker folder, its log,
+    the folder with dogs that lack the sticker."""
     root = tmp_path_factory.mktemp("audit")
     folder = root / "photos"
     for n, (name, sticker) in enumerate((("cat", False), ("dog", True))):
         (folder / name).mkdir(parents=True)
         for i in range(PHOTOS):
             photo(100 * n + i, sticker).save(folder / name / f"{i}.png")
+    unseen = root / "unseen"
+    for name, photos in (("cat", [photo(300 + i, False) for i in range(CATS)]),
+                         ("dog", [photo(400 + i, True) for i in range(STICKERED)]
+                          + [photo(500 + i, False).crop((0, 8, SIDE, 8 + BARE_SIZE[1])) for i in range(BARE)])):
+        (unseen / name).mkdir(parents=True)
+        for i, picture in enumerate(photos):
+            picture.save(unseen / name / f"{i}.png")
     torch.save(sticker_net(), root / "sticker.pth")
     (root / "labels.txt").write_text("cat\ndog\n", encoding="utf-8")
     (root / "models.toml").write_text(f'[[model]]\nname = "{MODEL}"\narch = "resnet18"\nweights = "sticker.pth"\n'
                                       'labels = "labels.txt"\n', encoding="utf-8")
     env = {**os.environ, "VIZHOOKS_OFFLINE": "1", "TORCH_HOME": str(root / "th"),
-           "VIZHOOKS_MODELS": str(root / "models.toml"), "VIZHOOKS_AUDIT_DIRS": str(folder)}
+           "VIZHOOKS_MODELS": str(root / "models.toml"), "VIZHOOKS_AUDIT_DIRS": f"{folder}{os.pathsep}{unseen}"}
     path = root / "streamlit.log"
     with path.open("w") as log:
         proc, url = start(env, log)
         try:
             wait_healthy(url, proc)
-            yield url, folder, path
+            yield url, folder, path, unseen
         finally:
             stop(proc)
 
@@ -143,8 +156,31 @@ def _shortcut(name: str) -> re.Pattern[str]:
     return re.compile(re.escape(sentence).replace("@", r"\d+"))
 
 
+def _cell_pictures(page: Page, guess: str, count: int) -> list[tuple[int, int]]:
+    """The pixel sizes of the pictures shown for the chosen cell (captioned "guess NN%"), once ``count`` of
+    them are there and loaded."""
+    caption = re.compile("^" + re.escape(EN["audit_picture"]).replace(r"\{guess\}", re.escape(guess))
+                         .replace(r"\{conf:\.0%\}", r"\d+%") + "$")
+    pictures = page.get_by_test_id("stMain").get_by_test_id("stImage").filter(
+        has=page.get_by_test_id("stImageCaption").filter(has_text=caption))
+    expect(pictures).to_have_count(count, timeout=STEP_MS)
+    deadline = time.monotonic() + STEP_MS / 1000
+    while True:
+        sizes = pictures.locator("img").evaluate_all("imgs => imgs.map(i => [i.naturalWidth, i.naturalHeight])")
+        if all(w and h for w, h in sizes) or time.monotonic() > deadline:
+            return [(int(w), int(h)) for w, h in sizes]
+        page.wait_for_timeout(250)
+
+
+def _choose_cell(page: Page, row: int, column: int, label: str) -> None:
+    """Click the confusion matrix's button of cell (row, column) and wait for the page to show that cell."""
+    page.locator(f".st-key-audit_cell_{row}_{column}").get_by_role("button").click()
+    expect(page.locator(".st-key-audit_cell").get_by_role("combobox")).to_have_value(label, timeout=STEP_MS)
+    _idle(page)
+
+
 def test_a_sticker_shortcut_is_found_in_its_corner(audit_server, audit_page, artifacts):
-    url, folder, log = audit_server
+    url, folder, log, unseen = audit_server
     page = audit_page
     page.goto(f"{url}/?model={MODEL.replace(' ', '+')}&view=audit")
     expect(page.locator(".st-key-audit_source")).to_be_visible(timeout=STEP_MS)
@@ -181,3 +217,21 @@ def test_a_sticker_shortcut_is_found_in_its_corner(audit_server, audit_page, art
     assert clusters and not any(where == EN["audit_where_bottom-right"] for _, where in clusters), clusters
     assert sum(n for n, _ in clusters) == PHOTOS, clusters
     _no_errors(page, log)
+    # photos the model has not seen: dogs without the sticker are taken for cats (the shortcut fails them)
+    page.locator(".st-key-audit_source").get_by_text(EN["audit_source_dir"].format(path=str(unseen)),
+                                                     exact=True).click()
+    _idle(page)
+    page.locator(".st-key-audit_run").get_by_role("button", name=EN["audit_run"]).click()
+    expect(main.get_by_text(EN["audit_accuracy"].format(name="dog", acc=STICKERED / (STICKERED + BARE),
+                                                        n=STICKERED + BARE), exact=True)).to_be_visible(timeout=STEP_MS)
+    _idle(page)
+    cell = EN["audit_cell_option"]
+    # a diagonal cell first, so that the off-diagonal one (the view's default) is really reached by a click
+    _choose_cell(page, 0, 0, cell.format(truth="cat", guess="cat", n=CATS))
+    assert _cell_pictures(page, "cat", CATS) == [(SIDE, SIDE)] * CATS
+    expect(page.locator(".st-key-audit_cell_0_1").get_by_role("button")).to_be_disabled()  # no cat taken for a dog
+    # the cell (true dog, predicted cat) holds the sticker-less dogs, and only them
+    _choose_cell(page, 1, 0, cell.format(truth="dog", guess="cat", n=BARE))
+    assert _cell_pictures(page, "cat", BARE) == [BARE_SIZE] * BARE
+    _no_errors(page, log)
+    page.screenshot(path=str(artifacts / "audit-cell.png"), full_page=True)

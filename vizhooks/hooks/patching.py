@@ -5,7 +5,8 @@ of B's answer comes back. Swept over the layers, it shows *where* the network de
   of it, some channels, or a region of the layer's map).
 - :func:`sweep`: the same for many layers. The source's outputs are captured once (one forward
   with a hook on every layer), then the patched runs are batched: one forward per batch of layers,
-  copy ``i`` of ``x`` patched at layer ``i`` only.
+  copy ``i`` of ``x`` patched at layer ``i`` only, and computed only from there on (before its
+  layer a copy is ``x``'s own run, whose outputs were kept: see :class:`_Prefix`).
 - :func:`mean_ablate`: a layer's output replaced by its mean over a set of photos (the mean is
   computed once per model, layer and set, and cached).
 - :func:`steer`: ``scale * direction`` added to a layer's channels at every position.
@@ -226,6 +227,116 @@ def _capture(hooks: Hooks, model: nn.Module, x: torch.Tensor,
     return logits, kept
 
 
+#: Leaf modules whose rows a batched patched pass can leave uncomputed while they still equal x's own
+#: run: each maps one tensor to one tensor, row by row (in eval mode), and does most of a network's work.
+_ROWWISE = (nn.Conv1d, nn.Conv2d, nn.Conv3d, nn.ConvTranspose1d, nn.ConvTranspose2d, nn.ConvTranspose3d, nn.Linear,
+            nn.BatchNorm1d, nn.BatchNorm2d, nn.BatchNorm3d, nn.LayerNorm, nn.GroupNorm, nn.MaxPool1d, nn.MaxPool2d,
+            nn.MaxPool3d, nn.AvgPool1d, nn.AvgPool2d, nn.AvgPool3d, nn.AdaptiveAvgPool1d, nn.AdaptiveAvgPool2d,
+            nn.AdaptiveAvgPool3d)
+
+
+#: At most this much of x's own outputs is kept for :class:`_Prefix` (a big model on a big photo runs
+#: its later modules on every copy rather than hold all of them).
+_PREFIX_BYTES = 512 * 2**20
+
+
+def _batch_statistics(module: nn.Module) -> bool:
+    """A BatchNorm without running statistics: it normalises over the batch even in eval mode, so the
+    images of a batch are not independent there."""
+    return isinstance(module, nn.modules.batchnorm._BatchNorm) and module.running_mean is None
+
+
+def _rowwise_modules(model: nn.Module) -> list[nn.Module]:
+    """The leaf modules of ``model`` that :class:`_Prefix` may skip rows of."""
+    return [m for m in model.modules()
+            if isinstance(m, _ROWWISE) and next(m.children(), None) is None and not _batch_statistics(m)]
+
+
+class _Prefix:
+    """Skips the shared prefix of a batched patched pass.
+
+    Copy ``i`` of ``x`` equals ``x``'s own run until its layer is patched, so the work before that is the
+    same for every copy and was done once already, in ``x``'s own run. For each row-wise leaf module
+    (a conv, a norm, a pool, a Linear: :func:`_rowwise_modules`) that run kept the input's shape and the
+    output of every call; in the batched pass a pre-hook hands the module only the rows already patched
+    (the copies are ordered by when their layer first runs, so these are the first ``k``), and a forward
+    hook puts the kept output back for the others. Before the first patch a module computes nothing
+    (a batch of 0), and the last copies skip almost all of the network. The model is entered only
+    through hooks; a module whose call does not look as it did in ``x``'s run (another batch layout, a
+    reshape that folds the batch) runs on every row, as before.
+    """
+
+    def __init__(self, modules: list[nn.Module]) -> None:
+        self.modules = modules
+        #: per module, per call of x's own run: (input shape, output), or None where it cannot be skipped
+        self.kept: dict[nn.Module, list[tuple[torch.Size, torch.Tensor] | None]] = {m: [] for m in modules}
+        self.rows = 0
+        self.patched: list[bool] = []
+        self._calls: dict[nn.Module, int] = {}
+        self._pending: dict[nn.Module, int] = {}
+
+    def keep_clean(self, hooks: Hooks) -> None:
+        """Hooks that keep each module's calls in ``x``'s own run (one image), the first
+        :data:`_PREFIX_BYTES` of outputs (the earliest calls, which every copy skips); removed with the
+        block's other hooks."""
+        room = [_PREFIX_BYTES]
+        for module in self.modules:
+            hooks.forward_hook(module, self._keeper(self.kept[module], room))
+
+    @staticmethod
+    def _keeper(store: list[tuple[torch.Size, torch.Tensor] | None], room: list[int]) -> Callable[..., None]:
+        def hook(module: nn.Module, args: Any, output: Any) -> None:
+            if (len(args) == 1 and isinstance(args[0], torch.Tensor) and isinstance(output, torch.Tensor)
+                    and args[0].ndim and output.ndim and args[0].shape[0] == 1 and output.shape[0] == 1
+                    and output.nbytes <= room[0]):
+                room[0] -= output.nbytes
+                # a copy: in-place ops after the module (ReLU(inplace=True)) rewrite its output
+                store.append((args[0].shape, output.detach().clone()))
+            else:
+                store.append(None)
+
+        return hook
+
+    def start(self, hooks: Hooks, rows: int) -> None:
+        """Register the skipping hooks for a pass of ``rows`` copies (before the patch hooks, so that those
+        see every row); every copy starts unpatched."""
+        self.rows = rows
+        self.patched = [False] * rows
+        self._calls = dict.fromkeys(self.modules, 0)
+        self._pending = {}
+        for module in self.modules:
+            hooks.forward_pre_hook(module, self._pre)
+            hooks.forward_hook(module, self._post)
+
+    def _done(self) -> int:
+        """How many copies are patched already: the first ``k`` rows, or ``rows`` (compute all) if not a prefix."""
+        k = sum(self.patched)
+        return k if not any(self.patched[k:]) else self.rows
+
+    def _pre(self, module: nn.Module, args: Any) -> Any:
+        calls = self.kept[module]
+        call = self._calls[module]
+        entry = calls[call] if call < len(calls) else None
+        if entry is None or len(args) != 1 or not isinstance(args[0], torch.Tensor):
+            return None
+        k = self._done()
+        if k == self.rows or args[0].shape != (self.rows, *entry[0][1:]):
+            return None
+        self._pending[module] = k
+        return (args[0][:k],)
+
+    def _post(self, module: nn.Module, args: Any, output: Any) -> Any:
+        call = self._calls[module]
+        self._calls[module] = call + 1
+        k = self._pending.pop(module, None)
+        if k is None:
+            return None
+        entry = self.kept[module][call]
+        assert entry is not None  # _pre skipped rows only where x's run kept this call
+        clean = entry[1]
+        return torch.cat([output, clean.expand(self.rows - k, *clean.shape[1:])])
+
+
 def sweep(
     model: nn.Module | ModelBundle,
     x: torch.Tensor,
@@ -241,8 +352,11 @@ def sweep(
 
     The source and ``x`` run once each with a hook on every layer (the source's outputs to put in,
     ``x``'s shapes to check them against); then copies of ``x`` run in batches of ``batch_size``
-    layers, copy ``i`` patched at layer ``i`` only. A module that runs several times in one pass
-    has each of its calls replaced by the source's same call.
+    layers, copy ``i`` patched at layer ``i`` only. Before its layer a copy equals ``x``'s own run:
+    its convs, norms, pools and Linears take that run's kept outputs instead of computing them
+    again, so each copy costs only the network after its layer. A module that runs several times
+    in one pass has each of its calls replaced by the source's same call. A model with a BatchNorm
+    that uses batch statistics in eval mode runs its copies one at a time.
 
     Args:
         model: any ``nn.Module`` whose first output is the logits; eval mode inside.
@@ -282,6 +396,12 @@ def sweep(
         device = model_device(model)
         xd = x.to(device)
         source_logits, kept = _capture(hooks, model, source.to(device), unique)
+        prefix = _Prefix(_rowwise_modules(model))
+        prefix.keep_clean(hooks)
+        first: dict[str, int] = {}  # the order in which the layers first run
+        for layer in unique:
+            hooks.forward_hook(layer.module, lambda m, a, out, name=layer.name: None if name in first
+                               else first.update({name: len(first)}))
         clean_logits, clean_outs = _capture(hooks, model, xd, unique)
         masks: dict[str, list[torch.Tensor | None]] = {}
         for layer in unique:
@@ -293,7 +413,7 @@ def sweep(
         elif not 0 <= target < source_logits.shape[-1]:
             raise ValueError(f"target must be a class index from 0 to {source_logits.shape[-1] - 1}, not {target!r}.")
 
-        def patcher(name: str, rows: list[int]) -> Callable[..., Any]:
+        def patcher(name: str, row: int) -> Callable[..., Any]:
             calls = [0]
             sources, layer_masks = kept[name], masks[name]
 
@@ -303,22 +423,28 @@ def sweep(
                 out = first_tensor(output)
                 new = out.clone()
                 src, mask = sources[call], layer_masks[call]
-                new[rows] = src.expand(len(rows), *src.shape[1:]) if mask is None else torch.where(mask, src, out[rows])
+                new[row:row + 1] = src if mask is None else torch.where(mask, src, out[row:row + 1])
+                prefix.patched[row] = True
                 return replace_first(output, new)
 
             return hook
 
-        patched: list[torch.Tensor] = []
-        for start in range(0, len(names), batch_size):
-            batch = names[start:start + batch_size]
+        # copies in the order their layers first run: the rows already patched are always the first ones
+        order = sorted(names, key=first.__getitem__)
+        if any(_batch_statistics(m) for m in model.modules()):
+            batch_size = 1  # copies in one batch would change each other's statistics
+        patched: dict[str, torch.Tensor] = {}
+        for start in range(0, len(order), batch_size):
+            batch = order[start:start + batch_size]
+            prefix.start(hooks, len(batch))  # before the patch hooks: they must see every row
             for i, name in enumerate(batch):
-                hooks.forward_hook(by_name[name].module, patcher(name, [i]))
+                hooks.forward_hook(by_name[name].module, patcher(name, i))
             with torch.inference_mode():
-                patched.extend(first_tensor(model(xd.repeat(len(batch), 1, 1, 1))))
+                patched.update(zip(batch, first_tensor(model(xd.repeat(len(batch), 1, 1, 1))), strict=True))
             hooks.remove()
     clean, src = keep(clean_logits[0]), keep(source_logits[0])
-    return [PatchResult(layer=name, logits=keep(logits), clean=clean, source=src, target=target)
-            for name, logits in zip(names, patched, strict=True)]
+    return [PatchResult(layer=name, logits=keep(patched[name]), clean=clean, source=src, target=target)
+            for name in names]
 
 
 def patch(
