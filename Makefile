@@ -29,7 +29,8 @@ run: $(VENV)/.runtime
 # in every Python process it starts; tests/conftest.py installs it too when pytest runs alone.
 # pytest-xdist: one worker per core, tests handed out one by one; the tests that share one of their
 # module's module-scoped fixtures (the wheel, Ray, a server, a notebook run) stay on one worker
-# (xdist_group, set in tests/conftest.py); each worker has its own redis-server and free ports.
+# (xdist_group and the "@group" ending of the test's id, both set in tests/conftest.py: xdist 3.8's own
+# id change does not reach pytest 9); each worker has its own redis-server and free ports.
 XDIST := -n auto --dist loadgroup
 # The browser tests run after the rest, one at a time: a page server's cold start beside another worker's
 # torch on 2 cores took longer than their waits (a class start seen after 30 s), though each passes alone.

@@ -205,18 +205,12 @@ def redis_server(tmp_path, request):
 # --- pytest-xdist: which tests must share a worker ---------------------------------------------------
 
 
-@pytest.hookimpl(tryfirst=True)
 def pytest_collection_modifyitems(config, items):
     """Under ``--dist loadgroup`` (`make test`), tests go to the workers one by one, so a module of long
     tests no longer runs on one core while the other waits; only the tests that use one of their
     module's own module-scoped fixtures (a built wheel, Ray, a page server, a notebook run once) are
     kept together, so that fixture is still made once. A parametrized module fixture (a model of the
-    zoo) groups per parameter.
-
-    ``tryfirst``: pytest-xdist's worker reads the ``xdist_group`` marks in its own hook of the same
-    name, registered after this conftest and so called before it; without ``tryfirst`` the marks came
-    too late, every test was a group of its own, and each worker made the module's fixtures again
-    (the lesson notebook ran twice, 30 s each)."""
+    zoo) groups per parameter."""
     for item in items:
         infos = getattr(item, "_fixtureinfo", None)
         if infos is None:
@@ -230,4 +224,19 @@ def pytest_collection_modifyitems(config, items):
                     param = callspec.params[name]
                     params.append(f"{name}={getattr(param, 'id', None) or param}")
         if shared:
-            item.add_marker(pytest.mark.xdist_group(":".join([item.module.__name__, *sorted(params)])))
+            group = ":".join([item.nodeid.split("::")[0], *sorted(params)])
+            item.add_marker(pytest.mark.xdist_group(group))
+            if getattr(config.option, "loadgroup", False) and "@" not in item.nodeid:  # an xdist worker
+                _name_group(item, group)
+
+
+def _name_group(item, group: str) -> None:
+    """What pytest-xdist's worker does with an ``xdist_group`` mark, done so that it takes effect: the group
+    goes after an ``@`` at the end of the test's id, where the scheduler reads it. xdist 3.8 writes
+    ``item._nodeid``, which pytest 9 no longer reads (the id lives in ``item._id``), so every test was a
+    group of its own and each worker made a module's shared fixtures again (the lesson notebook ran
+    twice, 30 s each; measured with ``-v``: the tests of one group ran on both workers)."""
+    from _pytest.nodeid import coerce_node_id
+
+    item._id = coerce_node_id(f"{item.nodeid}@{group}")
+    assert item.nodeid.endswith(f"@{group}"), item.nodeid
