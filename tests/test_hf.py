@@ -409,6 +409,15 @@ def test_an_old_mobilevit_processor_file_is_read_as_transformers_reads_it(tmp_pa
     assert (spec.fixed_size, spec.resize_side, spec.channels, spec.std) == (256, 288, "BGR", (1.0, 1.0, 1.0))
 
 
+def test_the_readmes_and_the_manual_name_every_processor_field_used():
+    from tests.helpers import ROOT
+    from vizhooks.models.architectures import HF_PROCESSOR_FIELDS
+
+    for doc in ("README.md", "README.zh-CN.md", "docs/models.md", "docs/models.zh.md"):
+        text = (ROOT / doc).read_text(encoding="utf-8")
+        assert [f for f in HF_PROCESSOR_FIELDS if f"`{f}`" not in text] == [], doc
+
+
 def test_rescaling_without_normalising_is_folded_into_mean_and_std():
     from vizhooks.models.images import processor_spec
 

@@ -156,9 +156,10 @@ def hf_json(ref: str, filename: str) -> dict[str, Any] | None:
     return data if isinstance(data, dict) else None
 
 
-#: The image processor settings :func:`vizhooks.models.images.processor_spec` reads.
-HF_PROCESSOR_FIELDS = ("do_resize", "size", "resample", "do_center_crop", "crop_size", "crop_pct", "do_rescale",
-                       "rescale_factor", "do_normalize", "image_mean", "image_std", "do_flip_channel_order")
+#: The image processor settings :func:`vizhooks.models.images.processor_spec` reads (and the READMEs and
+#: docs/models.md list: tests/test_hf.py checks they do).
+HF_PROCESSOR_FIELDS = ("size", "resample", "do_center_crop", "crop_size", "crop_pct", "do_rescale", "rescale_factor",
+                       "do_normalize", "image_mean", "image_std", "do_flip_channel_order")
 
 
 def hf_processor(ref: str) -> dict[str, Any] | None:
