@@ -307,13 +307,25 @@ def tiny_hf_processor(kind: str):
     return tf.ConvNextImageProcessor(size={"shortest_edge": 32}, resample=3)
 
 
-def save_tiny_hf(kind: str, folder: Path) -> Path:
-    """A tiny random model of ``kind`` (seed 7) and its image processor, save_pretrained into ``folder``."""
+def save_tiny_hf(kind: str, folder: Path, processor=None) -> Path:
+    """A tiny random model of ``kind`` (seed 7) and its image processor (``processor``, default
+    :func:`tiny_hf_processor`), save_pretrained into ``folder``."""
     from transformers import AutoModelForImageClassification
 
     torch.manual_seed(7)
-    AutoModelForImageClassification.from_config(tiny_hf_config(kind)).save_pretrained(folder)
-    tiny_hf_processor(kind).save_pretrained(folder)
+    model = AutoModelForImageClassification.from_config(tiny_hf_config(kind))
+    if kind == "mobilevit":
+        # its own initialisation (std 0.02) fades to logits of exactly 0 in so tiny a model, whatever the input:
+        # every comparison on them would hold vacuously. Weights of unit gain give logits the input moves
+        g = torch.Generator().manual_seed(3)
+        with torch.no_grad():
+            for name, param in model.named_parameters():
+                if param.ndim > 1:
+                    param.copy_(torch.randn(param.shape, generator=g) / param[0].numel() ** 0.5)
+                elif name.endswith("weight"):
+                    param.fill_(1.0)
+    model.save_pretrained(folder)
+    (processor or tiny_hf_processor(kind)).save_pretrained(folder)
     return folder
 
 

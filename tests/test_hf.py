@@ -130,7 +130,10 @@ def test_preprocessing_comes_from_the_saved_image_processor(folders, bundles):
     vit, convnext = bundles["vit"].input, bundles["convnext"].input
     assert (vit.fixed_size, vit.interpolation, vit.mean, vit.std) == (32, "bilinear", (0.5, 0.4, 0.3),
                                                                        (0.2, 0.25, 0.3))
-    assert (convnext.fixed_size, convnext.interpolation) == (None, "bicubic")
+    assert vit.squash and vit.resize_rule == "transformers"
+    # ConvNeXt's processor below 384: the shorter side to int(32 / crop_pct 0.875) = 36, then a 32 crop
+    assert (convnext.fixed_size, convnext.resize_side, convnext.squash, convnext.interpolation) == (32, 36, False,
+                                                                                                     "bicubic")
     # a picture already the model's size: the processor's own tensor, pixel for pixel
     g = torch.Generator().manual_seed(4)
     image = Image.fromarray(torch.randint(0, 256, (32, 32, 3), generator=g, dtype=torch.uint8).numpy())
@@ -231,11 +234,12 @@ def test_the_lessons_code_for_an_hf_model_runs_and_prints_the_pages_numbers(fold
 
 @pytest.mark.slow
 def test_the_lessons_code_for_mobilevit_follows_its_processor(mobilevit, tmp_path):
-    """MobileViT's code resizes the shorter side to 40 before the 32 crop and flips the channels, as the page."""
+    """MobileViT's code resizes the shorter side to 40 before the 32 crop (the longer side rounded down, as
+    transformers does) and flips the channels, as the page."""
     name = f"hf:{mobilevit}"
     layers = [b.name for b in block_layers(load_model(name, device="cpu").model)][-2:]
     code = _lesson_code_is_the_pages(name, layers, tmp_path, True)
-    assert "flip=True" in code and "scale = 40 / min(w, h)" in code
+    assert "flip=True" in code and "new_w, new_h = 40, int(40 * h / w)" in code
 
 
 def _lesson_code_is_the_pages(name: str, layers: list[str], tmp_path, pretrained: bool) -> str:
@@ -285,24 +289,7 @@ def _smooth_picture(width: int, height: int) -> Image.Image:
 
 
 def _save_with_processor(kind: str, processor, folder):
-    from transformers import AutoModelForImageClassification
-
-    from tests.helpers import tiny_hf_config
-
-    torch.manual_seed(7)
-    model = AutoModelForImageClassification.from_config(tiny_hf_config(kind))
-    if kind == "mobilevit":  # its own small initialisation fades to logits of 0 in so tiny a model: the
-        # comparisons would hold whatever the input; weights of unit gain give logits the input moves
-        g = torch.Generator().manual_seed(3)
-        with torch.no_grad():
-            for name, param in model.named_parameters():
-                if param.ndim > 1:
-                    param.copy_(torch.randn(param.shape, generator=g) / param[0].numel() ** 0.5)
-                elif name.endswith("weight"):
-                    param.fill_(1.0)
-    model.save_pretrained(folder)
-    processor.save_pretrained(folder)
-    return folder
+    return save_tiny_hf(kind, folder, processor)
 
 
 @pytest.fixture(scope="module")
@@ -344,21 +331,62 @@ def test_mobilevit_gets_its_own_processors_tensor_and_the_hf_models_logits(mobil
     assert (spec.fixed_size, spec.resize_side, spec.interpolation) == (32, 40, "bilinear")
 
 
-@pytest.mark.parametrize("kind", ["vit", "deit"])
-def test_a_vit_or_deit_gets_its_processors_tensor_and_logits_from_a_larger_photo(kind, tmp_path):
+def _processor(kind: str):
+    """Each resize rule of transformers' processors, at a side a tiny model takes."""
+    import transformers as tf
+
     from tests.helpers import tiny_hf_processor
 
-    folder = _save_with_processor(kind, tiny_hf_processor(kind), tmp_path)
+    if kind == "convnext384":  # ConvNeXt at 384 and above: squashed to a square, no crop
+        return tf.ConvNextImageProcessor(size={"shortest_edge": 384}, resample=3)
+    if kind == "beit":  # a {"height", "width"} size squashed, then a centre crop
+        return tf.BeitImageProcessor(size={"height": 40, "width": 40}, crop_size={"height": 32, "width": 32},
+                                     do_center_crop=True, resample=3, image_mean=[0.5] * 3, image_std=[0.5] * 3)
+    return tiny_hf_processor(kind)  # vit, deit: {"height": 32, "width": 32}; convnext, resnet: shortest_edge 32
+
+
+@pytest.mark.parametrize("kind", ["vit", "deit", "beit", "convnext", "convnext384", "resnet"])
+# 113 x 301: the longer side int(36 * 301 / 113) = 95, not round()'s 96, and a reduction of more than 3 times
+# (PIL's reducing_gap=3, which transformers does not use, would change the pixels)
+@pytest.mark.parametrize("size", [(120, 80), (113, 301)])
+def test_a_non_square_photo_gets_its_processors_own_tensor_and_the_hf_models_logits(kind, size, tmp_path):
+    """ViT and DeiT squash the photo to 32 x 32 (no crop), BEiT squashes to 40 x 40 then crops 32, ConvNeXt and
+    ResNet (ConvNeXt's processor) resize the shorter side to int(32 / 0.875) = 36 then crop 32, ConvNeXt at 384
+    squashes to 384 x 384: on a non-square photo each gives a different tensor, and ours is the processor's own."""
+    folder = save_tiny_hf(kind.removesuffix("384"), tmp_path, _processor(kind))
     bundle = load_model(f"hf:{folder}", device="cpu")
-    image = _smooth_picture(64, 64)  # square: the processor's squeeze to 32 x 32 and vizhooks' crop agree
-    ours, exact = bundle.preprocess(image, 128), _their_pixels(folder, image, "pil")
+    image = _smooth_picture(*size)
+    ours, exact = bundle.preprocess(image, 128), _their_pixels(folder, image, "pil")  # PIL's resampling, as ours
+    side = 384 if kind == "convnext384" else 32
+    assert ours.shape == exact.shape == (1, 3, side, side)
     torch.testing.assert_close(ours, exact, rtol=0, atol=1e-5)
+    # transformers' default backend resamples with torchvision: the same picture up to its rounding
     torch.testing.assert_close(ours, _their_pixels(folder, image), rtol=0, atol=0.05)
     assert bundle.input.channels == "RGB" and not bundle.model.flip_channels
     with torch.no_grad():
         theirs = _hf_own(folder)(pixel_values=exact).logits
         torch.testing.assert_close(bundle.model(ours), theirs, rtol=1e-5, atol=1e-5)
         assert (theirs - _hf_own(folder)(pixel_values=exact.flip(1)).logits).abs().max() > 1e-3
+
+
+def test_poolformers_crop_pct_rule_gives_its_processors_tensor():
+    """PoolFormer's processor (its own crop_pct rule: the shorter side to int(32 / 0.9) = 35, then the crop)."""
+    import tempfile
+
+    import transformers as tf
+
+    from vizhooks.models.architectures import hf_processor
+    from vizhooks.models.images import fit_to_model, processor_spec, to_tensor
+
+    processor = tf.PoolFormerImageProcessor(size={"shortest_edge": 32}, crop_size={"height": 32, "width": 32})
+    with tempfile.TemporaryDirectory() as folder:
+        processor.save_pretrained(folder)
+        spec = processor_spec(hf_processor(folder))
+        for size in [(120, 80), (113, 301)]:
+            image = _smooth_picture(*size)
+            ours = to_tensor(fit_to_model(image, 128, spec), spec.mean, spec.std)
+            torch.testing.assert_close(ours, _their_pixels(folder, image, "pil"), rtol=0, atol=1e-5)
+    assert (spec.fixed_size, spec.resize_side, spec.squash) == (32, 35, False)
 
 
 def test_an_old_mobilevit_processor_file_is_read_as_transformers_reads_it(tmp_path):
@@ -379,6 +407,15 @@ def test_an_old_mobilevit_processor_file_is_read_as_transformers_reads_it(tmp_pa
     processor = AutoImageProcessor.from_pretrained(tmp_path, backend="pil")
     torch.testing.assert_close(ours.flip(1), processor(image, return_tensors="pt").pixel_values, rtol=0, atol=1e-5)
     assert (spec.fixed_size, spec.resize_side, spec.channels, spec.std) == (256, 288, "BGR", (1.0, 1.0, 1.0))
+
+
+def test_the_readmes_and_the_manual_name_every_processor_field_used():
+    from tests.helpers import ROOT
+    from vizhooks.models.architectures import HF_PROCESSOR_FIELDS
+
+    for doc in ("README.md", "README.zh-CN.md", "docs/models.md", "docs/models.zh.md"):
+        text = (ROOT / doc).read_text(encoding="utf-8")
+        assert [f for f in HF_PROCESSOR_FIELDS if f"`{f}`" not in text] == [], doc
 
 
 def test_rescaling_without_normalising_is_folded_into_mean_and_std():

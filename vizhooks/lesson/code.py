@@ -143,7 +143,10 @@ def setup_code(name: str, image: str, size: int, pretrained: bool, num_classes: 
     if entry.is_hf:
         text += render("setup.hf_model", lang)
     text += _constructor(name, pretrained, num_classes, head)
-    if spec.fixed_size:
+    if spec.fixed_size and spec.resize_rule == "transformers":  # a Hugging Face model's image processor
+        text += render("setup.squash_size" if spec.squash else "setup.processor_size", lang, side=spec.fixed_size,
+                       resize=spec.resize_side or spec.fixed_size, **values)
+    elif spec.fixed_size:
         text += render("setup.fixed_size", lang, side=spec.fixed_size, resize=spec.resize_side or spec.fixed_size,
                        **values)
     else:

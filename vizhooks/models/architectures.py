@@ -156,8 +156,9 @@ def hf_json(ref: str, filename: str) -> dict[str, Any] | None:
     return data if isinstance(data, dict) else None
 
 
-#: The image processor settings :func:`vizhooks.models.images.processor_spec` reads.
-HF_PROCESSOR_FIELDS = ("do_resize", "size", "resample", "do_center_crop", "crop_size", "do_rescale", "rescale_factor",
+#: The image processor settings :func:`vizhooks.models.images.processor_spec` reads (and the READMEs and
+#: docs/models.md list: tests/test_hf.py checks they do).
+HF_PROCESSOR_FIELDS = ("size", "resample", "do_center_crop", "crop_size", "crop_pct", "do_rescale", "rescale_factor",
                        "do_normalize", "image_mean", "image_std", "do_flip_channel_order")
 
 
@@ -194,6 +195,8 @@ def _processor_settings(path: str, mtime: float, size: int) -> tuple[tuple[str, 
         elif value is not None and not isinstance(value, (bool, int, float, str)):
             value = int(value)  # PIL's resampling enum
         settings.append((field, value))
+    # whose resize rule applies (ConvNeXt's crop_pct): the class transformers built, as its saved file names it
+    settings.append(("image_processor_type", type(processor).__name__))
     return tuple(settings)
 
 

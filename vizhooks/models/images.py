@@ -52,6 +52,11 @@ class InputSpec:
             cropped (MobileViT: 288, then a 256 crop); None: ``fixed_size`` itself.
         channels: ``"RGB"``, or ``"BGR"`` for a model that reads its colour channels the other way
             round (MobileViT): tensors stay RGB and the model's wrapper flips them.
+        squash: a fixed-size picture is resized to a square of side ``resize_side`` (or ``fixed_size``)
+            without keeping its aspect ratio, then its centre cropped (a Hugging Face processor's
+            ``{"height", "width"}`` size: ViT, DeiT, BEiT, Swin; ConvNeXt at 384 and above).
+        resize_rule: ``"vizhooks"`` (longer side rounded, PIL's ``reducing_gap=3``) or ``"transformers"``
+            (longer side truncated and one-step resampling, as transformers' image processors do).
     """
 
     mean: tuple[float, float, float] = IMAGENET_MEAN
@@ -61,6 +66,8 @@ class InputSpec:
     min_size: int = 1
     resize_side: int | None = None
     channels: str = "RGB"
+    squash: bool = False
+    resize_rule: str = "vizhooks"
 
 
 #: PIL's resampling numbers, as Hugging Face image processors save them.
@@ -74,13 +81,22 @@ def processor_spec(processor: Mapping[str, Any] | None, image_size: object = Non
 
     Fields used: ``image_mean`` and ``image_std`` (only when ``do_normalize`` is true), ``do_rescale``
     and ``rescale_factor`` (folded into mean and std: the tensor is the processor's own),
-    ``resample``, ``size``, ``do_center_crop`` with ``crop_size``, and ``do_flip_channel_order``
-    (``channels="BGR"``). A ``size`` of ``{"height", "width"}`` (ViT, DeiT, BEiT, Swin) means a fixed
-    square input of that side (or of the crop's side); a ``{"shortest_edge"}`` size with a centre
-    crop (MobileViT) means the shorter side resized to that edge, then the centre cropped; a
-    ``{"shortest_edge"}`` size without a crop (ConvNeXt, ResNet) means the model takes any size, so
-    the page's size applies. Without a processor: ImageNet mean and std, bilinear, and a fixed side
-    of the config's ``image_size`` when it has one.
+    ``resample``, ``size``, ``do_center_crop`` with ``crop_size``, ``crop_pct`` (ConvNeXt's and
+    PoolFormer's processors, which ResNet, RegNet and CvT use too), and ``do_flip_channel_order``
+    (``channels="BGR"``); ``image_processor_type`` says whose ``crop_pct`` rule applies. Sizes, as
+    transformers' processors resize:
+
+    - ``{"height": h, "width": w}`` (ViT, DeiT, BEiT, Swin): the photo squashed to an ``h`` x ``h``
+      square (aspect ratio not kept), then the centre cropped to ``crop_size`` if there is one;
+    - ``{"shortest_edge": s}`` with a centre crop (MobileViT): the shorter side resized to ``s``, then
+      the centre cropped;
+    - ConvNeXt's ``{"shortest_edge": s}``: below 384 the shorter side resized to ``int(s / crop_pct)``
+      and the centre cropped to ``s``; at 384 and above the photo squashed to ``s`` x ``s``;
+    - PoolFormer's: the shorter side resized to ``int(s / crop_pct)``, then the centre crop;
+    - ``{"shortest_edge": s}`` without a crop: the model takes any size, so the page's size applies.
+
+    Without a processor: ImageNet mean and std, bilinear, and a fixed side of the config's
+    ``image_size`` when it has one. Non-square ``height`` and ``width`` are read as ``height``.
     """
     if not processor:
         side = image_size if isinstance(image_size, int) and not isinstance(image_size, bool) else None
@@ -98,15 +114,27 @@ def processor_spec(processor: Mapping[str, Any] | None, image_size: object = Non
     interpolation = _PIL_RESAMPLE.get(processor.get("resample"), "bilinear")  # type: ignore[arg-type]
     size, crop = _side(processor.get("size")), _side(processor.get("crop_size"))
     crop = crop if processor.get("do_center_crop") and isinstance(crop, int) else None
-    fixed, resize = None, None
-    if isinstance(size, int):  # {"height", "width"}, or an old processor's single number
-        fixed, resize = crop or size, size
+    kind = str(processor.get("image_processor_type") or processor.get("feature_extractor_type") or "")
+    crop_pct = _number(processor.get("crop_pct"), 224 / 256)
+    fixed, resize, squash = None, None, False
+    if kind.startswith("ConvNext") and isinstance(size, tuple):  # ConvNextImageProcessor.resize
+        if size[0] < 384:
+            fixed, resize = size[0], int(size[0] / crop_pct)
+        else:
+            fixed, squash = size[0], True
+    elif kind.startswith("PoolFormer") and size is not None:  # PoolFormerImageProcessor.resize, then its crop
+        edge = size if isinstance(size, int) else size[0]
+        fixed, resize = crop, int(edge / crop_pct)
+    elif isinstance(size, int):  # {"height", "width"}, or an old processor's single number
+        # squashed as transformers does a {"height", "width"} size; a bare number (a file transformers could
+        # not read) keeps the shorter-side resize
+        fixed, resize, squash = crop or size, size, isinstance(processor.get("size"), Mapping)
     elif crop and isinstance(size, tuple):  # {"shortest_edge"}, then the centre crop
         fixed, resize = crop, size[0]
     if fixed and resize is not None and resize <= fixed:
         resize = None
     channels = "BGR" if processor.get("do_flip_channel_order") else "RGB"
-    return InputSpec(mean, std, interpolation, fixed, 1, resize, channels)
+    return InputSpec(mean, std, interpolation, fixed, 1, resize, channels, squash, "transformers")
 
 
 def _number(value: object, default: float) -> float:
@@ -315,24 +343,37 @@ def resize_for_model(image: Image.Image, size: int = 224, interpolation: str = "
     return image.resize(target, _resampling(interpolation), reducing_gap=3.0)
 
 
+def fit_geometry(width: int, height: int, spec: InputSpec) -> tuple[int, int, int, int]:
+    """Where :func:`fit_to_model` puts a ``width`` x ``height`` picture for a fixed-size ``spec``: the
+    resized width and height before the crop, and the crop's left and top."""
+    side = int(spec.fixed_size or 0)
+    short = max(side, int(spec.resize_side or side))
+    if spec.squash:
+        new_w = new_h = short
+    elif spec.resize_rule == "transformers":  # transformers' get_resize_output_image_size: the long side truncated
+        new_w, new_h = (short, int(short * height / width)) if width <= height else (int(short * width / height), short)
+    else:
+        scale = short / min(width, height)
+        new_w, new_h = max(short, round(width * scale)), max(short, round(height * scale))
+    return new_w, new_h, (new_w - side) // 2, (new_h - side) // 2
+
+
 def fit_to_model(image: Image.Image, size: int, spec: InputSpec) -> Image.Image:
     """The picture a model with input rules ``spec`` (an :class:`InputSpec`) sees.
 
     Any-size models: :func:`resize_for_model` at ``max(size, spec.min_size)``. Fixed-size models
     (ViT, Swin, MaxViT): shorter side resized to ``spec.fixed_size`` (or ``spec.resize_side``:
-    MobileViT), then the centre cropped to a ``fixed_size`` square (torchvision's own
-    resize-then-centre-crop).
+    MobileViT), or the whole picture squashed to that square (``spec.squash``: a Hugging Face ViT),
+    then the centre cropped to a ``fixed_size`` square (torchvision's own resize-then-centre-crop;
+    see :func:`fit_geometry`).
     """
     if not spec.fixed_size:
         return resize_for_model(image, max(size, spec.min_size), spec.interpolation)
     side = int(spec.fixed_size)
-    short = max(side, int(spec.resize_side or side))
-    width, height = image.size
-    scale = short / min(width, height)
-    new_w, new_h = max(short, round(width * scale)), max(short, round(height * scale))
+    new_w, new_h, left, top = fit_geometry(*image.size, spec)
+    gap = None if spec.resize_rule == "transformers" else 3.0  # transformers' PIL backend resamples in one step
     resized = image if (new_w, new_h) == image.size else image.resize(
-        (new_w, new_h), _resampling(spec.interpolation), reducing_gap=3.0)
-    left, top = (new_w - side) // 2, (new_h - side) // 2
+        (new_w, new_h), _resampling(spec.interpolation), reducing_gap=gap)
     return resized.crop((left, top, left + side, top + side))
 
 

@@ -62,6 +62,39 @@ new_w, new_h = max(fill.resize, round(w * scale)), max(fill.resize, round(h * sc
 image = image.resize((new_w, new_h), fill.resample, reducing_gap=3.0)
 left, top = (new_w - fill.side) // 2, (new_h - fill.side) // 2
 image = image.crop((left, top, left + fill.side, top + fill.side))
+# %% processor_size
+
+# en: The model's image processor (preprocessor_config.json), resizing as transformers
+# en: does: shorter side -> {fill.resize} px (the longer side rounded down, one resampling
+# en: step), then the centre cropped to {fill.side} x {fill.side}; the processor's
+# en: interpolation, mean and std.
+# zh: 按模型自己的图像处理器（preprocessor_config.json）处理，
+# zh: 缩放方式与 transformers 相同：短边缩放到 {fill.resize} 像素（长边向下取整，
+# zh: 一步重采样），再从中心裁剪出 {fill.side} x {fill.side}；
+# zh: 使用处理器的插值方式、均值和标准差。
+image = Image.open(fill.image).convert("RGB")
+w, h = image.size
+if w <= h:
+    new_w, new_h = fill.resize, int(fill.resize * h / w)
+else:
+    new_w, new_h = int(fill.resize * w / h), fill.resize
+image = image.resize((new_w, new_h), fill.resample)
+left, top = (new_w - fill.side) // 2, (new_h - fill.side) // 2
+image = image.crop((left, top, left + fill.side, top + fill.side))
+# %% squash_size
+
+# en: The model's image processor (preprocessor_config.json), resizing as transformers
+# en: does: the photo squeezed to {fill.resize} x {fill.resize} px (aspect ratio not kept),
+# en: then the centre cropped to {fill.side} x {fill.side}; the processor's interpolation,
+# en: mean and std.
+# zh: 按模型自己的图像处理器（preprocessor_config.json）处理，
+# zh: 缩放方式与 transformers 相同：整张照片压缩成 {fill.resize} x {fill.resize} 像素
+# zh: （不保持宽高比），再从中心裁剪出 {fill.side} x {fill.side}；
+# zh: 使用处理器的插值方式、均值和标准差。
+image = Image.open(fill.image).convert("RGB")
+image = image.resize((fill.resize, fill.resize), fill.resample)
+left = top = (fill.resize - fill.side) // 2
+image = image.crop((left, top, left + fill.side, top + fill.side))
 # %% normalise
 mean = fill.mean
 std = fill.std
