@@ -384,6 +384,22 @@ def test_conv1_boxes_in_original_pixels(tmp_path, resnet18):
         assert [e.box for e in made.top("conv1", 5)] == [e[4] for e in top.entries(5)]
 
 
+def test_conv1_boxes_of_a_squashed_model_cover_the_whole_picture(tmp_path, resnet18):
+    """A Hugging Face ViT's processor squashes the photo to a square (no crop): a box in its input maps
+    back by each side's own scale, with no crop offset."""
+    import dataclasses
+
+    from vizhooks.models.images import InputSpec
+
+    squashed = dataclasses.replace(resnet18, input=InputSpec(fixed_size=64, squash=True, resize_rule="transformers"))
+    Image.fromarray(np.random.default_rng(3).integers(0, 256, (50, 90, 3), dtype=np.uint8)).save(tmp_path / "w.png")
+    top = scan_paths(squashed, tmp_path, ["w.png"], ["conv1"], top=1, size=SIZE).tops["conv1"]
+    for channel in range(top.channels):
+        for _, _, y, x, box in top.entries(channel):
+            left, top_, right, bottom = max(2 * x - 3, 0), max(2 * y - 3, 0), min(2 * x + 4, 64), min(2 * y + 4, 64)
+            assert box == (left * 90 // 64, top_ * 50 // 64, -(-right * 90 // 64), -(-bottom * 50 // 64)), (y, x)
+
+
 # ----------------------------------------------------------------------------------------------
 # reading an atlas back
 

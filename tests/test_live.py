@@ -370,6 +370,18 @@ def test_fixed_size_models_see_the_centre_square(bundle):
     assert out.shape[:2] == (120, 120)  # the centre square of the frame, where the map belongs
 
 
+@pytest.mark.parametrize("spec,seen", [
+    (InputSpec(fixed_size=64, squash=True, resize_rule="transformers"), (120, 200)),  # squashed: the whole frame
+    (InputSpec(fixed_size=64, resize_side=80, resize_rule="transformers"), (96, 96)),  # crop_pct 0.8: 64 of 80
+])
+def test_the_seen_part_is_where_the_models_input_comes_from(bundle, spec, seen):
+    """The picture under the map is the part of the frame the model's input was cut from: a Hugging
+    Face ViT squashes the whole frame; a ConvNeXt (crop_pct) crops inside the centre square."""
+    frame = _frame(9, hw=(120, 200))
+    live = LiveProcessor(dataclasses.replace(bundle, input=spec), LiveSettings(layer=LAYER, mode="overlay", size=160))
+    assert live.process(frame).shape[:2] == seen
+
+
 def test_the_input_goes_to_the_bundles_device(bundle):
     """The CUDA path, without CUDA: a copy of the model on the meta device (shapes only) must
     get its input there and give its output there."""

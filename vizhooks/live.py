@@ -31,7 +31,7 @@ import torch
 from torch import nn
 
 from vizhooks._hooks import HELD, check_ran, first_tensor, hooked, keep, lock_if_free
-from vizhooks.models.images import MAX_SIZE, MIN_SIZE
+from vizhooks.models.images import MAX_SIZE, MIN_SIZE, fit_geometry
 from vizhooks.models.layers import resolve_layers
 from vizhooks.models.maps import maps_of
 from vizhooks.models.registry import ModelBundle
@@ -349,8 +349,9 @@ class LiveProcessor:
     def preprocess(self, frame: np.ndarray, size: int | None = None) -> tuple[torch.Tensor, np.ndarray]:
         """The model's input for an RGB frame, made by :meth:`ModelBundle.preprocess` itself (its
         size rules, interpolation, mean and std; about 3 ms for 640 x 480 at 160 px), and the
-        part of the frame the model sees, at camera resolution, for the picture: the whole frame,
-        or the centre square that fixed-size models (ViT, Swin) are cropped to.
+        part of the frame the model sees, at camera resolution, for the picture: the whole frame
+        (squashed to a square by a Hugging Face ViT), or the centre crop that fixed-size models
+        (ViT, Swin; ConvNeXt's crop_pct a little inside it) are cut to.
 
         Returns:
             ``(x, seen)``: x is (1, 3, h, w) float32 on the CPU; seen is a view of ``frame``.
@@ -360,11 +361,14 @@ class LiveProcessor:
         frame = _check_frame(frame)
         x = self.bundle.preprocess(Image.fromarray(frame), self._settings.size if size is None else size)
         seen = frame
-        if self.bundle.input.fixed_size:
+        spec = self.bundle.input
+        if spec.fixed_size and not spec.squash:  # a squashed frame is seen whole
             height, width = frame.shape[:2]
-            side = min(height, width)
-            top, left = (height - side) // 2, (width - side) // 2
-            seen = frame[top: top + side, left: left + side]
+            new_w, new_h, left, top = fit_geometry(width, height, spec)
+            side = int(spec.fixed_size)
+            # the crop, in the frame's own pixels
+            seen = frame[round(top * height / new_h): round((top + side) * height / new_h),
+                         round(left * width / new_w): round((left + side) * width / new_w)]
         return x, seen
 
     def process(self, frame_rgb: np.ndarray) -> np.ndarray:

@@ -25,7 +25,7 @@ from vizhooks.atlas.state import (
     check_settings,
     trace_hw,
 )
-from vizhooks.models.images import InputSpec, load_image
+from vizhooks.models.images import InputSpec, fit_geometry, load_image
 from vizhooks.models.layers import resolve_layers
 from vizhooks.models.maps import maps_of
 from vizhooks.models.registry import ModelBundle
@@ -155,18 +155,14 @@ def _batch_relevance(model: nn.Module, names: Sequence[str], x: torch.Tensor,
 
 
 def _placement(spec: InputSpec, wh: np.ndarray, input_hw: tuple[int, int]) -> tuple[np.ndarray, ...]:
-    """Per image: the resized width and height before any crop, and the crop's left and top (the
-    arithmetic of :func:`vizhooks.models.images.fit_to_model`)."""
+    """Per image: the resized width and height before any crop, and the crop's left and top (where
+    :func:`vizhooks.models.images.fit_to_model` puts it: :func:`~vizhooks.models.images.fit_geometry`)."""
     w0, h0 = wh[:, 0], wh[:, 1]
     if not spec.fixed_size:
         zeros = np.zeros_like(w0)
         return np.full_like(w0, input_hw[1]), np.full_like(h0, input_hw[0]), zeros, zeros
-    side = int(spec.fixed_size)
-    short = max(side, int(spec.resize_side or side))
-    scale = short / np.minimum(w0, h0)
-    new_w = np.maximum(short, np.round(w0 * scale).astype(np.int64))
-    new_h = np.maximum(short, np.round(h0 * scale).astype(np.int64))
-    return new_w, new_h, (new_w - side) // 2, (new_h - side) // 2
+    placed = np.array([fit_geometry(int(w), int(h), spec) for w, h in zip(w0, h0, strict=True)], np.int64)
+    return tuple(placed.reshape(-1, 4).T)
 
 
 def _boxes(rf: ReceptiveField | None, ys: np.ndarray, xs: np.ndarray, wh: np.ndarray, input_hw: tuple[int, int],
