@@ -39,7 +39,7 @@ test: lint chromium redis
 	PYTHONPATH=$(CURDIR)/tests/netguard$${PYTHONPATH:+:$$PYTHONPATH} $(PY) -m pytest -m "not browser" $(XDIST) --durations=20
 	PYTHONPATH=$(CURDIR)/tests/netguard$${PYTHONPATH:+:$$PYTHONPATH} $(PY) -m pytest -m browser --durations=20
 
-## make test-fast: the quick loop (about 3 min on 2 cores; the aim is 2): all but the browser, slow, packaging and bench
+## make test-fast: the quick loop (about 2 min on 2 cores): all but the browser, slow, packaging and bench
 # tests (markers registered in pyproject.toml, written on the tests); no lint. `make test` stays the full check.
 FAST := not (browser or slow or packaging or bench)
 test-fast: $(VENV)/.dev redis
