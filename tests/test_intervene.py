@@ -405,3 +405,47 @@ def test_bad_clamps_leave_nothing_behind(odd_state_model, kwargs, error, words):
     for word in words:
         assert word in str(info.value)
     _assert_unchanged(odd_state_model, snapshot)
+
+
+class _Folded(nn.Module):
+    """A planted model whose Linear runs on the batch folded with the positions: conv -> (N * H * W, C)
+    rows -> Linear ``mix`` -> back to (N, H * W, C) -> mean -> head."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.conv = nn.Conv2d(3, 4, 3, padding=1)
+        self.mix = nn.Linear(4, 4)
+        self.head = nn.Linear(4, 5)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        y = self.conv(x)
+        n, c, h, w = y.shape
+        rows = self.mix(y.permute(0, 2, 3, 1).reshape(n * h * w, c))
+        return self.head(rows.reshape(n, h * w, c).mean(1))
+
+
+def test_keep_top_on_a_layer_that_folds_the_batch_is_one_sentence_and_channel_edits_still_work():
+    """keep_top ranks each image's channels; on (N * H * W, C) rows it would rank each position's, so it is
+    refused in one sentence. Scaling channels by number needs no image's rows: a hand-written hook agrees."""
+    model = _seeded(_Folded).train()
+    x = torch.randn(2, 3, 4, 4, generator=torch.Generator().manual_seed(3))
+    with pytest.raises(ValueError) as caught:
+        intervene(model, x, {"mix": ChannelEdit(keep_top=2)})
+    assert getattr(caught.value, "code", None) == "intervene_keep_top_batch"
+    assert str(caught.value) == (
+        "Layer mix gives 32 rows for a batch of 2, not one row per photo, so its strongest channels per photo "
+        "cannot be found: switch channels off by number there, or choose a layer with one row per photo, such as "
+        "the block around it.")
+    assert count_hooks(model) == 0
+    assert all(m.training for m in model.modules())
+    model.eval()
+    r = intervene(model, x, {"mix": ChannelEdit(channels=[1, 3], scale=0.5)})
+    handle = model.mix.register_forward_hook(lambda m, a, out: out * torch.tensor([1.0, 0.5, 1.0, 0.5]))
+    try:
+        with torch.no_grad():
+            by_hand = model(x)
+    finally:
+        handle.remove()
+    torch.testing.assert_close(r.logits_after, by_hand, rtol=0, atol=1e-6)
+    assert not torch.allclose(r.logits_after, r.logits_before)
+    assert count_hooks(model) == 0

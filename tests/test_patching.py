@@ -683,3 +683,103 @@ def test_steer_keeps_later_layers_maps_with_and_without_the_steering() -> None:
         assert not torch.allclose(kept[0], kept[1])
     assert steer(model, x, "conv1", direction, 2.0).activations == {}
     assert count_hooks(model) == 0
+
+
+class _Folded(nn.Module):
+    """A planted model whose Linear runs on the batch folded with the positions: conv -> (N * H * W, C)
+    rows -> Linear ``mix`` -> back to (N, H * W, C) -> mean -> head. ``mix``'s output has 64 rows for one
+    8 x 8 photo, so no photo's output can be told apart in it."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.conv = nn.Conv2d(3, 4, 3, padding=1)
+        self.mix = nn.Linear(4, 4)
+        self.head = nn.Linear(4, 5)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        y = self.conv(x)
+        n, c, h, w = y.shape
+        rows = self.mix(y.permute(0, 2, 3, 1).reshape(n * h * w, c))
+        return self.head(rows.reshape(n, h * w, c).mean(1))
+
+
+_FOLDED = ("Layer mix gives 64 rows for a batch of 1, not one row per photo (the model folds positions into the "
+           "batch there), so it cannot be patched: choose a layer with one row per photo, such as the block around "
+           "it.")
+
+
+@pytest.mark.parametrize("call", [
+    lambda m, x, s: patch(m, x, s, "mix"),
+    lambda m, x, s: patch(m, x, s, "mix", channels=[1]),
+    lambda m, x, s: patch(m, x, s, "mix", region=(0, 0, 1, 1)),
+    lambda m, x, s: sweep(m, x, s, ["conv", "mix", "head"]),
+    lambda m, x, s: sweep(m, x, s, ["head", "mix"], batch_size=1),
+    lambda m, x, s: mean_ablate(m, x, "mix", torch.cat([s, x, s])),
+    lambda m, x, s: mean_ablate(m, x, "mix", torch.cat([s, x]), channels=[0, 2]),
+], ids=["patch", "channels", "region", "sweep", "sweep-one-at-a-time", "mean", "mean-channels"])
+def test_a_layer_that_folds_the_batch_is_one_sentence_and_leaves_the_model_as_it_was(call: Callable[..., Any]) -> None:
+    model = _seeded(_Folded).train()
+    x, source = _photos(side=8)
+    with pytest.raises(CodedError) as caught:
+        call(model, x, source)
+    assert caught.value.code == "patching_batch"
+    assert str(caught.value) == _FOLDED
+    assert count_hooks(model) == 0
+    assert all(m.training for m in model.modules())
+    assert all(p.requires_grad and p.grad is None for p in model.parameters())
+    # the model is unharmed: the layers around the folded one still patch as a hand-written hook does
+    model.eval()
+    for layer in ("conv", "head"):
+        by_hand, _ = _by_hand(model, x, source, layer, _replace)
+        torch.testing.assert_close(patch(model, x, source, layer).logits, by_hand, rtol=0, atol=1e-6)
+    assert count_hooks(model) == 0
+
+
+def test_steering_a_layer_that_folds_the_batch_adds_the_direction_to_every_row() -> None:
+    """Steering needs no photo's own rows (the same vector goes to every position), so it is not refused."""
+    model = _seeded(_Folded)
+    (x,) = _photos(1, side=8)
+    direction = torch.tensor([0.5, -1.0, 2.0, 0.25])
+    r = steer(model, x, "mix", direction, 1.5)
+    by_hand, _ = _by_hand(model, x, x, "mix", lambda out, _s: out + 1.5 * direction)
+    torch.testing.assert_close(r.logits, by_hand, rtol=0, atol=1e-6)
+    assert not torch.allclose(r.logits, r.clean)
+    assert count_hooks(model) == 0
+
+
+class _Const(nn.Module):
+    """Returns one learned (1, C, 1, 1) tensor whatever the batch: an output without a row per photo that
+    one photo cannot tell from a batch dim."""
+
+    def __init__(self, channels: int) -> None:
+        super().__init__()
+        self.value = nn.Parameter(torch.randn(1, channels, 1, 1))
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return self.value
+
+
+class _WithConst(nn.Module):
+    def __init__(self) -> None:
+        super().__init__()
+        self.conv1 = nn.Conv2d(3, 6, 3, padding=1)
+        self.const = _Const(6)
+        self.conv2 = nn.Conv2d(6, 6, 3, padding=1)
+        self.head = nn.Linear(6, 4)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        y = self.conv1(x)
+        y = torch.relu(y + self.const(y))
+        return self.head(self.conv2(y).mean((2, 3)))
+
+
+def test_sweep_runs_a_layer_whose_output_is_one_for_the_whole_batch_one_copy_at_a_time() -> None:
+    """Patching such a layer in a batch of copies would patch every copy (or fail on the second row):
+    its batch runs its copies one at a time and equals hand-written hooks."""
+    model = _seeded(_WithConst)
+    x, source = _photos(side=8)
+    layers = ["conv1", "const", "conv2"]  # const is the second copy of the batch
+    swept = sweep(model, x, source, layers, batch_size=3)
+    for r in swept:
+        torch.testing.assert_close(r.logits, _by_hand(model, x, source, r.layer, _replace)[0], rtol=0, atol=1e-6)
+    assert count_hooks(model) == 0

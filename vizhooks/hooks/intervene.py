@@ -29,6 +29,7 @@ import torch
 from torch import nn
 
 from vizhooks._hooks import call_key, check_input, first_tensor, hooked, keep, model_device, replace_first
+from vizhooks.errors import CodedError
 from vizhooks.hooks.gradients import GradientResult, gradient_pass
 from vizhooks.models.layers import resolve_layers
 from vizhooks.models.maps import channel_dim, channels_last_modules, maps_of
@@ -201,7 +202,9 @@ def intervene(
         UnknownLayerError (a KeyError): an edited or captured layer the model lacks.
         ValueError: an edit without exactly one of channels / keep_top, an empty channel list,
             a scale below 0 or NaN, a channel or keep_top outside the layer's channels; or a bad
-            ``x``. TypeError: ``edits`` is not a mapping of ChannelEdit.
+            ``x``. CodedError (a ValueError): ``keep_top`` on a layer whose output does not have one
+            row per image (a reshape before it folds positions into the batch). TypeError: ``edits``
+            is not a mapping of ChannelEdit.
 
     Example:
         >>> r = intervene(bundle.model, x, {"layer4.1.conv2": ChannelEdit(keep_top=10)},
@@ -234,11 +237,13 @@ def intervene(
             return logits, acts
 
         counts: dict[str, set[int]] = {name: set() for name in edit_names}
+        rows: dict[str, set[int]] = {name: set() for name in edit_names}
 
         def count_channels(name: str) -> Callable[..., None]:
             def hook(module: nn.Module, args: Any, output: Any) -> None:
                 out = first_tensor(output)
                 counts[name].add(out.shape[channel_dim(module, out, name in channels_last)])
+                rows[name].add(out.shape[0])
 
             return hook
 
@@ -248,6 +253,11 @@ def intervene(
                 problem = _range_problem(checked[name], count)
                 if problem:
                     raise ValueError(f"The edit of layer {name!r} {problem}.")
+            folded = sorted(r for r in rows[name] if r != x.shape[0])
+            if checked[name].keep_top is not None and folded:
+                # keep_top ranks the channels of each image; rows that fold positions into the batch
+                # would rank them per position instead
+                raise CodedError(code="intervene_keep_top_batch", layer=name, rows=folded[0], photos=x.shape[0])
 
         def apply_edit(name: str) -> Callable[..., Any]:
             edit = checked[name]

@@ -174,6 +174,21 @@ def _check_same(layer: _Layer, a: list[torch.Tensor], b: list[torch.Tensor], hw_
     raise CodedError(code=code, layer=layer.name, a=size_a, b=size_b)
 
 
+def _check_rows(layer: _Layer, outs: list[torch.Tensor], photos: int) -> None:
+    """Refuse a layer whose output does not start with one row per photo: a reshape before it that
+    folds the batch with the positions (a Linear on ``(N * H * W, C)`` rows), or a tensor without a
+    batch dim. Its rows cannot be told apart by photo, so no photo's output can be put in."""
+    for out in outs:
+        if out.ndim == 0 or out.shape[0] != photos:
+            raise CodedError(code="patching_batch", layer=layer.name, rows=out.shape[0] if out.ndim else 0,
+                             photos=photos)
+
+
+class _SharedOutput(Exception):
+    """A layer gave a batched pass of copies fewer or more rows than copies, though one image gave it one
+    row (a module that returns one tensor for the whole batch): its copies run one at a time."""
+
+
 def _module(model: nn.Module | ModelBundle) -> nn.Module:
     """The network of a :class:`ModelBundle`, or ``model`` itself."""
     return model.model if isinstance(model, ModelBundle) else model
@@ -356,7 +371,11 @@ def sweep(
     its convs, norms, pools and Linears take that run's kept outputs instead of computing them
     again, so each copy costs only the network after its layer. A module that runs several times
     in one pass has each of its calls replaced by the source's same call. A model with a BatchNorm
-    that uses batch statistics in eval mode runs its copies one at a time.
+    that uses batch statistics in eval mode runs its copies one at a time, and so does a batch with a
+    layer whose output is one tensor for the whole batch.
+    A layer whose output does not start with one row per photo (a reshape before it folds the
+    positions into the batch, as a Linear on ``(N * H * W, C)`` rows) is refused: its rows cannot be
+    told apart by photo.
 
     Args:
         model: any ``nn.Module`` whose first output is the logits; eval mode inside.
@@ -374,8 +393,8 @@ def sweep(
 
     Raises:
         UnknownLayerError: a name the model lacks. CodedError (a ValueError): a layer that gives
-        the two photos different shapes, a channel or region outside a layer. ValueError: bad
-        inputs, a layer that did not run.
+        the two photos different shapes, a channel or region outside a layer, a layer whose output
+        does not have one row per photo. ValueError: bad inputs, a layer that did not run.
 
     Example:
         >>> for r in sweep(bundle.model, cat, dog, "all"):
@@ -405,6 +424,8 @@ def sweep(
         clean_logits, clean_outs = _capture(hooks, model, xd, unique)
         masks: dict[str, list[torch.Tensor | None]] = {}
         for layer in unique:
+            _check_rows(layer, clean_outs[layer.name], 1)
+            _check_rows(layer, kept[layer.name], 1)
             _check_same(layer, clean_outs[layer.name], kept[layer.name], hw_x, hw_s, "patching_shapes")
             masks[layer.name] = [layer.mask(t, hw_x, chosen, box) for t in kept[layer.name]]
         del clean_outs
@@ -413,7 +434,7 @@ def sweep(
         elif not 0 <= target < source_logits.shape[-1]:
             raise ValueError(f"target must be a class index from 0 to {source_logits.shape[-1] - 1}, not {target!r}.")
 
-        def patcher(name: str, row: int) -> Callable[..., Any]:
+        def patcher(name: str, row: int, rows: int) -> Callable[..., Any]:
             calls = [0]
             sources, layer_masks = kept[name], masks[name]
 
@@ -421,6 +442,10 @@ def sweep(
                 call = calls[0]
                 calls[0] += 1
                 out = first_tensor(output)
+                if out.shape[0] != rows:
+                    if rows > 1:
+                        raise _SharedOutput(name)
+                    _check_rows(by_name[name], [out], rows)
                 new = out.clone()
                 src, mask = sources[call], layer_masks[call]
                 new[row:row + 1] = src if mask is None else torch.where(mask, src, out[row:row + 1])
@@ -434,14 +459,24 @@ def sweep(
         if any(_batch_statistics(m) for m in model.modules()):
             batch_size = 1  # copies in one batch would change each other's statistics
         patched: dict[str, torch.Tensor] = {}
-        for start in range(0, len(order), batch_size):
-            batch = order[start:start + batch_size]
+
+        def run(batch: list[str]) -> None:
             prefix.start(hooks, len(batch))  # before the patch hooks: they must see every row
             for i, name in enumerate(batch):
-                hooks.forward_hook(by_name[name].module, patcher(name, i))
-            with torch.inference_mode():
-                patched.update(zip(batch, first_tensor(model(xd.repeat(len(batch), 1, 1, 1))), strict=True))
-            hooks.remove()
+                hooks.forward_hook(by_name[name].module, patcher(name, i, len(batch)))
+            try:
+                with torch.inference_mode():
+                    patched.update(zip(batch, first_tensor(model(xd.repeat(len(batch), 1, 1, 1))), strict=True))
+            finally:
+                hooks.remove()
+
+        for start in range(0, len(order), batch_size):
+            batch = order[start:start + batch_size]
+            try:
+                run(batch)
+            except _SharedOutput:  # a layer's output is one for the whole batch: patching it would patch all
+                for name in batch:
+                    run([name])
     clean, src = keep(clean_logits[0]), keep(source_logits[0])
     return [PatchResult(layer=name, logits=keep(patched[name]), clean=clean, source=src, target=target)
             for name in names]
@@ -474,7 +509,8 @@ def patch(
 
     Raises:
         UnknownLayerError: a name the model lacks. CodedError (a ValueError): the two photos give
-        the layer different shapes; a channel or region outside the layer. ValueError: bad inputs.
+        the layer different shapes; a channel or region outside the layer; a layer whose output does
+        not have one row per photo (folded with the positions). ValueError: bad inputs.
 
     Example:
         >>> r = patch(bundle.model, cat, dog, "layer3.0.conv1")
@@ -530,7 +566,9 @@ def _mean_outputs(hooks: Hooks, model: nn.Module, layer: _Layer, photos: torch.T
     device = model_device(model)
     sums: list[torch.Tensor] = []
     for start in range(0, len(photos), 16):
-        _, outs = _capture(hooks, model, photos[start:start + 16].to(device), [layer])
+        chunk = photos[start:start + 16]
+        _, outs = _capture(hooks, model, chunk.to(device), [layer])
+        _check_rows(layer, outs[layer.name], len(chunk))  # else the sum below would mix positions and photos
         parts = [t.sum(0, keepdim=True) for t in outs[layer.name]]
         sums = parts if not sums else [a + b for a, b in zip(sums, parts, strict=True)]
     means = [s / len(photos) for s in sums]
@@ -614,7 +652,8 @@ def mean_ablate(
 
     Raises:
         UnknownLayerError: a name the model lacks. CodedError: the photos give the layer another
-        shape than ``x``; a channel outside the layer. ValueError: bad inputs.
+        shape than ``x``; a channel outside the layer; a layer whose output does not have one row per
+        photo (folded with the positions). ValueError: bad inputs.
 
     Example:
         >>> r = mean_ablate(bundle.model, cat, "layer4", samples, preprocess=bundle.preprocess)
@@ -628,6 +667,7 @@ def mean_ablate(
     hw_p = (int(photos.shape[-2]), int(photos.shape[-1]))
 
     def make_edit(hooks: Hooks, layer: _Layer, outs: list[torch.Tensor]) -> Edit:
+        _check_rows(layer, outs, 1)
         means = _mean_outputs(hooks, model, layer, photos)
         _check_same(layer, outs, means, hw_x, hw_p, "patching_mean_shapes")
         masks = [layer.mask(t, hw_x, chosen, None) for t in means]
