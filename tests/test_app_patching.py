@@ -262,3 +262,34 @@ def test_the_patched_region_is_a_box_on_the_layers_maps(monkeypatch):
     at.radio(key="pt_part").set_value("whole").run()
     ok(at)
     assert len(drawn) > seen and all(fig.vizhooks["box"] is None for fig in drawn[seen:])  # no region, no box
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("lang", ["en", "zh"])
+def test_patching_a_layer_that_folds_the_batch_is_one_sentence_on_the_page(lang, tmp_path, monkeypatch, fresh_caches):
+    """timm's TNT runs its pixel embedding conv on every patch of the photo as a batch of its own (196 rows
+    for one 224 px photo). An operator can offer it (VIZHOOKS_MODELS), and the Compare view lists that conv:
+    patching it says the library's sentence in the page's language, with no traceback and no hook left."""
+    from tests.helpers import count_hooks
+    from vizhooks.page.views import compare
+
+    config = tmp_path / "models.toml"
+    config.write_text('[[model]]\nname = "TNT"\narch = "timm:tnt_s_patch16_224"\n')
+    monkeypatch.setenv("VIZHOOKS_MODELS", str(config))
+    monkeypatch.setenv("VIZHOOKS_OFFLINE", "1")  # random weights at once: no download attempt
+    models = []
+
+    def spy(model, *args, **kwargs):
+        models.append(model)
+        return sweep(model, *args, **kwargs)
+
+    sweep = compare.sweep
+    monkeypatch.setattr(compare, "sweep", spy)
+    # square photos: TNT takes 224 x 224 only
+    at = open_page(model="TNT", view="compare", sample="astronaut.jpg", compare="brick.png", size="224",
+                   layers="pixel_embed.proj", pt_on="1", lang=lang)
+    texts = EN if lang == "en" else ZH
+    reason = texts["err_patching_batch"].format(layer="pixel_embed.proj", rows=196, photos=1)
+    assert not at.exception
+    assert [e.value for e in at.error] == [texts["bad_input"].format(reason=reason)]
+    assert models and count_hooks(models[0]) == 0 and not models[0].training

@@ -783,3 +783,24 @@ def test_sweep_runs_a_layer_whose_output_is_one_for_the_whole_batch_one_copy_at_
     for r in swept:
         torch.testing.assert_close(r.logits, _by_hand(model, x, source, r.layer, _replace)[0], rtol=0, atol=1e-6)
     assert count_hooks(model) == 0
+
+
+@pytest.mark.slow
+def test_the_lessons_patching_step_on_a_layer_that_folds_the_batch_exits_2_with_the_sentence(
+        tmp_path: Any, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch) -> None:
+    """The command line reaches patch sweeps through the lesson's handout: timm's TNT runs its pixel
+    embedding conv on the photo's 196 patches as a batch of their own."""
+    from tests.helpers import ROOT
+    from vizhooks.__main__ import main
+
+    monkeypatch.setenv("VIZHOOKS_OFFLINE", "1")
+    out = tmp_path / "lesson.html"
+    code = main(["lesson", "--photo", str(ROOT / "sample_images/astronaut.jpg"), "--model", "timm:tnt_s_patch16_224",
+                 "--weights", "none", "--layers", "pixel_embed.proj", "--format", "html", "--plan", "patching",
+                 "--out", str(out)])
+    err = capsys.readouterr().err
+    assert code == 2
+    sentence = _FOLDED.replace("Layer mix gives 64 rows", "Layer pixel_embed.proj gives 196 rows")
+    assert err.splitlines()[-1] == f"vizhooks: error: {sentence}"  # after the model line
+    assert "Traceback" not in err
+    assert not out.exists()
