@@ -7,6 +7,8 @@ Also what every lesson reader gets: each step change brings the new step's headi
 
 from __future__ import annotations
 
+import json
+
 import streamlit as st
 
 from vizhooks.lesson.steps import STEPS
@@ -113,9 +115,17 @@ _SCROLL = """
   const done = function () {
     events.forEach(function (name) { doc.removeEventListener(name, mark, {capture: true}); });
   };
+  // The step's heading, found by its text: React reuses the previous step's heading element, whose
+  // id (Streamlit's anchor) can keep the old step's value for a while or for good.
+  const words = function (e) { return e.textContent.replace(/\\s+/g, " ").trim(); };
+  const find = function () {
+    const texts = main.querySelectorAll('[data-testid="stHeading"] [data-heading-text]');
+    const shown = Array.from(texts).find(function (e) { return words(e) === HEADING; });
+    return shown ? shown.closest("h1, h2, h3, h4, h5, h6") || shown : doc.getElementById("ANCHOR");
+  };
   // how far the heading (or the row above it) is from where it belongs; null while it is not drawn
   const offset = function () {
-    const heading = doc.getElementById("ANCHOR");
+    const heading = find();
     if (!heading) { return null; }
     const first = doc.querySelector(".st-key-NAV_KEY") || heading;
     const header = doc.querySelector('[data-testid="stHeader"]');
@@ -169,16 +179,23 @@ def present_style() -> None:
         st.html(_KEYS, unsafe_allow_javascript=True)
 
 
-def scroll_to_step(step: int) -> None:
+def scroll_script(turn: int, step: int, heading: str) -> str:
+    """The script that brings lesson step ``step``'s heading, whose text is ``heading``, to the top
+    (``turn`` tells one step change's script from the next, so Streamlit runs each)."""
+    text = json.dumps(" ".join(heading.split())).replace("<", "\\u003c")  # a JS string, no </script>
+    return (_SCROLL.replace("TURN", str(turn)).replace("ANCHOR", step_anchor(step)).replace("NAV_KEY", NAV_KEY)
+            .replace("HEADING", text))
+
+
+def scroll_to_step(step: int, heading: str) -> None:
     """When the lesson step changed since this session's last run (Next, Back, the arrow keys, the
     step list, the teacher's move), bring the new step's heading to the top: the reader lands on it,
-    not where the previous step had been scrolled to. The lesson view gives its heading
-    ``step_anchor(step)``."""
+    not where the previous step had been scrolled to. ``heading`` is the text the lesson view gives
+    that heading (its anchor is ``step_anchor(step)``)."""
     if st.session_state.get("_shown_step") != step:
         if st.session_state.get("_shown_step") is not None:
             turn = st.session_state["_scroll_turn"] = st.session_state.get("_scroll_turn", 0) + 1
-            st.html(_SCROLL.replace("TURN", str(turn)).replace("ANCHOR", step_anchor(step))
-                    .replace("NAV_KEY", NAV_KEY), unsafe_allow_javascript=True)
+            st.html(scroll_script(turn, step, heading), unsafe_allow_javascript=True)
         st.session_state["_shown_step"] = step
 
 

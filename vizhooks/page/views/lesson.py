@@ -440,13 +440,13 @@ def show(ctx: Context) -> None:
         page_moved("lesson_step")  # a follower stays following: the page moved it, not the student
     at = order.index(n)
     step = STEPS[n - 1]
-    scroll_to_step(n)  # Next and Back land on the new step's heading
+    heading = t("lesson_step", n=at + 1, total=len(order), title=t(f"lesson_{step.id}_title"))
+    scroll_to_step(n, heading)  # Next and Back land on the new step's heading
     if present_on():
         step_nav(n)
     elif not st.session_state.get("_class_code") or st.session_state.get("_class_teacher"):
         plan_form()  # the teacher's (a follower takes the teacher's plan)
-    st.subheader(t("lesson_step", n=at + 1, total=len(order), title=t(f"lesson_{step.id}_title")),
-                 anchor=step_anchor(n))
+    st.subheader(heading, anchor=step_anchor(n))
     st.markdown(t(f"lesson_{step.id}_text"))
     show_live_part(step, ctx)
     show_code(step, ctx)
