@@ -745,27 +745,33 @@ def _poll_totals(code: str, step_id: str) -> None:
         store_down(exc)
         st.warning(t("class_store_down_teacher"), icon=":material/cloud_off:")
         return
-    if not sum(totals):  # no chart of zeros (its axis read "0.000000")
-        st.caption(t("poll_none_yet"))
-    else:
-        st.caption(t("poll_totals", n=sum(totals)))
-        # letters on the axis (whole choices were cut off there), the choices in full under the chart
-        letters = [chr(65 + i) for i in range(len(choices))]
-        frame = pd.DataFrame({t("poll_answers_axis"): totals},
-                             index=pd.Index(letters, name=t("poll_choice_axis")))
-        st.bar_chart(frame, horizontal=True, height=60 + 36 * len(letters))
-        st.caption("  \n".join(f"**{letter}.** {text}" for letter, text in zip(letters, choices, strict=True)))
     # The CSV is made here, with the chart, so it holds the totals the chart shows. Not a deferred
     # download: Streamlit keeps a file made on the click only until two script runs of ANY session
     # have ended, and a class's followers run every half second, so the click's file was often gone
     # before the browser asked for it (a cancelled download). A file made in the run stays until the
     # next one; unchanged totals give the same file.
     try:
-        csv = polls_csv(code, poll_questions(tuple(st.session_state.get("lesson_plan") or ())))
+        csv: str | None = polls_csv(code, poll_questions(tuple(st.session_state.get("lesson_plan") or ())))
     except StoreUnavailableError:
-        return
-    st.download_button(t("poll_csv"), csv, file_name=f"class-{code}-polls.csv", mime="text/csv", key="poll_csv",
-                       on_click="ignore")
+        csv = None
+    # The button is sent before the totals it holds are drawn above it: a teacher who sees a new count
+    # and clicks at once gets that count (drawn the other way round, the click could land on the
+    # previous run's button in the moment between the two).
+    shown = st.container()
+    if csv is not None:
+        st.download_button(t("poll_csv"), csv, file_name=f"class-{code}-polls.csv", mime="text/csv",
+                           key="poll_csv", on_click="ignore")
+    with shown:
+        if not sum(totals):  # no chart of zeros (its axis read "0.000000")
+            st.caption(t("poll_none_yet"))
+        else:
+            st.caption(t("poll_totals", n=sum(totals)))
+            # letters on the axis (whole choices were cut off there), the choices in full under the chart
+            letters = [chr(65 + i) for i in range(len(choices))]
+            frame = pd.DataFrame({t("poll_answers_axis"): totals},
+                                 index=pd.Index(letters, name=t("poll_choice_axis")))
+            st.bar_chart(frame, horizontal=True, height=60 + 36 * len(letters))
+            st.caption("  \n".join(f"**{letter}.** {text}" for letter, text in zip(letters, choices, strict=True)))
 
 
 def _send_answer(code: str, step_id: str) -> None:
