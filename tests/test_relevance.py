@@ -174,14 +174,53 @@ def test_ablation_on_vit_tokens_zeroes_one_embedding_channel():
     torch.testing.assert_close(found.scores, expected, rtol=1e-4, atol=1e-5)
 
 
-def test_ablation_batches_the_channels(tiny_resnet):
-    calls = []
-    handle = tiny_resnet.register_forward_pre_hook(lambda m, args: calls.append(args[0].shape[0]))
+def test_ablation_runs_the_photo_once_and_batches_only_the_layers_after(tiny_resnet):
+    inputs, heads = [], []
+    handles = [tiny_resnet.register_forward_pre_hook(lambda m, args: inputs.append(args[0].shape[0])),
+               tiny_resnet.fc.register_forward_pre_hook(lambda m, args: heads.append(args[0].shape[0]))]
     try:
         channel_relevance(tiny_resnet, _photo(16), "layer1.0.conv1", method="ablation", batch_size=25)
     finally:
+        for handle in handles:
+            handle.remove()
+    assert inputs == [1, 1, 1, 1]  # the photo alone each time: every copy is the same up to the layer
+    assert heads == [1, 26, 25, 14]  # 64 channels in three passes; the first one carries the check row
+
+
+class _Suffix(nn.Module):
+    """A conv, the ablated ReLU, then layers after it that cannot take a batch grown at the ReLU:
+    ``cat`` joins an earlier tensor, ``flatten`` reshapes by the input's batch size before a Linear,
+    ``mean`` reshapes the same way and averages, which runs without error into the wrong shape."""
+
+    def __init__(self, kind: str) -> None:
+        super().__init__()
+        torch.manual_seed(0)
+        self.kind = kind
+        self.conv, self.act = nn.Conv2d(3, 6, 3, padding=1), nn.ReLU()
+        self.head = nn.Linear(12 if kind == "cat" else 6 * 8 * 8, 3)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        n, early = x.shape[0], self.conv(x)
+        late = self.act(early)
+        if self.kind == "cat":
+            return self.head(torch.cat([early, late], 1).mean((2, 3)))
+        if self.kind == "flatten":
+            return self.head(late.reshape(n, -1))
+        return late.reshape(n, -1).mean(1, keepdim=True) * torch.arange(1.0, 4.0)
+
+
+@pytest.mark.parametrize("kind", ["cat", "flatten", "mean"])
+def test_ablation_sends_whole_copies_when_the_later_layers_cannot_take_the_grown_batch(kind):
+    model, x = _Suffix(kind).eval(), _photo(8, seed=2)
+    inputs: list[int] = []
+    handle = model.register_forward_pre_hook(lambda m, args: inputs.append(args[0].shape[0]))
+    try:
+        found = channel_relevance(model, x, "act", target=2, method="ablation", batch_size=4)
+    finally:
         handle.remove()
-    assert calls == [1, 25, 25, 14]  # the photo once, then 64 channels in three passes
+    torch.testing.assert_close(found.scores, _ablation_by_hand(model, x, "act", 2), rtol=1e-4, atol=1e-6)
+    assert inputs == [1, 1, 4, 2]  # the photo, the failed shared pass, then whole copies
+    assert count_hooks(model) == 0
 
 
 # --- LRP against Zennit --------------------------------------------------------------------------
@@ -270,14 +309,40 @@ def test_lrp_heatmap_equals_zennit_and_conserves_the_logit(tiny_resnet):
 # --- conditional heatmaps ----------------------------------------------------------------------------
 
 
-def test_conditional_heatmap_is_the_masked_relevance_of_zennit(tiny_resnet):
+# layer4.0 carries the whole signal; layer2.0.conv2 has the block's shortcut around it, whose
+# relevance reaches the photo whatever the mask (as with zennit-crp's mask on the layer's gradient)
+@pytest.mark.parametrize(("layer", "groups"), [("layer4.0", (42, [3, 100, 511])), ("layer2.0.conv2", (5, [0, 7]))])
+def test_conditional_heatmap_is_the_masked_relevance_of_zennit(tiny_resnet, layer, groups):
     x = _photo(32, seed=8)
-    for channels in (42, [3, 100, 511]):
-        found = conditional_heatmap(tiny_resnet, x, "layer4.0", channels, target=1)
+    for channels in groups:
+        found = conditional_heatmap(tiny_resnet, x, layer, channels, target=1)
         keep = [channels] if isinstance(channels, int) else channels
-        _, relevance, _ = _zennit(tiny_resnet, x, "layer4.0", 1, _resnet_canonizers(), keep=keep)
+        _, relevance, _ = _zennit(tiny_resnet, x, layer, 1, _resnet_canonizers(), keep=keep)
         torch.testing.assert_close(found, relevance[0].sum(dim=0), rtol=1e-4, atol=1e-8)
         assert found.shape == (32, 32)
+
+
+class _AddsInPlace(nn.Module):
+    """A block written as many are by hand: ``out += shortcut`` rewrites the conv's output in place."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        torch.manual_seed(0)
+        self.conv, self.shortcut = nn.Conv2d(3, 6, 3, padding=1), nn.Conv2d(3, 6, 1)
+        self.head = nn.Sequential(nn.ReLU(), nn.AdaptiveAvgPool2d(1), nn.Flatten(), nn.Linear(6, 3))
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        out = self.conv(x)
+        out += self.shortcut(x)
+        return self.head(out)
+
+
+def test_a_conditional_map_where_the_block_rewrites_the_output_in_place():
+    model, x = _AddsInPlace().eval(), _photo(16, seed=3)
+    found = conditional_heatmap(model, x, "conv", [2, 5], target=0)
+    _, relevance, _ = _zennit(model, x, "conv", 0, [], keep=[2, 5])
+    torch.testing.assert_close(found, relevance[0].sum(dim=0), rtol=1e-4, atol=1e-8)
+    assert not torch.allclose(found, lrp_heatmap(model, x, target=0), rtol=1e-3)  # the mask does matter
 
 
 @pytest.mark.parametrize(("net", "layer", "channels"), [("resnet", "layer1", 64), ("vgg", "6", 16)])

@@ -195,10 +195,24 @@ def _layer_ran(layer: str, kept: dict[str, Any]) -> None:
         raise RelevanceError(code="relevance_layer_ran", layer=layer)
 
 
+class _NotShared(Exception):
+    """The layers after the ablated one cannot take a batch grown at that layer (``torch.cat`` with
+    an earlier tensor, a batch size read from the input): run whole copies of the photo instead."""
+
+
+# errors a suffix raises when its tensors' batch sizes disagree; anything else propagates
+_SUFFIX_ERRORS = (RuntimeError, ValueError, IndexError, TypeError)
+
+
 def _ablation(model: nn.Module, x: torch.Tensor, layer: str, target: int | None,
               batch_size: int) -> tuple[torch.Tensor, int, float]:
+    """Every copy of the photo is the same up to ``layer``, so the photo runs once (batch 1) and the
+    hook grows its output into one row per ablated channel: only the layers after it see the batch.
+    The first pass carries one more row, left as it is, whose logit must equal the photo's: a suffix
+    that mixes rows, or cannot take the grown batch, sends the channels through whole copies of the
+    photo instead (the same numbers, the cost of the whole network per channel)."""
     seen: dict[str, Any] = {}
-    zeroed: list[int] = []  # the channel each copy of the photo has switched off, this pass
+    zeroed: list[int] = []  # the channel each row switches off this pass; -1 leaves the row as it is
 
     def probe(_m: nn.Module, _a: Any, output: Any) -> None:
         out = first_tensor(output)
@@ -207,11 +221,13 @@ def _ablation(model: nn.Module, x: torch.Tensor, layer: str, target: int | None,
 
     def switch_off(_m: nn.Module, _a: Any, output: Any) -> Any:
         out = first_tensor(output)
-        dim = seen["dim"]
+        if out.shape[0] == 1 and len(zeroed) > 1:
+            out = out.expand(len(zeroed), *out.shape[1:])
         edited = out.clone()
-        rows = torch.arange(len(zeroed), device=out.device)
+        rows = [i for i, c in enumerate(zeroed) if c >= 0]
         index: list[Any] = [slice(None)] * out.ndim
-        index[0], index[dim] = rows, torch.tensor(zeroed, device=out.device)
+        index[0] = torch.tensor(rows, device=out.device)
+        index[seen["dim"]] = torch.tensor([zeroed[i] for i in rows], device=out.device)
         edited[tuple(index)] = 0
         if isinstance(output, torch.Tensor):
             return edited
@@ -227,11 +243,28 @@ def _ablation(model: nn.Module, x: torch.Tensor, layer: str, target: int | None,
         handle.remove()
         channels = int(seen["act"][seen["dim"]])
         hooks.forward_hook(layer, switch_off)
-        scores = torch.empty(channels)
-        for start in range(0, channels, batch_size):
-            zeroed[:] = range(start, min(start + batch_size, channels))
-            out = _logits(model(xd.expand(len(zeroed), *xd.shape[1:])))
-            scores[start:start + len(zeroed)] = base - out[:, index].float().cpu()
+
+        def passes(whole: bool) -> torch.Tensor:
+            scores = torch.empty(channels)
+            for start in range(0, channels, batch_size):
+                chunk = range(start, min(start + batch_size, channels))
+                zeroed[:] = [*chunk, *([-1] if start == 0 and not whole else [])]
+                try:
+                    out = _logits(model(xd.expand(len(zeroed), *xd.shape[1:]) if whole else xd))
+                except _SUFFIX_ERRORS as error:
+                    if whole:
+                        raise
+                    raise _NotShared from error
+                if not whole and (out.shape[0] != len(zeroed) or (
+                        start == 0 and abs(float(out[-1, index]) - base) > 1e-3 * (1 + abs(base)))):
+                    raise _NotShared
+                scores[chunk.start:chunk.stop] = base - out[:len(chunk), index].float().cpu()
+            return scores
+
+        try:
+            scores = passes(whole=False)
+        except _NotShared:
+            scores = passes(whole=True)
     return scores, index, base
 
 
