@@ -345,6 +345,25 @@ def test_a_conditional_map_where_the_block_rewrites_the_output_in_place():
     assert not torch.allclose(found, lrp_heatmap(model, x, target=0), rtol=1e-3)  # the mask does matter
 
 
+@pytest.mark.parametrize(("model_name", "layer"), [("resnet", "layer2.0.conv2"), ("resnet", "layer4.0"),
+                                                   ("in place", "conv")])
+def test_through_only_keeps_what_passed_through_the_channels(tiny_resnet, model_name, layer):
+    """Zennit with the mask, less Zennit with every channel masked (what goes around the layer)."""
+    model = tiny_resnet if model_name == "resnet" else _AddsInPlace().eval()
+    canonizers = _resnet_canonizers if model_name == "resnet" else list
+    x = _photo(32, seed=8)
+    maps = conditional_heatmaps(model, x, layer, [3, [0, 5]], target=1, through_only=True)
+    _, around, _ = _zennit(model, x, layer, 1, canonizers(), keep=[])
+    for found, keep in zip(maps, ([3], [0, 5]), strict=True):
+        _, relevance, _ = _zennit(model, x, layer, 1, canonizers(), keep=keep)
+        torch.testing.assert_close(found, (relevance - around)[0].sum(dim=0), rtol=1e-4, atol=1e-7)
+    if layer == "layer4.0":  # the whole signal passes through: nothing goes around
+        assert float(around.abs().max()) < 1e-6
+    else:  # the shortcut's part is large, and the default map keeps it
+        assert float(around.abs().sum()) > float(maps[0].abs().sum())
+        assert not torch.allclose(maps[0], conditional_heatmap(model, x, layer, 3, 1), rtol=1e-2)
+
+
 @pytest.mark.parametrize(("net", "layer", "channels"), [("resnet", "layer1", 64), ("vgg", "6", 16)])
 def test_per_channel_maps_add_up_to_the_full_map(tiny_resnet, net, layer, channels):
     model, x = (tiny_resnet, _photo(16, seed=9)) if net == "resnet" else (_vgg_bn(), _photo(16, seed=4))

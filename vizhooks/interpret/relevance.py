@@ -293,10 +293,12 @@ def _check_lrp_model(model: nn.Module) -> None:
 
 
 def _lrp_pass(model: nn.Module, x: torch.Tensor, layer: str | None, target: int | None,
-              masks: torch.Tensor | None) -> tuple[torch.Tensor, torch.Tensor, int, float]:
+              masks: torch.Tensor | None, through_only: bool = False) -> tuple[torch.Tensor, torch.Tensor, int, float]:
     """One LRP pass over ``len(masks)`` copies of ``x`` (one copy without ``masks``): (relevance at
     the layer's output, (N, 3, H, W) relevance of the input, target, logit). ``masks[i]`` (C,)
-    multiplies the relevance of copy ``i`` at the layer, channel by channel."""
+    multiplies the relevance of copy ``i`` at the layer, channel by channel. ``through_only``: the
+    input's relevance is what passed through the layer (the backward starts again at the layer's
+    output), without what goes around it."""
     from zennit.composites import EpsilonPlusFlat
 
     _check_lrp_model(model)
@@ -305,13 +307,20 @@ def _lrp_pass(model: nn.Module, x: torch.Tensor, layer: str | None, target: int 
     kept: dict[str, torch.Tensor] = {}
     copies = 1 if masks is None else len(masks)
 
-    def hook(_m: nn.Module, _a: Any, output: Any) -> None:
+    def hook(_m: nn.Module, _a: Any, output: Any) -> Any:
         out = first_tensor(output)
         if "act" in kept:
-            return
+            return None
         kept["act"] = out
         if out.ndim != 4:
             raise RelevanceError(code="relevance_lrp_layer", layer=layer, shape=str(tuple(out.shape)))
+        if through_only:
+            # the later layers get a copy: an in-place `out += shortcut` must not rewrite the tensor
+            # the second backward starts from
+            passed = out.clone()
+            if isinstance(output, torch.Tensor):
+                return passed
+            return (passed, *output[1:]) if isinstance(output, tuple) else output
 
         def at_layer(grad: torch.Tensor) -> torch.Tensor:
             kept["relevance"] = grad.detach().clone()
@@ -320,6 +329,7 @@ def _lrp_pass(model: nn.Module, x: torch.Tensor, layer: str | None, target: int 
             return grad * masks.to(grad.device, grad.dtype)[:, :, None, None]
 
         hooks.tensor_hook(out, at_layer)
+        return None
 
     with hooked(clone) as hooks:
         # Zennit's context registers its rules' hooks and applies the canonizers, and removes both
@@ -334,7 +344,16 @@ def _lrp_pass(model: nn.Module, x: torch.Tensor, layer: str | None, target: int 
             index = _pick_target(logits, target)
             start = torch.zeros_like(logits)
             start[:, index] = logits[:, index].detach()
-            (relevance,) = torch.autograd.grad(logits, xg, grad_outputs=start)
+            if through_only and layer is not None:
+                act = kept["act"]
+                (at,) = torch.autograd.grad(logits, act, grad_outputs=start, retain_graph=True, allow_unused=True)
+                at = torch.zeros_like(act) if at is None else at
+                kept["relevance"] = at.detach().clone()
+                if masks is not None:
+                    at = at * masks.to(at.device, at.dtype)[:, :, None, None]
+                (relevance,) = torch.autograd.grad(act, xg, grad_outputs=at)
+            else:
+                (relevance,) = torch.autograd.grad(logits, xg, grad_outputs=start)
     at_layer = kept.get("relevance", torch.zeros_like(kept["act"])) if "act" in kept else torch.zeros(0)
     return at_layer.float().cpu(), relevance.detach().float().cpu(), index, float(logits[0, index].detach())
 
@@ -438,11 +457,12 @@ def _layer_channels(model: nn.Module, x: torch.Tensor, layer: str) -> int:
 
 def conditional_heatmaps(model: ModelBundle | nn.Module, x: torch.Tensor, layer: str,
                          groups: Sequence[int | Iterable[int]], target: int | None = None, *,
-                         batch_size: int = 16) -> torch.Tensor:
+                         batch_size: int = 16, through_only: bool = False) -> torch.Tensor:
     """Many :func:`conditional_heatmap` maps at once, ``batch_size`` copies of the photo per pass.
 
     Args:
         groups: one entry per map: a channel, or a list of channels kept together.
+        through_only: as :func:`conditional_heatmap`.
 
     Returns:
         (len(groups), H, W) float32 CPU tensor.
@@ -459,7 +479,7 @@ def conditional_heatmaps(model: ModelBundle | nn.Module, x: torch.Tensor, layer:
     out = []
     index = target
     for start in range(0, len(masks), size):
-        _, relevance, index, _ = _lrp_pass(net, x, layer, index, masks[start:start + size])
+        _, relevance, index, _ = _lrp_pass(net, x, layer, index, masks[start:start + size], through_only)
         out.append(relevance.sum(dim=1))
     if not out:
         return torch.zeros(0, *x.shape[-2:])
@@ -467,7 +487,7 @@ def conditional_heatmaps(model: ModelBundle | nn.Module, x: torch.Tensor, layer:
 
 
 def conditional_heatmap(model: ModelBundle | nn.Module, x: torch.Tensor, layer: str, channels: int | Iterable[int],
-                        target: int | None = None) -> torch.Tensor:
+                        target: int | None = None, *, through_only: bool = False) -> torch.Tensor:
     """Where in the photo ``channels`` of ``layer`` found their evidence for class ``target``:
     the LRP relevance of the input, summed over the colour channels, when at ``layer`` only the
     relevance of ``channels`` is kept (zennit-crp's conditional attribution).
@@ -475,10 +495,14 @@ def conditional_heatmap(model: ModelBundle | nn.Module, x: torch.Tensor, layer: 
     Args:
         channels: one channel or a list of channels kept together.
         target: class index; default the top-1 class of ``x``.
+        through_only: keep only the relevance that passed through ``channels``. By default what goes
+            around the layer (a residual shortcut past a conv inside a block) reaches the photo as
+            well, whatever the mask, as with zennit-crp's mask; at such a layer that shared part can
+            make every channel's map look alike. The page's channel inspector sets it.
 
     Returns:
         (H, W) float32 CPU tensor, signed. The maps of every channel of a layer the whole signal
-        passes through add up to :func:`lrp_heatmap`.
+        passes through add up to :func:`lrp_heatmap` (with ``through_only`` too: nothing goes around).
 
     Raises:
         RelevanceError: as :func:`channel_relevance` with ``method="lrp"``, or a channel the layer
@@ -487,7 +511,7 @@ def conditional_heatmap(model: ModelBundle | nn.Module, x: torch.Tensor, layer: 
     Example:
         >>> where = conditional_heatmap(bundle, x, "layer4.1", 42)
     """
-    return conditional_heatmaps(model, x, layer, [channels], target)[0]
+    return conditional_heatmaps(model, x, layer, [channels], target, through_only=through_only)[0]
 
 
 def lrp_attribution(model: ModelBundle | nn.Module, x: torch.Tensor, target: int | None = None) -> torch.Tensor:

@@ -347,10 +347,13 @@ def get_relevance(model: str, key: tuple, layer: str, target: int, analysis: Ana
 def get_conditional_heatmap(model: str, key: tuple, layer: str, channel: int, target: int,
                             analysis: Analysis) -> Tensor:
     """Where ``channel`` of ``layer`` found its evidence for ``target``: its LRP conditional heatmap
-    (H, W), signed, shared by every session that shows this photo. Raises the library's
-    RelevanceError for a model or layer LRP cannot handle (attention tokens)."""
+    (H, W), signed, of the relevance that passed through the channel (a conv inside a residual block
+    would otherwise share the shortcut's part with every other channel), shared by every session that
+    shows this photo. Raises the library's RelevanceError for a model or layer LRP cannot handle
+    (attention tokens)."""
     return cached(("conditional", model, key, layer, int(channel), target),
-                  lambda: conditional_heatmap(get_bundle(model), analysis.x, layer, int(channel), target),
+                  lambda: conditional_heatmap(get_bundle(model), analysis.x, layer, int(channel), target,
+                                              through_only=True),
                   lambda made: tensor_bytes([made]))
 
 
