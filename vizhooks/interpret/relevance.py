@@ -42,7 +42,7 @@ from typing import Any
 import torch
 from torch import nn
 
-from vizhooks._hooks import check_input, first_tensor, hooked, model_device, private_copy
+from vizhooks._hooks import check_input, first_tensor, hooked, model_device, private_copy, replace_first
 from vizhooks.errors import CodedError
 from vizhooks.models.layers import is_token_model, resolve_layers
 from vizhooks.models.maps import channels_last_modules
@@ -229,9 +229,7 @@ def _ablation(model: nn.Module, x: torch.Tensor, layer: str, target: int | None,
         index[0] = torch.tensor(rows, device=out.device)
         index[seen["dim"]] = torch.tensor([zeroed[i] for i in rows], device=out.device)
         edited[tuple(index)] = 0
-        if isinstance(output, torch.Tensor):
-            return edited
-        return (edited, *output[1:]) if isinstance(output, tuple) else output
+        return replace_first(output, edited)
 
     xd = x.detach().to(model_device(model))
     with hooked(model) as hooks, torch.no_grad():
@@ -317,10 +315,7 @@ def _lrp_pass(model: nn.Module, x: torch.Tensor, layer: str | None, target: int 
         if through_only:
             # the later layers get a copy: an in-place `out += shortcut` must not rewrite the tensor
             # the second backward starts from
-            passed = out.clone()
-            if isinstance(output, torch.Tensor):
-                return passed
-            return (passed, *output[1:]) if isinstance(output, tuple) else output
+            return replace_first(output, out.clone())
 
         def at_layer(grad: torch.Tensor) -> torch.Tensor:
             kept["relevance"] = grad.detach().clone()
