@@ -28,8 +28,12 @@ from vizhooks import load_model  # noqa: E402
 
 if os.environ.get("PYTEST_XDIST_WORKER"):
     # pytest-xdist (`make test`, `make test-fast`) runs one worker process per core: torch's own
-    # threads in each of them would fight over the same cores.
+    # threads in each of them would fight over the same cores. The processes a test starts (the CLI, a
+    # notebook kernel, a benchmark's smoke run) inherit one thread through the environment: OpenMP's
+    # threads spin while they wait, so two of them per process beside the other worker cost far more than
+    # the core they would gain.
     torch.set_num_threads(1)
+    os.environ["OMP_NUM_THREADS"] = os.environ["MKL_NUM_THREADS"] = "1"
 
 
 @pytest.fixture(autouse=True)
