@@ -35,20 +35,27 @@ def _quick(tmp_path: Path, *only: str) -> tuple[subprocess.CompletedProcess[str]
     # The environment already says VIZHOOKS_OFFLINE=1 and an empty TORCH_HOME (tests/conftest.py);
     # the run sets them again itself.
     proc = subprocess.run(
-        [sys.executable, "-m", "benchmarks.run", "--quick", "--out", str(out), "--json", str(data), "--only", *only],
-        cwd=ROOT, capture_output=True, text=True, timeout=560,
+        [sys.executable, "-m", "benchmarks.run", "--quick", "--out", str(out), "--json", str(data),
+         *(("--only", *only) if only else ())],
+        cwd=ROOT, capture_output=True, text=True, timeout=1200,
     )
-    assert proc.returncode == 0, proc.stdout[-4000:] + proc.stderr[-4000:]
-    return proc, json.loads(data.read_text())["rows"], out.read_text()
+    return proc, json.loads(data.read_text())["rows"] if data.exists() else [], out.read_text() if out.exists() else ""
 
 
-# One run per benchmark, so the two test workers share them (one run of all of them held one core for
-# five minutes).
-@pytest.mark.bench
-@pytest.mark.parametrize("bench", sorted(BENCHES))
-def test_quick_benchmark_runs(bench, tmp_path):
-    _, rows, _ = _quick(tmp_path, bench)
-    assert rows and {r["bench"] for r in rows} == {bench}
+#: The quick runs in three processes of about 50 s each (the two test workers share them): one interpreter
+#: start and torch import per process instead of one per benchmark (about 4.5 s each), and no single run so
+#: long that it is the suite's last test.
+RUNS = (("exemplars", "hooks", "gpu", "overview", "pagecpu", "grids"),
+        ("live", "coldstart", "page", "memory", "video", "hf", "export"),
+        ("concepts", "explain", "patching", "relevance", "teach", "featurevis", "audit"))
+
+
+def test_the_runs_hold_every_benchmark_once():
+    assert sorted(b for run in RUNS for b in run) == sorted(BENCHES)
+
+
+def _check(bench: str, rows: list[dict]) -> None:
+    assert rows and {r["bench"] for r in rows} == {bench}, bench
     for row in rows:
         assert row["status"] != "ERROR", row
         if row["status"].startswith("skipped"):
@@ -59,13 +66,27 @@ def test_quick_benchmark_runs(bench, tmp_path):
         for key, value in row["numbers"].items():
             assert isinstance(value, (int, float)) and math.isfinite(value) and value > 0, (key, row)
     if bench in ("coldstart", "live") and Path("/usr/bin/chromium").exists():
-        assert not any(r["status"].startswith("skipped") for r in rows)
-    assert any(r["target"] != "—" for r in rows) == (bench in TARGETED)
+        assert not any(r["status"].startswith("skipped") for r in rows), bench
+    assert any(r["target"] != "—" for r in rows) == (bench in TARGETED), bench
+
+
+@pytest.mark.bench
+@pytest.mark.parametrize("run", RUNS, ids=[run[0] for run in RUNS])
+def test_quick_benchmark_runs(run, tmp_path):
+    """`python -m benchmarks.run --quick --only` the benchmarks of one of RUNS in one process, as `make bench`
+    runs them one after the other; then every benchmark's rows, each on its own."""
+    proc, rows, text = _quick(tmp_path, *run)
+    assert proc.returncode == 0, proc.stdout[-4000:] + proc.stderr[-4000:]
+    assert "QUICK smoke run" in text
+    assert {r["bench"] for r in rows} == set(run)
+    for bench in run:
+        _check(bench, [r for r in rows if r["bench"] == bench])
 
 
 @pytest.mark.bench
 def test_the_table_is_written_and_printed(tmp_path):
     proc, rows, text = _quick(tmp_path, "hooks", "gpu")
+    assert proc.returncode == 0, proc.stdout[-4000:] + proc.stderr[-4000:]
     assert {r["bench"] for r in rows} == {"hooks", "gpu"}
     assert "| Benchmark | Case | Measured (median) | Target | Result |" in text
     assert text.count("\n| ") >= len(rows) + 1
