@@ -55,7 +55,7 @@ test-fast: $(VENV)/.dev redis
 ## make loadtest: the server under headless visitors (30 at once, 30 uploads, 200 in 10 s, 30 students following a teacher), each on a
 ## fresh server; a PASS/MISS table, tests/artifacts/loadtest.json (benchmarks/load.py)
 loadtest: $(VENV)/.dev
-	PYTHONPATH=$(CURDIR)/tests/netguard$${PYTHONPATH:+:$$PYTHONPATH} $(PY) -m benchmarks.load --n-a 30 --n-b 30 --n-c 200 --c-window 10
+	$(TESTENV) $(PY) -m benchmarks.load --n-a 30 --n-b 30 --n-c 200 --c-window 10
 
 ## make loadtest-browser: 30 simultaneous browser sessions against one server; p50/p95 in tests/artifacts/load.json
 loadtest-browser: $(VENV)/.dev chromium

@@ -193,15 +193,14 @@ def test_english_left_finds_a_sentence():
 def test_the_help_in_chinese_as_a_user_runs_it():
     """`VIZHOOKS_LANG=zh python -m vizhooks --help` and a command's --help: Chinese, no English sentence."""
     env = {**os.environ, "VIZHOOKS_LANG": "zh", "COLUMNS": "100"}
-    shown = {}
     for argv in ([], ["teach"]):
         run = subprocess.run([sys.executable, "-m", "vizhooks", *argv, "--help"], env=env, capture_output=True,
                              text=True, cwd=ROOT, timeout=120)
         assert run.returncode == 0 and run.stderr == "", run.stderr
         assert english_left(run.stdout) == [], run.stdout
         assert "显示这段帮助并退出" in run.stdout and run.stdout.startswith("用法：python -m vizhooks")
-        shown[" ".join(argv)] = run.stdout
-    assert "用一个文件夹教模型认识你自己的类别" in shown[""]
+        if not argv:  # the command list
+            assert "用一个文件夹教模型认识你自己的类别" in run.stdout
 
 
 @pytest.mark.parametrize("command", [c.name for c in ALL_COMMANDS])
