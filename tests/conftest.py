@@ -188,6 +188,28 @@ class RedisServer:
             self.process.wait(timeout=20)
 
 
+@pytest.fixture
+def local_ray(monkeypatch):
+    """Ray on this machine only (2 CPUs, no dashboard), shared by the Ray tests: the first of them starts
+    it, and it is shut down after the last of a run of them (:func:`pytest_runtest_teardown`); they are
+    one xdist group ("ray"), so they run one after another on one worker. Starting Ray (its daemons, the
+    first workers importing torch) is most of what a Ray test costs."""
+    import ray  # requirements-scale.txt, installed by make test: a missing Ray fails here, never skips
+
+    monkeypatch.delenv("RAY_ADDRESS", raising=False)
+    if not ray.is_initialized():
+        ray.init(num_cpus=2, include_dashboard=False, logging_level="WARNING", _node_ip_address="127.0.0.1")
+    return ray
+
+
+def pytest_runtest_teardown(item, nextitem):
+    """Ray, once the last of a run of tests using it has finished (see :func:`local_ray`)."""
+    if "local_ray" in item.fixturenames and (nextitem is None or "local_ray" not in nextitem.fixturenames):
+        ray = sys.modules.get("ray")
+        if ray is not None and ray.is_initialized():
+            ray.shutdown()
+
+
 @pytest.fixture(scope="session")
 def redis_url(tmp_path_factory):
     """The URL of a redis-server started once for the session (no persistence); a failure where
@@ -214,10 +236,14 @@ def pytest_collection_modifyitems(config, items):
     tests no longer runs on one core while the other waits; only the tests that use one of their
     module's own module-scoped fixtures (a built wheel, Ray, a page server, a notebook run once) are
     kept together, so that fixture is still made once. A parametrized module fixture (a model of the
-    zoo) groups per parameter."""
+    zoo) groups per parameter. The tests that use Ray (:func:`local_ray`) are one group of their own, so
+    Ray starts once."""
     for item in items:
         infos = getattr(item, "_fixtureinfo", None)
         if infos is None:
+            continue
+        if "local_ray" in infos.names_closure:
+            _group(config, item, "ray")
             continue
         shared, params = False, []
         for name in infos.names_closure:
@@ -228,10 +254,13 @@ def pytest_collection_modifyitems(config, items):
                     param = callspec.params[name]
                     params.append(f"{name}={getattr(param, 'id', None) or param}")
         if shared:
-            group = ":".join([item.nodeid.split("::")[0], *sorted(params)])
-            item.add_marker(pytest.mark.xdist_group(group))
-            if getattr(config.option, "loadgroup", False) and "@" not in item.nodeid:  # an xdist worker
-                _name_group(item, group)
+            _group(config, item, ":".join([item.nodeid.split("::")[0], *sorted(params)]))
+
+
+def _group(config, item, group: str) -> None:
+    item.add_marker(pytest.mark.xdist_group(group))
+    if getattr(config.option, "loadgroup", False) and "@" not in item.nodeid:  # an xdist worker
+        _name_group(item, group)
 
 
 def _name_group(item, group: str) -> None:

@@ -442,24 +442,16 @@ def test_objects_anywhere_are_not_a_shortcut_but_a_sticker_is(model, tmp_path):
 
 
 # ----------------------------------------------------------------------------------------------
-# the ray engine: Ray runs only here, locally (2 CPUs, no dashboard), and is shut down after
+# the ray engine: Ray runs locally (tests/conftest.py's local_ray)
 
 
-@pytest.fixture(scope="module")
-def local_ray():
+@pytest.fixture
+def audit_ray(local_ray):
     import sys
 
-    import ray  # requirements-scale.txt, installed by make test: a missing Ray fails here, never skips
-
-    with pytest.MonkeyPatch.context() as mp:
-        mp.delenv("RAY_ADDRESS", raising=False)
-        ray.init(num_cpus=2, include_dashboard=False, logging_level="WARNING", _node_ip_address="127.0.0.1")
-        ray.cloudpickle.register_pickle_by_value(sys.modules[__name__])  # the workers cannot import this file
-        try:
-            yield ray
-        finally:
-            ray.cloudpickle.unregister_pickle_by_value(sys.modules[__name__])
-            ray.shutdown()
+    local_ray.cloudpickle.register_pickle_by_value(sys.modules[__name__])  # the workers cannot import this file
+    yield local_ray
+    local_ray.cloudpickle.unregister_pickle_by_value(sys.modules[__name__])
 
 
 def _close(got, want):
@@ -479,14 +471,14 @@ def _close(got, want):
 
 
 @pytest.mark.slow
-def test_ray_engine_gives_the_local_audit(found, model, folder, local_ray, monkeypatch):
+def test_ray_engine_gives_the_local_audit(found, model, folder, audit_ray, monkeypatch):
     """Shards run in Ray's actors (nothing goes through this process's model) and come back in the
     folder's order: the same predictions, maps, clusters and skipped files as the local engine."""
     seen = _counting(monkeypatch)
     batches: list[list[str]] = []
     made = audit(model, folder, layer="features", size=SIDE, batch_size=4, engine="ray", workers=2,
                  on_batch=lambda rows, maps: batches.append([r["path"] for r in rows]))
-    assert local_ray.is_initialized()  # the test's session was used, not a new one
+    assert audit_ray.is_initialized()  # the test's session was used, not a new one
     assert seen == []  # every picture went through an actor's model
     assert len(batches) > 4  # really batched and sharded: 33 pictures in batches of at most 4
     assert [p for b in batches for p in b] == [r["path"] for r in found.predictions]
@@ -495,7 +487,7 @@ def test_ray_engine_gives_the_local_audit(found, model, folder, local_ray, monke
 
 
 @pytest.mark.slow
-def test_ray_engine_resumes_a_store_and_either_engine_finishes_it(model, folder, local_ray, tmp_path, monkeypatch):
+def test_ray_engine_resumes_a_store_and_either_engine_finishes_it(model, folder, audit_ray, tmp_path, monkeypatch):
     """A ray run stopped after 12 pictures keeps them in its store; the ray engine then runs only the
     rest, and a local run on a copy of the stopped store runs only the rest too (counted here, in this
     process): all three end as one local pass."""

@@ -1,27 +1,15 @@
 """The ray engine of vizhooks.interpret.concepts against the local one on the planted colour model: the
-same crops, the same activation matrix A and so the same concepts. Ray runs only here, locally (2 CPUs,
-no dashboard), and is shut down after."""
+same crops, the same activation matrix A and so the same concepts. Ray runs locally (tests/conftest.py's
+local_ray)."""
 
 from __future__ import annotations
 
 import numpy as np
 import pytest
-import ray  # requirements-scale.txt, installed by make test: a missing Ray fails here, never skips
 import torch
 
 from tests.helpers import CONCEPT_MEAN_STD, CONCEPT_SIZE, ColourNet, colour_photos
 from vizhooks.interpret.concepts import ConceptsError, activations, discover
-
-
-@pytest.fixture(scope="module")
-def local_ray():
-    with pytest.MonkeyPatch.context() as mp:
-        mp.delenv("RAY_ADDRESS", raising=False)
-        ray.init(num_cpus=2, include_dashboard=False, logging_level="WARNING", _node_ip_address="127.0.0.1")
-        try:
-            yield ray
-        finally:
-            ray.shutdown()
 
 
 @pytest.fixture(scope="module")

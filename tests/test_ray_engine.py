@@ -1,12 +1,11 @@
 """The ray engine against the local engine on the generated folder of test_exemplars: the same index and
-the same skipped files. Ray runs only here, locally (2 CPUs, no dashboard), and is shut down after."""
+the same skipped files. Ray runs locally (tests/conftest.py's local_ray)."""
 
 from __future__ import annotations
 
 import json
 
 import pytest
-import ray  # requirements-scale.txt, installed by make test: a missing Ray fails here, never skips
 
 from tests.helpers import EXEMPLAR_LAYERS, EXEMPLAR_SIZE, EXEMPLAR_TOP, write_exemplar_folder
 from vizhooks.atlas import build_atlas
@@ -17,17 +16,6 @@ LAYERS, SIZE, TOP = EXEMPLAR_LAYERS, EXEMPLAR_SIZE, EXEMPLAR_TOP
 @pytest.fixture(scope="module")
 def folder(tmp_path_factory):
     return write_exemplar_folder(tmp_path_factory.mktemp("photos"))
-
-
-@pytest.fixture(scope="module")
-def local_ray():
-    with pytest.MonkeyPatch.context() as mp:
-        mp.delenv("RAY_ADDRESS", raising=False)
-        ray.init(num_cpus=2, include_dashboard=False, logging_level="WARNING", _node_ip_address="127.0.0.1")
-        try:
-            yield ray
-        finally:
-            ray.shutdown()
 
 
 def _rows(atlas) -> list[tuple]:
