@@ -7,8 +7,6 @@ import importlib
 import io
 import os
 import re
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
@@ -31,6 +29,7 @@ from tests.helpers import (
     shown_view,
     whole_passes,
 )
+from tests.warm_python import run_python
 from vizhooks.page.urlstate import VIEWS
 
 #: The page's own code: app.py and the package's widgets, views and sources (its texts, snippets and
@@ -354,8 +353,7 @@ def test_code_snippet_runs_as_written_and_matches_the_page(tmp_path):
     script = tmp_path / "snippet.py"
     script.write_text(code)
     env = {**os.environ, "TORCH_HOME": str(tmp_path)}
-    run = subprocess.run([sys.executable, str(script)], cwd=ROOT, env=env, capture_output=True, text=True,
-                         timeout=300)
+    run = run_python(path=script, cwd=ROOT, env=env)
     assert run.returncode == 0, run.stderr
     printed = {}
     for line in run.stdout.splitlines():

@@ -8,6 +8,7 @@ import torch
 import torchvision
 
 from tests.helpers import ROOT, choose_view, layer_headings, ok, open_page, saw
+from tests.warm_python import run_python
 
 
 def _named_modules(model: str) -> dict[str, torch.nn.Module]:
@@ -153,17 +154,15 @@ class _Payload:
     ("efficientnet_b0", ["features.0.0", "features.4.0"]),
 ])
 def test_code_view_snippet_runs_and_matches_the_page(model, layers):
-    """The plain-PyTorch code shown for a non-ResNet model runs in a fresh interpreter and prints
+    """The plain-PyTorch code shown for a non-ResNet model runs in a fresh Python (tests/warm_python.py) and prints
     the shapes that vizhooks captures (as maps) for the same photo."""
     import ast
-    import subprocess
-    import sys
 
     import vizhooks as vz
     from vizhooks.lesson.code import snippet
 
     code = snippet("maps", model=model, image="sample_images/chelsea.jpg", size=128, layers=layers)
-    run = subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True, timeout=300)
+    run = run_python(code, cwd=ROOT)
     assert run.returncode == 0, run.stderr[-2000:]
     printed = dict(line.split(" ", 1) for line in run.stdout.strip().splitlines())
     bundle = vz.load_model(model, weights="none", device="cpu")

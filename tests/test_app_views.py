@@ -4,8 +4,6 @@ from __future__ import annotations
 
 import ast
 import re
-import subprocess
-import sys
 
 import pytest
 import torch
@@ -13,6 +11,7 @@ from streamlit.testing.v1 import AppTest
 
 import vizhooks as vz
 from tests.helpers import ROOT, ok, open_page
+from tests.warm_python import run_python
 from vizhooks.atlas import load_atlas
 from vizhooks.lesson.code import lesson_snippet
 from vizhooks.lesson.steps import STEPS
@@ -116,7 +115,7 @@ def test_lesson_snippets_run_and_print_what_the_page_shows(body):
     layers = ["layer1.0.conv1", "layer2.0.conv1"]
     code = lesson_snippet(body, model="resnet18", image="sample_images/chelsea.jpg", size=128, layers=layers,
                           clamp_at="layer3.0.conv1", limit=1e-4, target=281)
-    run = subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True, timeout=300)
+    run = run_python(code, cwd=ROOT)
     assert run.returncode == 0, run.stderr[-2000:]
     out = run.stdout
     bundle = vz.load_model("resnet18", weights="none", device="cpu")
@@ -174,7 +173,7 @@ def test_the_conv_step_takes_apart_grouped_and_padded_convolutions(model, layer,
     channel, row, col = place
     code = lesson_snippet("conv", model=model, image="sample_images/chelsea.jpg", size=64, layers=[layer],
                           conv=ConvPlace(layer, channel, row, col))
-    run = subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True, timeout=300)
+    run = run_python(code, cwd=ROOT)
     assert run.returncode == 0, run.stderr[-2000:]
     module = dict(vz.load_model(model, weights="none", device="cpu").model.named_modules())[layer]
     per_group = module.in_channels // module.groups

@@ -12,6 +12,7 @@ import torch
 from PIL import Image
 
 from tests.helpers import HF_LABELS, count_hooks, run_cli, save_tiny_hf
+from tests.warm_python import run_python
 from vizhooks.hooks.capture import capture
 from vizhooks.interpret.cam import grad_cam
 from vizhooks.models import weights as weights_module
@@ -244,8 +245,6 @@ def test_the_lessons_code_for_mobilevit_follows_its_processor(mobilevit, tmp_pat
 
 def _lesson_code_is_the_pages(name: str, layers: list[str], tmp_path, pretrained: bool) -> str:
     import json
-    import subprocess
-    import sys
 
     from tests.helpers import ROOT
     from vizhooks.analysis import analyse
@@ -260,7 +259,7 @@ def _lesson_code_is_the_pages(name: str, layers: list[str], tmp_path, pretrained
     path = tmp_path / "snippet.py"
     path.write_text(code + '\nimport json\n\nprint("@@", json.dumps(model(x)[0].tolist()))\n')  # its logits
     env = {**os.environ, "HF_HUB_OFFLINE": "1", "VIZHOOKS_OFFLINE": "1"}
-    run = subprocess.run([sys.executable, str(path)], cwd=ROOT, env=env, capture_output=True, text=True, timeout=600)
+    run = run_python(path=path, cwd=ROOT, env=env)
     assert run.returncode == 0, run.stderr[-3000:]
     lines = run.stdout.splitlines()
     printed = torch.tensor(json.loads(next(line for line in lines if line.startswith("@@"))[3:]))

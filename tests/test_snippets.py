@@ -41,6 +41,7 @@ import torch
 
 import vizhooks as vz
 from tests.helpers import ROOT, choose_view, ok, open_page, reading_order
+from tests.warm_python import run_python
 from vizhooks.analysis import analyse, hook_calls_demo, layer_stats
 from vizhooks.hooks.gradients import gradient_pass
 from vizhooks.interpret.cam import cams_from
@@ -648,7 +649,7 @@ def test_the_transformer_set_up_runs_and_maps_tokens_as_the_page(tmp_path):
     path = tmp_path / "vit.py"
     path.write_text(code)
     env = {**os.environ, "VIZHOOKS_OFFLINE": "1", "TORCH_HOME": str(tmp_path / "torch_home")}
-    run = subprocess.run([sys.executable, str(path)], cwd=ROOT, env=env, capture_output=True, text=True, timeout=600)
+    run = run_python(path=path, cwd=ROOT, env=env)
     assert run.returncode == 0, run.stderr[-3000:]
     printed = {line.split(" ", 1)[0]: ast.literal_eval(line.split(" ", 1)[1]) for line in run.stdout.splitlines()}
     bundle = vz.load_model("vit_b_16", weights="none", device="cpu")
