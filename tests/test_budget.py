@@ -48,6 +48,24 @@ def test_shapes_are_a_real_captures_every_call_included(real_shapes, what):
     assert capture_bytes("resnet18", LAYERS, HW, what) == sum(4 * torch.Size(s).numel() for s in want.values())
 
 
+def test_shapes_asked_again_come_without_a_pass_and_the_answer_is_the_callers(real_shapes):
+    from vizhooks.models.registry import meta_model
+
+    model = meta_model("resnet18")[0]
+    first = capture_shapes("resnet18", LAYERS, HW)
+    passes = []
+    handle = model.register_forward_pre_hook(lambda m, args: passes.append(1))
+    try:
+        again = capture_shapes("resnet18", LAYERS, HW)
+        assert again == first and passes == []  # kept with the meta model: no second pass
+        again["conv1"] = (0,)  # the caller's own dict: changing it changes nothing kept
+        assert capture_shapes("resnet18", LAYERS, HW) == first and passes == []
+        other = capture_shapes("resnet18", LAYERS, (HW[0] * 2, HW[1]))
+        assert passes == [1] and other["conv1"] == (1, 64, HW[0], HW[1] // 2)  # another size: a pass
+    finally:
+        handle.remove()
+
+
 def test_layers_the_model_lacks_add_nothing():
     assert capture_shapes("resnet18", ["layer9.conv1"], HW) == {}
     assert capture_bytes("resnet18", ["layer9.conv1"], HW) == 0

@@ -14,12 +14,16 @@ from typing import Any
 import torch
 from torch import nn
 
-from vizhooks._hooks import call_key, first_tensor, hooked
+from vizhooks._hooks import HELD, call_key, first_tensor, hooked
 from vizhooks.errors import CodedError
 from vizhooks.models.registry import meta_model
 
 #: Largest capture one request may make (feature maps of all chosen layers), in MB.
 MAX_CAPTURE_MB = float(os.environ.get("VIZHOOKS_MAX_CAPTURE_MB", "600"))
+
+
+#: Answers of :func:`capture_shapes` kept per meta model.
+_KEPT_SHAPES = 256
 
 
 class CaptureTooLargeError(CodedError):
@@ -30,8 +34,23 @@ def capture_shapes(name: str, layers: Iterable[str], input_hw: tuple[int, int],
                    what: str = "output") -> dict[str, tuple[int, ...]]:
     """Shapes a capture of ``layers`` of model ``name`` (any name :func:`vizhooks.load_model`
     takes) on a (1, 3, H, W) input would return, computed on the meta device: no weights are
-    allocated and nothing is computed. Modules that run several times contribute every call."""
+    allocated and nothing is computed. Modules that run several times contribute every call.
+
+    The shapes are kept with the (cached) meta model, per layers, size and ``what``: the page asks again
+    on every request, and a meta pass through batch norms runs PyTorch's Python decompositions."""
     model, lock = meta_model(name)
+    key = (tuple(layers), tuple(input_hw), what)
+    known: dict = model.__dict__.setdefault("_vizhooks_shapes", {})
+    with lock:
+        if key not in known:
+            if len(known) >= _KEPT_SHAPES:  # a server's visitors ask for many layer sets: the oldest go
+                del known[next(iter(known))]
+            known[key] = _meta_shapes(model, key[0], input_hw, what)
+        return dict(known[key])
+
+
+def _meta_shapes(model: nn.Module, layers: tuple[str, ...], input_hw: tuple[int, int],
+                 what: str) -> dict[str, tuple[int, ...]]:
     modules = dict(model.named_modules())
     calls: dict[str, list[tuple[int, ...]]] = {}
 
@@ -42,7 +61,7 @@ def capture_shapes(name: str, layers: Iterable[str], input_hw: tuple[int, int],
 
         return hook
 
-    with hooked(model, preserve=False, lock=lock) as hooks:  # a meta model: its own lock, no state to keep
+    with hooked(model, preserve=False, lock=HELD) as hooks:  # a meta model (its lock held above): no state to keep
         for name in layers:
             if name in modules:
                 hook = remember(name)
