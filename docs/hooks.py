@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import argparse
 import ast
+import functools
 import sys
 from dataclasses import dataclass
 from pathlib import Path
@@ -136,7 +137,10 @@ _READS = {"os.environ.get", "os.getenv", "os.environ.setdefault", "os.environ.po
 def _env_reads(path: Path) -> list[tuple[str, str]]:
     """(name, default) of every environment read in one file: a literal name, a module constant, or a
     parameter of a small helper whose callers pass the name (``_env_int("VIZHOOKS_MAX_CLASSES", 20)``)."""
-    tree = ast.parse(path.read_text("utf-8"), str(path))
+    source = path.read_text("utf-8")
+    if "environ" not in source and "getenv" not in source:  # no read here: most files, and parsing is the cost
+        return []
+    tree = ast.parse(source, str(path))
     constants = {t.id: n.value.value for n in tree.body
                  if isinstance(n, ast.Assign) and isinstance(n.value, ast.Constant) and isinstance(n.value.value, str)
                  for t in n.targets if isinstance(t, ast.Name)}
@@ -186,8 +190,10 @@ def _env_reads(path: Path) -> list[tuple[str, str]]:
     return reads
 
 
-def environment() -> list[EnvVar]:
-    """Every environment variable the code reads, by name, with its default and the files that read it."""
+@functools.cache
+def environment() -> tuple[EnvVar, ...]:
+    """Every environment variable the code reads, by name, with its default and the files that read it
+    (read once per build: both languages' pages list them)."""
     found: dict[str, EnvVar] = {}
     for group, places in CODE.items():
         for place in places:
@@ -201,7 +207,7 @@ def environment() -> list[EnvVar]:
                     elif rel not in old.read_in:  # the default shown is the library's, not a test's
                         keep = old.default if old.group == "vizhooks" else old.default or default
                         found[name] = EnvVar(name, keep, (*old.read_in, rel), old.group)
-    return sorted(found.values(), key=lambda v: (v.group != "vizhooks", v.name))
+    return tuple(sorted(found.values(), key=lambda v: (v.group != "vizhooks", v.name)))
 
 
 # ------------------------------------------------------------------------------------------------
