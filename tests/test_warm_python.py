@@ -13,10 +13,11 @@ from tests.warm_python import run_python
 
 PROBE = """
 import os, sys
-print(sys.argv, os.getcwd(), os.environ.get("PROBE"), __name__, sys.path[0] == os.path.dirname(sys.argv[0]))
+status = os.environ.get(sys.argv[0].rsplit("/", 1)[-1].removesuffix(".py").upper())  # PROBE: no setting
+print(sys.argv, os.getcwd(), status, __name__, sys.path[0] == os.path.dirname(sys.argv[0]))
 print(sorted(m for m in sys.modules if m == "vizhooks" or m.startswith("vizhooks.")))
 print("to stderr", file=sys.stderr)
-raise SystemExit(int(os.environ["PROBE"]))
+raise SystemExit(int(status))
 """
 
 
