@@ -72,7 +72,22 @@ def page(bundle):
 
 
 @pytest.fixture(scope="module")
-def ran(bundle, tmp_path_factory):
+def kernel(tmp_path_factory):
+    """One Jupyter kernel for this module's notebooks, offline, with an empty torch cache: starting a kernel
+    and importing torch in it is about 6 s of CPU, so the notebooks share it, each after ``%reset -f``
+    (nothing a notebook defined is left to the next) in a folder of its own (:func:`_execute`)."""
+    from jupyter_client import KernelManager
+
+    env = {**os.environ, "TORCH_HOME": str(tmp_path_factory.mktemp("kernel_torch_home")),
+           "PYTHONPATH": str(ROOT / "tests" / "netguard")}
+    km = KernelManager(kernel_name="python3")
+    km.start_kernel(env=env, cwd=str(tmp_path_factory.mktemp("kernel")))
+    yield km
+    km.shutdown_kernel(now=True)
+
+
+@pytest.fixture(scope="module")
+def ran(bundle, kernel, tmp_path_factory):
     """The notebook, made as for pretrained weights, run by nbclient: {step id: printed lines}."""
     folder = tmp_path_factory.mktemp("notebook")
     pretrained = dataclasses.replace(bundle, pretrained=True)
@@ -82,21 +97,21 @@ def ran(bundle, tmp_path_factory):
     (folder / "lesson.ipynb").write_bytes(data)
     book = nbformat.reads(data.decode("utf-8"), as_version=4)
     started = time.perf_counter()
-    steps = _execute(book, folder, tmp_path_factory.mktemp("kernel_torch_home"), prepare_code(bundle))
+    steps = _execute(book, folder, kernel, prepare_code(bundle))
     print(f"notebook: built in {built:.1f} s, ran in {time.perf_counter() - started:.1f} s")
     return book, steps, folder
 
 
-def _execute(book, folder: Path, torch_home: Path, codes: dict[str, str]) -> dict[str, list[str]]:
-    """Runs ``book`` in a fresh kernel, offline; {step id: the lines its code cell printed} (``codes``:
-    each step's code as prepare made it), and "setup": what the set-up cell printed."""
+def _execute(book, folder: Path, kernel, codes: dict[str, str]) -> dict[str, list[str]]:
+    """Runs ``book`` top to bottom in the module's kernel (:func:`kernel`), its namespace emptied first
+    and ``folder`` its working folder; {step id: the lines its code cell printed} (``codes``: each step's
+    code as prepare made it), and "setup": what the set-up cell printed."""
     from nbclient import NotebookClient
 
-    with pytest.MonkeyPatch.context() as mp:  # the kernel inherits these
-        mp.setenv("TORCH_HOME", str(torch_home))
-        mp.setenv("PYTHONPATH", str(ROOT / "tests" / "netguard"))
-        client = NotebookClient(book, kernel_name="python3", timeout=300, resources={"metadata": {"path": str(folder)}})
-        client.execute()
+    fresh = nbformat.v4.new_notebook(cells=[nbformat.v4.new_code_cell(
+        f"%reset -f\n__import__('os').chdir({str(folder)!r})")])  # no name of its own is left either
+    NotebookClient(fresh, km=kernel, timeout=60).execute()
+    NotebookClient(book, km=kernel, timeout=300).execute()
     steps: dict = {}
     code_cells = [c for c in book.cells if c.cell_type == "code"]
     for step in STEPS:
@@ -301,28 +316,30 @@ import sys
 
 from vizhooks.__main__ import main
 
-code = main(sys.argv[1:])
-print("exit", code)
+args, folder = sys.argv[1:-1], sys.argv[-1]
+for fmt in ("ipynb", "html"):
+    print("exit", main([*args, "--format", fmt, "--out", f"{folder}/lesson.{fmt}"]))
 print("streamlit loaded", "streamlit" in sys.modules)
 print("page loaded", sorted(m for m in sys.modules if m.startswith("vizhooks.page")))
 '''
 
 
-@pytest.mark.slow  # a fresh interpreter writes the whole lesson
-@pytest.mark.parametrize("fmt", ["ipynb", "html"])
-def test_the_lesson_command_never_imports_streamlit_or_the_page(tmp_path, fmt):
+@pytest.mark.slow  # a fresh interpreter writes the whole lesson, as a notebook and as a handout
+def test_the_lesson_command_never_imports_streamlit_or_the_page(tmp_path):
     """``python -m vizhooks lesson`` is the library's (vizhooks/lesson): it writes the lesson in a fresh
-    interpreter, offline (random weights), with Streamlit and vizhooks.page never imported."""
-    out = tmp_path / f"lesson.{fmt}"
+    interpreter, offline (random weights), in both formats one after the other, with Streamlit and
+    vizhooks.page never imported."""
     env = {**os.environ, "VIZHOOKS_OFFLINE": "1", "TORCH_HOME": str(tmp_path / "torch_home")}
     env.pop("VIZHOOKS_WEIGHTS", None)
     run = subprocess.run([sys.executable, "-c", NO_STREAMLIT, "lesson", "--photo", str(PHOTO), "--size", str(SIZE),
-                          "--format", fmt, "--lang", "zh", "--out", str(out)], cwd=ROOT, env=env,
-                         capture_output=True, text=True, timeout=600)
+                          "--lang", "zh", str(tmp_path)], cwd=ROOT, env=env, capture_output=True, text=True,
+                         timeout=600)
     assert run.returncode == 0, run.stderr[-3000:]
-    lines = run.stdout.splitlines()
-    assert lines[-3:] == ["exit 0", "streamlit loaded False", "page loaded []"], run.stdout[-2000:]
-    assert ZH["lesson_what_title"] in out.read_text("utf-8")
+    lines = run.stdout.splitlines()  # each run also prints the file it wrote
+    assert [line for line in lines if line.startswith("exit ")] == ["exit 0", "exit 0"], run.stdout[-2000:]
+    assert lines[-2:] == ["streamlit loaded False", "page loaded []"], run.stdout[-2000:]
+    for fmt in ("ipynb", "html"):
+        assert ZH["lesson_what_title"] in (tmp_path / f"lesson.{fmt}").read_text("utf-8"), fmt
 
 
 @pytest.mark.parametrize("photo,needle", [("missing.jpg", "There is no file at"), ("text", "not an image"),
@@ -360,7 +377,7 @@ def test_prepare_reads_the_page_layers_for_the_model():
 # ViT-B/32: the same VisionTransformer class and code path as B/16, with 49 tokens instead of 196
 # (a quarter of the work)
 @pytest.mark.parametrize("model", ["vgg16", "mobilenet_v3_small", "vit_b_32"])
-def test_the_lesson_of_other_families_in_chinese(model, tmp_path):
+def test_the_lesson_of_other_families_in_chinese(model, kernel, tmp_path):
     """The notebook and the handout of VGG-16, MobileNet (depthwise convs) and ViT (blocks as maps; its
     patch embedding is the conv): a valid notebook that runs top to bottom offline in a kernel and prints
     the page's shapes and the page's value of the conv it takes apart, and an HTML file with every step
@@ -376,7 +393,7 @@ def test_the_lesson_of_other_families_in_chinese(model, tmp_path):
     for cell in book.cells:
         if cell.cell_type == "code":
             ast.parse(cell.source)
-    steps = _execute(book, tmp_path, tmp_path / "torch_home", {k: v.steps.strip("\n") for k, v in
+    steps = _execute(book, tmp_path, kernel, {k: v.steps.strip("\n") for k, v in
                                                                 lesson.codes.items()})
     modules = dict(bundle.model.named_modules())
     hello = [re.match(r"^hook called on (\S+) -> output (\(.*\))$", line) for line in steps["what"]]
