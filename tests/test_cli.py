@@ -122,7 +122,11 @@ def test_list_layers(capsys):
 
 
 @pytest.mark.slow
-def test_real_entry_point(tmp_path):
+def test_real_entry_point(tmp_path, monkeypatch, capsys):
+    """``python -m vizhooks`` in a process of its own writes the maps; the module run as ``__main__`` (here,
+    in this process) exits with status 2 and one sentence on a bad file."""
+    import runpy
+
     env = {**os.environ, "TORCH_HOME": str(tmp_path), "VIZHOOKS_OFFLINE": "1"}
     ok = subprocess.run([sys.executable, "-m", "vizhooks", str(PHOTO), "--layers", "conv1",
                          "--out", str(tmp_path / "o")], cwd=ROOT, env=env,
@@ -132,10 +136,13 @@ def test_real_entry_point(tmp_path):
     assert "VIZHOOKS_OFFLINE" in ok.stderr  # the weights status is printed for the person
     empty = tmp_path / "empty.png"
     empty.write_bytes(b"")
-    bad = subprocess.run([sys.executable, "-m", "vizhooks", str(empty)], cwd=ROOT, env=env,
-                         capture_output=True, text=True, timeout=300)
-    assert bad.returncode == 2 and "Traceback" not in bad.stderr
-    assert bad.stderr.strip() == "vizhooks: error: The file is empty (0 bytes)."
+    monkeypatch.setattr(sys, "argv", ["vizhooks", str(empty)])
+    monkeypatch.delitem(sys.modules, "vizhooks.__main__", raising=False)  # run as __main__, as `-m` does
+    with pytest.raises(SystemExit) as bad:
+        runpy.run_module("vizhooks", run_name="__main__")
+    err = capsys.readouterr().err
+    assert bad.value.code == 2 and "Traceback" not in err
+    assert err.strip() == "vizhooks: error: The file is empty (0 bytes)."
 
 
 @pytest.mark.slow
