@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import ast
 import re
-import subprocess
 import sys
 import warnings
 from pathlib import Path
@@ -16,6 +15,7 @@ from pathlib import Path
 import pytest
 
 import vizhooks
+from tests.warm_python import run_python
 
 PACKAGE = Path(vizhooks.__file__).resolve().parent
 
@@ -209,19 +209,27 @@ def test_an_unknown_name_is_an_attribute_error():
         vizhooks.no_such_name  # noqa: B018
 
 
+def _fresh(code: str) -> str:
+    """What ``python -c code`` prints (a fresh Python forked from tests/warm_python.py's, which imported
+    torch, torchvision, NumPy and Pillow, none of them optional)."""
+    run = run_python(code, cwd=PACKAGE.parent)
+    assert run.returncode == 0, run.stderr[-2000:]
+    return run.stdout
+
+
 @pytest.mark.slow
 def test_import_vizhooks_imports_no_optional_or_page_module():
     heavy = ["cv2", "streamlit", "ray", "timm", "pandas", "av", "redis", "prometheus_client", "vizhooks.page",
              "vizhooks.video", "vizhooks.live", "vizhooks.atlas", "vizhooks.classroom"]
     code = f"import sys, vizhooks; print([m for m in {heavy!r} if m in sys.modules])"
-    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
+    out = _fresh(code)
     assert out.strip() == "[]"
 
 
 @pytest.mark.slow
 def test_reading_a_clip_module_does_not_load_opencv_until_a_clip_is_read():
     code = "import sys, vizhooks.video; print('cv2' in sys.modules)"
-    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
+    out = _fresh(code)
     assert out.strip() == "False"
 
 
@@ -274,5 +282,5 @@ def test_the_redis_store_is_an_optional_engine():
     """Classes in this process need no Redis: vizhooks.classroom loads redis only for a redis:// store."""
     code = ("import sys; from vizhooks.classroom import open_store; open_store(None); "
             "print([m for m in ('redis', 'vizhooks.classroom.redis_store') if m in sys.modules])")
-    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
+    out = _fresh(code)
     assert out.strip() == "[]"

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import os
 import re
-import subprocess
 import sys
 from pathlib import Path
 
@@ -15,6 +14,7 @@ import torchvision
 from PIL import Image
 
 from tests.helpers import run_cli as _run
+from tests.warm_python import run_python
 from vizhooks import capture, load_image, load_model
 from vizhooks.__main__ import main  # every command, the page's lesson included
 from vizhooks.models.images import preprocess
@@ -128,9 +128,7 @@ def test_real_entry_point(tmp_path, monkeypatch, capsys):
     import runpy
 
     env = {**os.environ, "TORCH_HOME": str(tmp_path), "VIZHOOKS_OFFLINE": "1"}
-    ok = subprocess.run([sys.executable, "-m", "vizhooks", str(PHOTO), "--layers", "conv1",
-                         "--out", str(tmp_path / "o")], cwd=ROOT, env=env,
-                        capture_output=True, text=True, timeout=300)
+    ok = run_python(module="vizhooks", args=[PHOTO, "--layers", "conv1", "--out", tmp_path / "o"], cwd=ROOT, env=env)
     assert ok.returncode == 0, ok.stderr
     assert (tmp_path / "o" / "conv1.png").is_file()
     assert "VIZHOOKS_OFFLINE" in ok.stderr  # the weights status is printed for the person

@@ -7,12 +7,11 @@ from __future__ import annotations
 import argparse
 import os
 import re
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
 
+from tests.warm_python import run_python
 from vizhooks import cli, i18n
 from vizhooks.__main__ import ALL_COMMANDS, main
 from vizhooks.cli import build_parser
@@ -194,8 +193,7 @@ def test_the_help_in_chinese_as_a_user_runs_it():
     """`VIZHOOKS_LANG=zh python -m vizhooks --help` and a command's --help: Chinese, no English sentence."""
     env = {**os.environ, "VIZHOOKS_LANG": "zh", "COLUMNS": "100"}
     for argv in ([], ["teach"]):
-        run = subprocess.run([sys.executable, "-m", "vizhooks", *argv, "--help"], env=env, capture_output=True,
-                             text=True, cwd=ROOT, timeout=120)
+        run = run_python(module="vizhooks", args=[*argv, "--help"], env=env, cwd=ROOT)
         assert run.returncode == 0 and run.stderr == "", run.stderr
         assert english_left(run.stdout) == [], run.stdout
         assert "显示这段帮助并退出" in run.stdout and run.stdout.startswith("用法：python -m vizhooks")

@@ -7,8 +7,6 @@ from __future__ import annotations
 import itertools
 import json
 import os
-import subprocess
-import sys
 from pathlib import Path
 
 import numpy as np
@@ -19,6 +17,7 @@ from PIL import Image
 from torch import nn
 
 from tests.helpers import EXEMPLAR_LAYERS, EXEMPLAR_SIZE, EXEMPLAR_TOP, run_cli, write_exemplar_folder
+from tests.warm_python import run_python
 from vizhooks import capture, load_image
 from vizhooks.atlas import (
     AtlasError,
@@ -499,7 +498,7 @@ def test_cli_help_and_light_import(capsys):
     assert "exemplars" in capsys.readouterr().out
     env = {**os.environ, "PYTHONPATH": str(ROOT)}
     code = "import sys, vizhooks; print(sorted(m for m in ('pyarrow', 'pandas', 'streamlit') if m in sys.modules))"
-    done = subprocess.run([sys.executable, "-c", code], cwd=ROOT, env=env, capture_output=True, text=True, timeout=120)
+    done = run_python(code, cwd=ROOT, env=env)
     assert done.returncode == 0 and done.stdout.strip() == "[]", done.stderr
 
 

@@ -21,8 +21,6 @@ import json
 import math
 import os
 import re
-import subprocess
-import sys
 import time
 from pathlib import Path
 
@@ -32,6 +30,7 @@ import torch
 
 import vizhooks as vz
 from tests.helpers import ROOT
+from tests.warm_python import run_python
 from vizhooks.analysis import analyse, hook_calls_demo, layer_stats
 from vizhooks.hooks.gradients import backward_report, gradient_pass
 from vizhooks.interpret.cam import cams_from
@@ -331,9 +330,8 @@ def test_the_lesson_command_never_imports_streamlit_or_the_page(tmp_path):
     vizhooks.page never imported."""
     env = {**os.environ, "VIZHOOKS_OFFLINE": "1", "TORCH_HOME": str(tmp_path / "torch_home")}
     env.pop("VIZHOOKS_WEIGHTS", None)
-    run = subprocess.run([sys.executable, "-c", NO_STREAMLIT, "lesson", "--photo", str(PHOTO), "--size", str(SIZE),
-                          "--lang", "zh", str(tmp_path)], cwd=ROOT, env=env, capture_output=True, text=True,
-                         timeout=600)
+    run = run_python(NO_STREAMLIT, args=["lesson", "--photo", PHOTO, "--size", SIZE, "--lang", "zh", tmp_path],
+                     cwd=ROOT, env=env, timeout=600)
     assert run.returncode == 0, run.stderr[-3000:]
     lines = run.stdout.splitlines()  # each run also prints the file it wrote
     assert [line for line in lines if line.startswith("exit ")] == ["exit 0", "exit 0"], run.stdout[-2000:]

@@ -37,3 +37,12 @@ def test_code_errors_and_timeouts(tmp_path):
     with pytest.raises(subprocess.TimeoutExpired):
         run_python("import time; time.sleep(30)", cwd=tmp_path, timeout=0.5)
     assert run_python("print('still here')", cwd=tmp_path).stdout == "still here\n"
+
+
+def test_a_module_runs_as_with_dash_m(tmp_path):
+    (tmp_path / "probe.py").write_text(PROBE)
+    env = {**os.environ, "PROBE": "0"}
+    want = subprocess.run([sys.executable, "-m", "probe", "x"], cwd=tmp_path, env=env, capture_output=True, text=True)
+    got = run_python(module="probe", args=["x"], cwd=tmp_path, env=env)
+    assert (got.returncode, got.stdout, got.stderr) == (want.returncode, want.stdout, want.stderr) == (
+        0, f"['{tmp_path / 'probe.py'}', 'x'] {tmp_path} 0 __main__ True\n[]\n", "to stderr\n")

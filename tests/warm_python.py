@@ -40,10 +40,13 @@ def child(req):
         main = types.ModuleType("__main__")
         sys.modules["__main__"] = main
         if req["path"] is not None:
-            sys.argv, sys.path[0] = [req["path"]], os.path.dirname(os.path.abspath(req["path"]))
+            sys.argv, sys.path[0] = [req["path"], *req["args"]], os.path.dirname(os.path.abspath(req["path"]))
             runpy.run_path(req["path"], run_name="__main__")
+        elif req["module"] is not None:  # as -m: the folder on the path, argv[0] the module's file (runpy)
+            sys.argv, sys.path[0] = ["-m", *req["args"]], os.getcwd()
+            runpy.run_module(req["module"], run_name="__main__", alter_sys=True)
         else:
-            sys.argv, sys.path[0] = ["-c"], ""
+            sys.argv, sys.path[0] = ["-c", *req["args"]], ""
             exec(compile(req["code"], "<string>", "exec"), main.__dict__)
     except SystemExit as done:
         if done.code is None or isinstance(done.code, int):
@@ -103,18 +106,21 @@ def _read(server: subprocess.Popen, deadline: float | None) -> dict:
     return json.loads(line)
 
 
-def run_python(code: str | None = None, *, path: str | Path | None = None, cwd: str | Path,
-               env: dict[str, str] | None = None, timeout: float = 300) -> subprocess.CompletedProcess[str]:
-    """``subprocess.run([sys.executable, "-c", code] or [sys.executable, path], cwd=cwd, env=env,
-    capture_output=True, text=True, timeout=timeout)``, forked from the warm server (module doc)."""
+def run_python(code: str | None = None, *, path: str | Path | None = None, module: str | None = None,
+               args: tuple[str, ...] | list[str] = (), cwd: str | Path, env: dict[str, str] | None = None,
+               timeout: float = 300) -> subprocess.CompletedProcess[str]:
+    """``subprocess.run([sys.executable, "-c", code, *args])`` (or ``[sys.executable, path, *args]``, or
+    ``[sys.executable, "-m", module, *args]``) with ``cwd=cwd, env=env, capture_output=True, text=True,
+    timeout=timeout``, forked from the warm server (module doc)."""
     import time
 
-    if (code is None) == (path is None):
-        raise ValueError("give code or a path")
+    if sum(x is not None for x in (code, path, module)) != 1:
+        raise ValueError("give code, a path or a module")
     server = _start()
     with tempfile.TemporaryDirectory(prefix="warm-python-") as tmp:
         out, err = Path(tmp, "stdout"), Path(tmp, "stderr")
-        request = {"code": code, "path": None if path is None else str(path), "cwd": str(cwd),
+        request = {"code": code, "path": None if path is None else str(path), "module": module,
+                   "args": [str(a) for a in args], "cwd": str(cwd),
                    "env": dict(os.environ if env is None else env), "stdout": str(out), "stderr": str(err)}
         server.stdin.write((json.dumps(request) + "\n").encode())
         pid = _read(server, None)["pid"]
@@ -123,7 +129,8 @@ def run_python(code: str | None = None, *, path: str | Path | None = None, cwd: 
         except TimeoutError:
             os.kill(pid, signal.SIGKILL)
             _read(server, None)
-            raise subprocess.TimeoutExpired([sys.executable, path or "-c"], timeout) from None
-        args = [sys.executable, str(path)] if path is not None else [sys.executable, "-c", code]
-        return subprocess.CompletedProcess(args, status, out.read_text(errors="replace"),
+            raise subprocess.TimeoutExpired([sys.executable, str(path or module or "-c")], timeout) from None
+        command = [sys.executable, *([str(path)] if path is not None else ["-m", module] if module else ["-c", code]),
+                   *map(str, args)]
+        return subprocess.CompletedProcess(command, status, out.read_text(errors="replace"),
                                            err.read_text(errors="replace"))
