@@ -8,10 +8,11 @@ from __future__ import annotations
 import json
 import math
 import subprocess
-import sys
 from pathlib import Path
 
 import pytest
+
+from tests.warm_python import run_python
 
 ROOT = Path(__file__).resolve().parents[1]
 BENCHES = {"grids", "hooks", "page", "coldstart", "memory", "gpu", "featurevis", "exemplars", "video", "live",
@@ -34,11 +35,9 @@ def _quick(tmp_path: Path, *only: str) -> tuple[subprocess.CompletedProcess[str]
     out, data = tmp_path / "BENCH.md", tmp_path / "bench.json"
     # The environment already says VIZHOOKS_OFFLINE=1 and an empty TORCH_HOME (tests/conftest.py);
     # the run sets them again itself.
-    proc = subprocess.run(
-        [sys.executable, "-m", "benchmarks.run", "--quick", "--out", str(out), "--json", str(data),
-         *(("--only", *only) if only else ())],
-        cwd=ROOT, capture_output=True, text=True, timeout=1200,
-    )
+    # a Python forked from tests/warm_python.py's (torch imported) runs `python -m benchmarks.run` as it is
+    proc = run_python(module="benchmarks.run", args=["--quick", "--out", out, "--json", data,
+                                                     *(("--only", *only) if only else ())], cwd=ROOT, timeout=1200)
     return proc, json.loads(data.read_text())["rows"] if data.exists() else [], out.read_text() if out.exists() else ""
 
 
