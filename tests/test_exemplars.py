@@ -62,6 +62,19 @@ def atlas(folder, resnet18, tmp_path_factory):
     return build_atlas(folder, resnet18, LAYERS, out, top=TOP, size=SIZE, batch=8, progress=False)
 
 
+RELEVANCE_TARGET = 3
+
+
+@pytest.fixture(scope="module")
+def by_relevance(folder, resnet18, tmp_path_factory):
+    """The atlas ranked by relevance to class 3 (RELEVANCE_TARGET). One photo per pass, as the brute force:
+    in float32 a batch rounds differently, which flips one near-zero ReLU gate of layer4.0 for img08 and
+    moves its score 2.5 % (the ReLU's kink, not a bug; the double-precision test below shows a batch equals
+    single passes)."""
+    return build_atlas(folder, resnet18, LAYERS, tmp_path_factory.mktemp("rel"), top=TOP, size=SIZE, batch=1,
+                       progress=False, rank="relevance", target=RELEVANCE_TARGET)
+
+
 def _expected(oracle, paths, layer: str, channel: int) -> list[tuple[float, str]]:
     return sorted((-float(oracle[p][layer][channel].max()), p) for p in paths)[:TOP]
 
@@ -542,13 +555,8 @@ def _taylor_by_hand(model: nn.Module, x: torch.Tensor, layer: str, target: int) 
     return (kept[0].detach() * grad)[0].numpy()
 
 
-def test_relevance_ranking_equals_taylor_by_hand_and_differs_from_activation(folder, resnet18, atlas, tmp_path):
-    target = 3
-    # one photo per pass, as the brute force: in float32 a batch rounds differently, which flips one
-    # near-zero ReLU gate of layer4.0 for img08 and moves its score 2.5 % (the ReLU's kink, not a bug;
-    # the double-precision test below shows a batch equals single passes)
-    by_relevance = build_atlas(folder, resnet18, LAYERS, tmp_path / "rel", top=TOP, size=SIZE, batch=1,
-                               progress=False, rank="relevance", target=target)
+def test_relevance_ranking_equals_taylor_by_hand_and_differs_from_activation(folder, resnet18, atlas, by_relevance):
+    target = RELEVANCE_TARGET
     products = {p: {layer: _taylor_by_hand(resnet18.model, resnet18.preprocess(load_image(folder / p), SIZE),
                                            layer, target) for layer in LAYERS}
                 for p in list_images(folder) if p not in BAD}
@@ -609,21 +617,18 @@ def test_relevance_of_a_batch_equals_single_passes_in_double_precision(folder, r
 
 
 @pytest.mark.slow
-def test_cli_rank_relevance_writes_the_relevance_atlas(folder, tmp_path, capsys):
-    """``--rank relevance --target C`` gives the atlas build_atlas(rank="relevance") gives, whose scores
-    the test above checks against autograd.grad; the manifest says which ranking it holds."""
-    from vizhooks.models.registry import load_model
-
-    target = 3
+def test_cli_rank_relevance_writes_the_relevance_atlas(folder, by_relevance, tmp_path, capsys):
+    """``--rank relevance --target C`` gives the atlas build_atlas(rank="relevance") gives (for both
+    layers; the CLI's is of the first), whose scores the test above checks against autograd.grad; the
+    manifest says which ranking it holds."""
+    target = RELEVANCE_TARGET
     code, stdout, err = run_cli(capsys, "exemplars", folder, "--weights", "none", "--layers", LAYERS[0], "--top", TOP,
                                 "--size", SIZE, "--batch", 1, "--workers", 0, "--rank", "relevance", "--target", target,
                                 "--out", tmp_path / "cli")
     assert code == 0, err
     got = load_atlas(stdout.strip())
     assert got.manifest["rank"] == "relevance" and got.manifest["target"] == target
-    bundle = load_model("resnet18", weights="none", device="cpu")
-    want = build_atlas(folder, bundle, [LAYERS[0]], tmp_path / "lib", top=TOP, size=SIZE, batch=1, progress=False,
-                       rank="relevance", target=target)
+    want = by_relevance
     for channel in range(want.channels(LAYERS[0])):
         assert [(e.path, e.y, e.x) for e in got.top(LAYERS[0], channel)] == \
             [(e.path, e.y, e.x) for e in want.top(LAYERS[0], channel)]
