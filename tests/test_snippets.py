@@ -1,8 +1,9 @@
 """Every snippet of "How this was made" and of the lesson runs as written and prints what the page shows.
 
 For each case below (a set of choices on the page), every snippet vizhooks.lesson.code makes for
-it (each view, and each lesson body) is saved to a file and run unchanged by a fresh Python: no
-vizhooks, ``VIZHOOKS_OFFLINE=1``, an empty ``TORCH_HOME``, the repository as working folder. One
+it (each view, and each lesson body) is saved to a file and run unchanged by a fresh Python (forked
+from tests/warm_python.py's, which has imported torch): no vizhooks, ``VIZHOOKS_OFFLINE=1``, an empty
+``TORCH_HOME``, the repository as working folder. One
 interpreter runs the snippets of a case one after another, each by ``runpy`` in a namespace of its
 own, because importing torch is most of what a snippet costs. While it runs, the page itself is
 opened for the same choices with AppTest, and the two are compared:
@@ -30,9 +31,8 @@ import json
 import math
 import os
 import re
-import subprocess
-import sys
 import unicodedata
+from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -119,7 +119,7 @@ def _codes(case: Case) -> dict[str, str]:
     return codes
 
 
-def _start(codes: dict[str, str], folder: Path, torch_home: Path) -> subprocess.Popen:
+def _start(codes: dict[str, str], folder: Path, torch_home: Path) -> Future:
     paths = {}
     for key, code in codes.items():
         path = folder / f"{key.replace(':', '_')}.py"
@@ -129,8 +129,9 @@ def _start(codes: dict[str, str], folder: Path, torch_home: Path) -> subprocess.
     runner.write_text(RUNNER)
     env = {**os.environ, "VIZHOOKS_OFFLINE": "1", "TORCH_HOME": str(torch_home)}
     env.pop("VIZHOOKS_WEIGHTS", None)
-    return subprocess.Popen([sys.executable, str(runner), json.dumps(paths)], cwd=ROOT, env=env,
-                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    # a fresh Python forked from tests/warm_python.py's, in a thread: the page is read meanwhile
+    return ThreadPoolExecutor(1).submit(run_python, path=runner, args=[json.dumps(paths)], cwd=ROOT, env=env,
+                                        timeout=600)
 
 
 def _sections(stdout: str) -> dict[str, list[str]]:
@@ -231,9 +232,9 @@ def seen(request, tmp_path_factory) -> Seen:
             page = _read_page(case)
             bundle = vz.load_model(case.model)  # as the page's get_bundle: offline, seeded random weights
         finally:
-            stdout, stderr = run.communicate(timeout=600)
-    assert run.returncode == 0, stderr[-3000:]
-    printed = _sections(stdout)
+            done = run.result()
+    assert done.returncode == 0, done.stderr[-3000:]
+    printed = _sections(done.stdout)
     modules = json.loads(printed.pop("modules")[0])
     return Seen(case, codes, printed, modules, page, bundle)
 

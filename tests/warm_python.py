@@ -20,6 +20,7 @@ import signal
 import subprocess
 import sys
 import tempfile
+import threading
 from pathlib import Path
 
 SERVER = r'''
@@ -76,6 +77,7 @@ for line in sys.stdin:
 '''
 
 _server: subprocess.Popen | None = None
+_one_at_a_time = threading.Lock()  # one request, then its answers, on the server's pipes
 _pending = b""  # what the server answered past the last line read
 
 
@@ -116,8 +118,8 @@ def run_python(code: str | None = None, *, path: str | Path | None = None, modul
 
     if sum(x is not None for x in (code, path, module)) != 1:
         raise ValueError("give code, a path or a module")
-    server = _start()
-    with tempfile.TemporaryDirectory(prefix="warm-python-") as tmp:
+    with _one_at_a_time, tempfile.TemporaryDirectory(prefix="warm-python-") as tmp:
+        server = _start()
         out, err = Path(tmp, "stdout"), Path(tmp, "stderr")
         request = {"code": code, "path": None if path is None else str(path), "module": module,
                    "args": [str(a) for a in args], "cwd": str(cwd),
