@@ -216,6 +216,22 @@ def test_the_teacher_passphrase_and_its_tries(monkeypatch):
     assert len(classes.classroom().live_codes()) == 1
 
 
+def test_a_refusal_stays_until_the_next_try(monkeypatch):
+    """Shown only in the run after the click, the refusal went with any rerun right after it (a busy
+    server's page, tests/e2e/test_class.py); it stays until the teacher tries again."""
+    monkeypatch.setenv("VIZHOOKS_TEACHER_KEY", "open sesame")
+    teacher = open_page()
+    teacher.text_input(key="class_passphrase").set_value("wrong")
+    teacher.button(key="class_start").click().run()
+    teacher.run()  # another run, no click
+    assert not teacher.exception
+    assert sum("passphrase" in e.value for e in teacher.error) == 1
+    teacher.text_input(key="class_passphrase").set_value("open sesame")
+    teacher.button(key="class_start").click().run()
+    ok(teacher)
+    assert not [e.value for e in teacher.error] and len(classes.classroom().live_codes()) == 1
+
+
 def test_at_most_max_classes(monkeypatch):
     monkeypatch.setenv("VIZHOOKS_MAX_CLASSES", "1")
     start_class(open_page())

@@ -463,7 +463,14 @@ def _passphrase_ok() -> bool:
     return False
 
 
+def _attempt() -> None:
+    """A new try at a class action: the last one's refusal goes. (A refusal stays on the page until then:
+    shown only in the run after the click, a rerun right after it, as on a busy server, took it away.)"""
+    st.session_state.pop("_class_error", None)
+
+
 def _start() -> None:
+    _attempt()
     if not _passphrase_ok():
         return
     try:
@@ -477,6 +484,7 @@ def _start() -> None:
 
 
 def _end() -> None:
+    _attempt()
     lead = teacher()
     if lead is None:
         return
@@ -547,7 +555,7 @@ def teacher_panel(slot: Any) -> None:
     """The sidebar's "Teach a class": start one, or the running class's code, link, QR and end."""
     lead = teacher()
     with slot.expander(t("class_header"), expanded=lead is not None, icon=":material/school:"):
-        error = st.session_state.pop("_class_error", None)
+        error = st.session_state.get("_class_error")  # until the next try (_attempt)
         if error:
             st.error(error)
         if lead is None:
@@ -623,6 +631,7 @@ def class_page() -> dict[str, Any]:
 
 def set_class_part(key: str, value: Any) -> None:
     """The teacher changes a class-wide part of the page (revealed polls, the gallery's spotlight)."""
+    _attempt()
     lead = teacher()
     if lead is None:
         return
