@@ -130,8 +130,10 @@ def _start(codes: dict[str, str], folder: Path, torch_home: Path) -> Future:
     env = {**os.environ, "VIZHOOKS_OFFLINE": "1", "TORCH_HOME": str(torch_home)}
     env.pop("VIZHOOKS_WEIGHTS", None)
     # a fresh Python forked from tests/warm_python.py's, in a thread: the page is read meanwhile
-    return ThreadPoolExecutor(1).submit(run_python, path=runner, args=[json.dumps(paths)], cwd=ROOT, env=env,
-                                        timeout=600)
+    pool = ThreadPoolExecutor(1)
+    running = pool.submit(run_python, path=runner, args=[json.dumps(paths)], cwd=ROOT, env=env, timeout=600)
+    pool.shutdown(wait=False)  # its one thread ends with the run
+    return running
 
 
 def _sections(stdout: str) -> dict[str, list[str]]:

@@ -21,6 +21,7 @@ import subprocess
 import sys
 import tempfile
 import threading
+import time
 from pathlib import Path
 
 SERVER = r'''
@@ -93,8 +94,6 @@ def _start() -> subprocess.Popen:
 
 def _read(server: subprocess.Popen, deadline: float | None) -> dict:
     """The server's next answer; TimeoutError past ``deadline`` (time.monotonic)."""
-    import time
-
     global _pending
     while b"\n" not in _pending:
         wait = None if deadline is None else max(deadline - time.monotonic(), 0)
@@ -114,15 +113,15 @@ def run_python(code: str | None = None, *, path: str | Path | None = None, modul
     """``subprocess.run([sys.executable, "-c", code, *args])`` (or ``[sys.executable, path, *args]``, or
     ``[sys.executable, "-m", module, *args]``) with ``cwd=cwd, env=env, capture_output=True, text=True,
     timeout=timeout``, forked from the warm server (module doc)."""
-    import time
-
     if sum(x is not None for x in (code, path, module)) != 1:
         raise ValueError("give code, a path or a module")
+    how = [str(path)] if path is not None else ["-m", str(module)] if module is not None else ["-c", str(code)]
+    command = [sys.executable, *how, *map(str, args)]
     with _one_at_a_time, tempfile.TemporaryDirectory(prefix="warm-python-") as tmp:
         server = _start()
         out, err = Path(tmp, "stdout"), Path(tmp, "stderr")
         request = {"code": code, "path": None if path is None else str(path), "module": module,
-                   "args": [str(a) for a in args], "cwd": str(cwd),
+                   "args": command[len(how) + 1:], "cwd": str(cwd),
                    "env": dict(os.environ if env is None else env), "stdout": str(out), "stderr": str(err)}
         server.stdin.write((json.dumps(request) + "\n").encode())
         pid = _read(server, None)["pid"]
@@ -131,8 +130,6 @@ def run_python(code: str | None = None, *, path: str | Path | None = None, modul
         except TimeoutError:
             os.kill(pid, signal.SIGKILL)
             _read(server, None)
-            raise subprocess.TimeoutExpired([sys.executable, str(path or module or "-c")], timeout) from None
-        command = [sys.executable, *([str(path)] if path is not None else ["-m", module] if module else ["-c", code]),
-                   *map(str, args)]
+            raise subprocess.TimeoutExpired(command, timeout) from None
         return subprocess.CompletedProcess(command, status, out.read_text(errors="replace"),
                                            err.read_text(errors="replace"))
