@@ -41,6 +41,8 @@ def test_the_chinese_handout_loads_every_picture_offline_and_draws_every_charact
     choices = LessonChoices(model, PHOTO.read_bytes(), PHOTO.name, 64, "zh")
     path = tmp_path / "lesson.html"
     path.write_bytes(lesson_file(choices, bundle, "html"))
+    # no address outside the file, not even a link that is never followed (the route below sees requests only)
+    assert not re.search(r"""(src|href)=["'](?!data:|#)""", path.read_text(encoding="utf-8"))
 
     refused: list[str] = []
 
