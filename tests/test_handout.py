@@ -45,7 +45,7 @@ from vizhooks.lesson.handout import (
 )
 from vizhooks.lesson.i18n import in_language
 from vizhooks.lesson.steps import STEPS
-from vizhooks.page.texts import EN, ZH
+from vizhooks.page.texts import EN, LANGUAGES, ZH
 
 PHOTO = ROOT / "sample_images" / "chelsea.jpg"
 SIZE = 64  # small: the lesson's numbers, not its pictures, are what the notebook test reads
@@ -295,14 +295,22 @@ def _main(*argv: object) -> int:
 
 
 @pytest.mark.slow
-@pytest.mark.parametrize("fmt", ["ipynb", "html"])
-def test_the_command_writes_the_lesson(tmp_path, capsys, fmt):
+@pytest.mark.parametrize(("fmt", "cli_lang"), [("ipynb", None), ("html", "en")])
+def test_the_command_writes_the_lesson(tmp_path, capsys, monkeypatch, fmt, cli_lang):
+    """A Chinese lesson, and what the command prints in the lesson's language unless VIZHOOKS_LANG names the
+    command line's."""
+    if cli_lang is None:
+        monkeypatch.delenv("VIZHOOKS_LANG", raising=False)
+    else:
+        monkeypatch.setenv("VIZHOOKS_LANG", cli_lang)
     out = tmp_path / f"lesson.{fmt}"
     code = _main("lesson", "--lang", "zh", "--model", "resnet18", "--photo", PHOTO, "--format", fmt,
                  "--size", SIZE, "--out", out)
     stdout, err = capsys.readouterr()
     assert code == 0, err
     assert stdout.strip() == str(out) and out.stat().st_size > 10_000
+    said = (EN if cli_lang == "en" else ZH)["cli_model_line"].format(name="resnet18", device="cpu", status="")
+    assert err.startswith(said), err
     text = out.read_text("utf-8")
     assert ZH["lesson_what_title"] in text
     if fmt == "ipynb":
@@ -335,6 +343,10 @@ def test_the_lesson_command_never_imports_streamlit_or_the_page(tmp_path):
     lines = run.stdout.splitlines()  # each run also prints the file it wrote
     assert [line for line in lines if line.startswith("exit ")] == ["exit 0", "exit 0"], run.stdout[-2000:]
     assert lines[-2:] == ["streamlit loaded False", "page loaded []"], run.stdout[-2000:]
+    # the lesson's language on the command line too, and no font warning about a one-weight Chinese font
+    said = ZH["cli_model_line"].format(name="resnet18", device="cpu", status="")
+    assert [line for line in run.stderr.splitlines() if line.startswith(said)] and "findfont" not in run.stderr, \
+        run.stderr[-3000:]
     for fmt in ("ipynb", "html"):
         assert ZH["lesson_what_title"] in (tmp_path / f"lesson.{fmt}").read_text("utf-8"), fmt
 
@@ -352,6 +364,20 @@ def test_a_bad_photo_exits_2_with_one_sentence(tmp_path, capsys, photo, needle):
     lines = err.strip().splitlines()
     assert code == 2 and len(lines) == 1 and lines[0].startswith("vizhooks: error: ") and needle in lines[0], err
     assert not (tmp_path / "out.ipynb").exists()
+
+
+def test_a_chinese_lesson_is_refused_in_chinese_unless_the_command_line_says_otherwise(tmp_path, capsys,
+                                                                                       monkeypatch):
+    monkeypatch.delenv("VIZHOOKS_LANG", raising=False)
+    missing = tmp_path / "missing.jpg"
+    expected = {lang: LANGUAGES[lang]["cli_error"].format(message=LANGUAGES[lang]["cli_lesson_no_photo"].format(
+        photo=missing)) for lang in ("zh", "zh-Hant", "en")}
+    for argv, lang in ((["--lang", "zh"], "zh"), (["--lang=zh-Hant"], "zh-Hant"), ([], "en")):
+        assert _main("lesson", *argv, "--photo", missing) == 2
+        assert capsys.readouterr().err.strip() == expected[lang], argv
+    monkeypatch.setenv("VIZHOOKS_LANG", "en")
+    assert _main("lesson", "--lang", "zh", "--photo", missing) == 2
+    assert capsys.readouterr().err.strip() == expected["en"]
 
 
 def test_the_lesson_command_is_listed_and_has_its_help(capsys):

@@ -6,13 +6,15 @@ arguments are declared without the handout's imports, so ``--help`` stays quick 
 from __future__ import annotations
 
 import argparse
+import os
 import sys
 from collections.abc import Sequence
 from pathlib import Path
 
 from vizhooks.cli import COMMANDS, Command, model_line
 from vizhooks.cli import main as cli_main
-from vizhooks.i18n import t
+from vizhooks.i18n import LANGUAGES, t
+from vizhooks.lesson.i18n import in_language
 from vizhooks.lesson.steps import STEPS, command_arguments
 from vizhooks.models.images import MAX_SIZE, MIN_SIZE, InvalidImageError, load_image
 from vizhooks.models.registry import load_model
@@ -65,8 +67,25 @@ ALL_COMMANDS: tuple[Command, ...] = (*COMMANDS, LESSON)
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    """``python -m vizhooks ARGS``: the exit status."""
-    return cli_main(argv, ALL_COMMANDS)
+    """``python -m vizhooks ARGS``: the exit status. The lesson command speaks the lesson's language
+    (``--lang``), its refusals and the model's line included, unless ``VIZHOOKS_LANG`` chooses the command
+    line's: a teacher who asks for a Chinese lesson reads Chinese."""
+    argv = list(sys.argv[1:] if argv is None else argv)
+    lang = _lesson_language(argv)
+    if lang is None:
+        return cli_main(argv, ALL_COMMANDS)
+    return in_language(lang, lambda: cli_main(argv, ALL_COMMANDS))
+
+
+def _lesson_language(argv: list[str]) -> str | None:
+    """The language a ``lesson`` command line asks for with ``--lang`` (as argparse reads it), when
+    ``VIZHOOKS_LANG`` says nothing and the language is one of the catalogue's; else None."""
+    if argv[:1] != [LESSON.name] or os.environ.get("VIZHOOKS_LANG"):
+        return None
+    peek = argparse.ArgumentParser(add_help=False)
+    peek.add_argument("--lang")
+    lang = peek.parse_known_args(argv[1:])[0].lang
+    return lang if lang in LANGUAGES else None
 
 
 if __name__ == "__main__":

@@ -12,6 +12,7 @@ from __future__ import annotations
 import dataclasses
 import functools
 import io
+import logging
 import math
 import os
 from collections.abc import Sequence
@@ -598,12 +599,25 @@ CJK_FONTS = ("WenQuanYi Zen Hei", "Noto Sans CJK SC", "Noto Sans SC", "Source Ha
              "PingFang SC", "SimHei")
 
 
+class _OneWeightFonts(logging.Filter):
+    """Leaves out matplotlib's "findfont: Failed to find font weight normal for WenQuanYi Zen Hei, now using
+    500." for the fonts of :data:`CJK_FONTS`: such a font comes in one weight, which is the right one for
+    every Chinese label, yet the line was printed on the command line and in the server's log."""
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        args = record.args if isinstance(record.args, tuple) else ()
+        return not (str(record.msg).startswith("findfont: Failed to find font weight")
+                    and len(args) > 1 and args[1] in CJK_FONTS)
+
+
 @functools.cache
 def text_fonts() -> tuple[str, ...]:
     """DejaVu Sans, then the first font of :data:`CJK_FONTS` this machine has: matplotlib falls back
-    glyph by glyph along the list, so Latin and Chinese names both show."""
+    glyph by glyph along the list, so Latin and Chinese names both show (without a warning that such a
+    font has one weight: :class:`_OneWeightFonts`)."""
     from matplotlib import font_manager
 
+    logging.getLogger(font_manager.__name__).addFilter(_OneWeightFonts())
     have = {f.name for f in font_manager.fontManager.ttflist}
     if not have.intersection(CJK_FONTS):
         # matplotlib lists the system's fonts once, in a cache it keeps until its own version changes:
