@@ -36,6 +36,15 @@ if os.environ.get("PYTEST_XDIST_WORKER"):
     os.environ["OMP_NUM_THREADS"] = os.environ["MKL_NUM_THREADS"] = "1"
 
 
+@pytest.fixture(scope="session", autouse=True)
+def _session_torch_home(tmp_path_factory):
+    """An empty torch cache for the session and module fixtures too, which start before each test's own
+    (:func:`_offline`): a page opened by a module fixture looked for checkpoints in ~/.cache/torch."""
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setenv("TORCH_HOME", str(tmp_path_factory.mktemp("session_torch_home")))
+        yield
+
+
 @pytest.fixture(autouse=True)
 def _offline(monkeypatch, tmp_path_factory):
     monkeypatch.setenv("TORCH_HOME", str(tmp_path_factory.mktemp("torch_home")))

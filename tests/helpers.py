@@ -17,6 +17,7 @@ import numpy as np
 import torch
 from PIL import Image
 from torch import nn
+from torchvision.models import ResNet18_Weights
 
 if TYPE_CHECKING:
     from streamlit.testing.v1 import AppTest
@@ -388,3 +389,10 @@ def colour_photos(per_colour: int = 4, seed: int = 0) -> tuple[list[Image.Image]
             photos.append(Image.fromarray((pixels * 255).astype(np.uint8)))
             names.append(name)
     return photos, names
+
+
+def checkpoint_by_hand() -> Path:
+    """Where torch keeps resnet18's ImageNet checkpoint: its hub folder, then the file name of torchvision's
+    URL for the weights."""
+    url = ResNet18_Weights.DEFAULT.url
+    return Path(torch.hub.get_dir()) / "checkpoints" / url.rsplit("/", 1)[-1]

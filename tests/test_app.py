@@ -19,6 +19,7 @@ from tests.helpers import (
     APP,
     PAGE_FILES,
     ROOT,
+    checkpoint_by_hand,
     choose_view,
     clear_results,
     count_hooks,
@@ -30,6 +31,7 @@ from tests.helpers import (
     whole_passes,
 )
 from tests.warm_python import run_python
+from vizhooks.page.texts import EN
 from vizhooks.page.urlstate import VIEWS
 
 #: The page's own code: app.py and the package's widgets, views and sources (its texts, snippets and
@@ -73,6 +75,14 @@ def test_default_view_shows_input_and_grids(first_visit):
     assert "16 of 64 channels" in captions and "16 of 512 channels" in captions
     assert any("meaningless" in w.value for w in at.warning)  # random weights are said plainly
     assert any("--download-weights resnet18" in w.value for w in at.warning)
+    # where the weights file goes (the torch cache of the fixture's time: a module fixture starts before each
+    # test's own empty TORCH_HOME); the account needs no "in English" note
+    details = at.sidebar.expander[0]
+    head, tail = EN["weights_file_place"].split("{path}")
+    [line] = [m.value for m in details.markdown]
+    assert line.startswith(head) and line.endswith(f"{os.sep}checkpoints{os.sep}{checkpoint_by_hand().name}{tail}")
+    assert not line.startswith(head + str(Path.home() / ".cache")), line  # never the user's own torch cache
+    assert not details.caption and "resnet18 could not be loaded" in details.code[0].value
     assert len(forward_passes) == 1
     assert at.query_params["model"] == "resnet18" and at.query_params["sample"] == "chelsea.jpg"
 

@@ -7,7 +7,15 @@ import string
 
 import pytest
 
-from tests.helpers import CODE_SPAN, ENGLISH_PHRASE, allowed_names, choose_view, english_in, open_page
+from tests.helpers import (
+    CODE_SPAN,
+    ENGLISH_PHRASE,
+    allowed_names,
+    checkpoint_by_hand,
+    choose_view,
+    english_in,
+    open_page,
+)
 from vizhooks.lesson.steps import STEPS
 from vizhooks.page.texts import EN, ZH, language_from_locale
 
@@ -39,6 +47,11 @@ VIEWS = ("maps", "inspector", "atlas", "gradients", "gradcam", "backward", "tabl
 @pytest.mark.slow
 def test_chinese_page_has_no_english_sentences():
     at = open_page(lang="zh", size="128", layers="conv1,layer2.0.conv1,layer4.0.conv1")
+    # the weights' details: where the file goes, in Chinese, and the library's account said to be English
+    details = at.sidebar.expander[0]
+    assert details.label == ZH["weights_details"]
+    assert [m.value for m in details.markdown] == [ZH["weights_file_place"].format(path=checkpoint_by_hand())]
+    assert [c.value for c in details.caption] == [ZH["weights_details_english"]]
     allowed = allowed_names(at)
     problems = {}
     for view in VIEWS:

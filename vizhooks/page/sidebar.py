@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import Any
 
 import streamlit as st
@@ -10,7 +11,7 @@ import streamlit as st
 import vizhooks as vz
 from vizhooks.models.layers import architecture_layers, reference_hw
 from vizhooks.models.registry import list_models, operator_models, resolve_entry
-from vizhooks.models.weights import fetch_command
+from vizhooks.models.weights import checkpoint_path, fetch_command
 from vizhooks.page.classes import followed_photo
 from vizhooks.page.clip import clip_choice, clip_controls
 from vizhooks.page.results import model_option
@@ -126,5 +127,23 @@ def show_model_status(slot: Any, bundle: vz.ModelBundle) -> None:
         slot.caption(t(f"weights_from_{bundle.weights_source}"))
     else:
         slot.warning(t("weights_random", command=fetch_command(bundle.arch)), icon=":material/warning:")
-    # the library's own account (paths, URLs, each reason on the way), as it printed it
-    slot.expander(t("weights_details")).code(bundle.weights_status, language=None, wrap_lines=True)
+    box = slot.expander(t("weights_details"))
+    where = torchvision_checkpoint(bundle)
+    if where is not None:
+        box.markdown(t("weights_file_place", path=where))
+    # the library's own account (paths, URLs, each reason on the way), as it printed it: English, said so
+    # on a page in another language
+    if language() != "en":
+        box.caption(t("weights_details_english"))
+    box.code(bundle.weights_status, language=None, wrap_lines=True)
+
+
+def torchvision_checkpoint(bundle: vz.ModelBundle) -> Path | None:
+    """Where torchvision keeps (or would keep) the ImageNet checkpoint of ``bundle``'s model, unless its
+    weights came from somewhere else (a file, ``VIZHOOKS_WEIGHTS``) or it is not a torchvision model."""
+    if bundle.weights_source not in ("cache", "download", "random"):
+        return None
+    try:
+        return checkpoint_path(bundle.arch)
+    except ValueError:  # timm, Hugging Face, a model of one's own: their weights live elsewhere
+        return None
