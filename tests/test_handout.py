@@ -378,6 +378,10 @@ def test_a_chinese_lesson_is_refused_in_chinese_unless_the_command_line_says_oth
     monkeypatch.setenv("VIZHOOKS_LANG", "en")
     assert _main("lesson", "--lang", "zh", "--photo", missing) == 2
     assert capsys.readouterr().err.strip() == expected["en"]
+    monkeypatch.delenv("VIZHOOKS_LANG")
+    assert _main("lesson", "--photo", missing, "--lang") == 2  # no value: the command's one sentence
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and err[0].startswith("vizhooks: error: ") and "--lang" in err[0], err
 
 
 def test_the_lesson_command_is_listed_and_has_its_help(capsys):

@@ -82,9 +82,12 @@ def _lesson_language(argv: list[str]) -> str | None:
     ``VIZHOOKS_LANG`` says nothing and the language is one of the catalogue's; else None."""
     if argv[:1] != [LESSON.name] or os.environ.get("VIZHOOKS_LANG"):
         return None
-    peek = argparse.ArgumentParser(add_help=False)
+    peek = argparse.ArgumentParser(add_help=False, exit_on_error=False)
     peek.add_argument("--lang")
-    lang = peek.parse_known_args(argv[1:])[0].lang
+    try:
+        lang = peek.parse_known_args(argv[1:])[0].lang
+    except argparse.ArgumentError:  # "--lang" with no value: the command's own parser says so, in one line
+        return None
     return lang if lang in LANGUAGES else None
 
 
