@@ -9,6 +9,7 @@ from typing import Any
 import streamlit as st
 
 import vizhooks as vz
+from vizhooks.i18n import SOURCE
 from vizhooks.models.layers import architecture_layers, reference_hw
 from vizhooks.models.registry import list_models, operator_models, resolve_entry
 from vizhooks.models.weights import checkpoint_path, fetch_command
@@ -128,17 +129,17 @@ def show_model_status(slot: Any, bundle: vz.ModelBundle) -> None:
     else:
         slot.warning(t("weights_random", command=fetch_command(bundle.arch)), icon=":material/warning:")
     box = slot.expander(t("weights_details"))
-    where = torchvision_checkpoint(bundle)
+    where = _torchvision_checkpoint(bundle)
     if where is not None:
         box.markdown(t("weights_file_place", path=where))
     # the library's own account (paths, URLs, each reason on the way), as it printed it: English, said so
     # on a page in another language
-    if language() != "en":
+    if language() != SOURCE:
         box.caption(t("weights_details_english"))
     box.code(bundle.weights_status, language=None, wrap_lines=True)
 
 
-def torchvision_checkpoint(bundle: vz.ModelBundle) -> Path | None:
+def _torchvision_checkpoint(bundle: vz.ModelBundle) -> Path | None:
     """Where torchvision keeps (or would keep) the ImageNet checkpoint of ``bundle``'s model, unless its
     weights came from somewhere else (a file, ``VIZHOOKS_WEIGHTS``) or it is not a torchvision model."""
     if bundle.weights_source not in ("cache", "download", "random"):
