@@ -273,7 +273,8 @@ def reveal(teacher: Page, students: list[Page], texts: dict[str, str], step: int
     idle(teacher)
     click(teacher, f"poll_reveal_{sid}")
     answer = texts["poll_revealed"].format(choice=choices(texts, step)[CORRECT[sid]])
-    for page in students:
+    # the teacher's page first: a failure then says whether the click was lost or a student missed the news
+    for page in [teacher, *students]:
         expect(page.get_by_test_id("stAlertContentSuccess").filter(has_text=texts["poll_revealed"].split("{")[0])
                ).to_have_text(answer)
 
