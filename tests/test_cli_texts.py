@@ -404,7 +404,9 @@ def test_the_model_line_in_chinese_says_where_the_weights_came_from_in_chinese(m
     fallback = ("Random weights: pretrained weights for resnet18 could not be loaded. No checkpoint in the "
                 "torch cache. Until then, feature maps show an untrained network.")
     cases = {"asked": _bundle(), "fallback": _bundle(weights_status=fallback),
-             "cache": _bundle(pretrained=True, weights_source="cache", weights_status="ImageNet weights from /x.")}
+             "cache": _bundle(pretrained=True, weights_source="cache", weights_status="ImageNet weights from /x."),
+             "offline": _bundle(weights_status=fallback, weights_notes=(
+                 ("downloads_off", {"variable": "VIZHOOKS_OFFLINE"}), ("download_failed", {"reason": "timed out"})))}
     i18n.set_language("en")
     for bundle in cases.values():
         assert cli.model_line(bundle) == f"Model: resnet18 on cpu. {bundle.weights_status}"
@@ -415,7 +417,10 @@ def test_the_model_line_in_chinese_says_where_the_weights_came_from_in_chinese(m
     assert lines["asked"].endswith(i18n.t("cli_weights_as_asked"))
     assert "`python -m vizhooks --download-weights resnet18`" in lines["fallback"]
     assert lines["cache"].endswith(i18n.t("weights_from_cache"))
-    assert len(set(lines.values())) == 3
+    # and, where the loader kept them, the reasons it met, in Chinese with their values as code
+    assert lines["offline"] == (lines["fallback"]
+                                + " 原因：下载已关闭（设置了环境变量 `VIZHOOKS_OFFLINE`）；下载失败（`timed out`）。")
+    assert len(set(lines.values())) == 4
 
 
 def test_every_random_as_asked_status_is_recognised():

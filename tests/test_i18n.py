@@ -50,7 +50,10 @@ def test_chinese_page_has_no_english_sentences():
     # the weights' details: where the file goes, in Chinese, and the library's account said to be English
     details = at.sidebar.expander[0]
     assert details.label == ZH["weights_details"]
-    assert [m.value for m in details.markdown] == [ZH["weights_file_place"].format(path=checkpoint_by_hand())]
+    # and why the weights are random (the suite runs with VIZHOOKS_OFFLINE set), in Chinese too
+    assert [m.value for m in details.markdown] == [
+        ZH["weights_file_place"].format(path=checkpoint_by_hand()),
+        ZH["weights_why"] + "\n\n- " + ZH["weights_note_downloads_off"].format(variable="`VIZHOOKS_OFFLINE`")]
     assert [c.value for c in details.caption] == [ZH["weights_details_english"]]
     allowed = allowed_names(at)
     problems = {}

@@ -161,6 +161,8 @@ def test_auto_offline_falls_back_and_says_how_to_fix():
     assert EXPECTED_FILE in bundle.weights_status
     assert "--download-weights resnet18" in bundle.weights_status
     assert "VIZHOOKS_OFFLINE" in bundle.weights_status
+    # the reason, kept for a page in another language (tests/test_i18n.py shows it in Chinese)
+    assert bundle.weights_notes == (("downloads_off", {"variable": "VIZHOOKS_OFFLINE"}),)
     with pytest.raises(WeightsError, match="--download-weights"):
         load_model("resnet18", weights="imagenet", device="cpu")
 
@@ -174,7 +176,7 @@ def test_auto_uses_the_torch_cache(tmp_path, monkeypatch):
     bundle = load_model("resnet18", weights="auto", device="cpu")
     assert bundle.pretrained and bundle.weights_source == "cache"
     assert _same_weights(bundle.model, state)
-    assert str(cached) in bundle.weights_status
+    assert str(cached) in bundle.weights_status and bundle.weights_notes == ()
 
 
 @pytest.mark.slow
@@ -205,6 +207,8 @@ def test_damaged_cache_is_reported(tmp_path, monkeypatch):
     cached.write_bytes(b"\x80\x02 not a checkpoint")
     bundle = load_model("resnet18", weights="auto", device="cpu")
     assert not bundle.pretrained and "damaged" in bundle.weights_status
+    assert [(code, values.get("path")) for code, values in bundle.weights_notes] == [
+        ("cache_damaged", str(cached)), ("downloads_off", None)]
 
 
 @pytest.mark.slow
@@ -217,6 +221,7 @@ def test_env_file_first_and_mismatch_falls_through(tmp_path, monkeypatch):
     assert bundle.weights_source == "env" and _same_weights(bundle.model, state)
     other = load_model("resnet34", weights="auto", device="cpu")  # a resnet18 file cannot fit
     assert other.weights_source == "random" and "VIZHOOKS_WEIGHTS" in other.weights_status
+    assert [code for code, _ in other.weights_notes] == ["env_unused", "downloads_off"]
     monkeypatch.setenv("VIZHOOKS_WEIGHTS", str(tmp_path / "missing.pth"))
     gone = load_model("resnet18", weights="auto", device="cpu")
     assert gone.weights_source == "random" and "does not exist" in gone.weights_status
@@ -238,12 +243,14 @@ def test_silent_server_is_bounded(online, monkeypatch, tmp_path):
         listener.close()
     assert elapsed < 10
     assert not bundle.pretrained and "download failed" in bundle.weights_status
+    assert [code for code, _ in bundle.weights_notes] == ["download_failed"]
     cache = Path(os.environ["TORCH_HOME"]) / "hub" / "checkpoints"
     assert not cache.exists() or not any(cache.iterdir())
     # A second load remembers the failure instead of waiting again (the status says so; no
     # timing assert, which a busy machine could break).
     again = load_model("resnet18", weights="auto", device="cpu")
     assert "a moment ago" in again.weights_status
+    assert [code for code, _ in again.weights_notes] == ["failed_recently"]
 
 
 @pytest.mark.slow

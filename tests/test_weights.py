@@ -158,11 +158,13 @@ def test_a_failed_download_is_remembered_for_a_while(monkeypatch):
     monkeypatch.delenv("VIZHOOKS_OFFLINE", raising=False)
     monkeypatch.setattr(vw, "_offline_since", None)
     monkeypatch.setattr(vw, "_offline_reason", "")
-    notes: list[str] = []
+    notes: list[vw.Note] = []
     assert vw.download_allowed(notes) and notes == []
     vw.remember_download(WeightsError("No answer from the download server within 8 s."))
     assert not vw.download_allowed(notes)
-    assert notes == ["The download failed a moment ago (No answer from the download server within 8 s)"]
+    assert notes == [("failed_recently", {"reason": "No answer from the download server within 8 s"})]
+    assert str(vw.gathered(notes)) == ("The download failed a moment ago (No answer from the download server "
+                                       "within 8 s).")
     monkeypatch.setattr(vw, "_offline_since", time.monotonic() - vw.OFFLINE_MEMORY_S - 1)  # long ago
     assert vw.download_allowed([])
     vw.remember_download(WeightsError("x"))
@@ -170,7 +172,7 @@ def test_a_failed_download_is_remembered_for_a_while(monkeypatch):
     assert vw.download_allowed([])
     monkeypatch.setenv("VIZHOOKS_OFFLINE", "1")
     notes = []
-    assert not vw.download_allowed(notes) and "VIZHOOKS_OFFLINE" in notes[0]
+    assert not vw.download_allowed(notes) and notes == [("downloads_off", {"variable": "VIZHOOKS_OFFLINE"})]
     monkeypatch.setenv("VIZHOOKS_OFFLINE", "0")
     assert vw.download_allowed([])
 
@@ -228,3 +230,19 @@ def test_fetch_weights_keeps_a_cached_file(tmp_path):
     stream = io.StringIO()
     assert vw.fetch_weights(["resnet18"], stream=stream) == [dest]
     assert stream.getvalue() == f"resnet18: already cached at {dest}\n" and dest.read_bytes() == b"already here"
+
+
+def test_a_refusal_keeps_its_reasons_for_another_language(monkeypatch):
+    """The Hugging Face chain offline: one English sentence as before, and the reasons it met, which the
+    catalogue says in Chinese (the page's sidebar shows them so) with each value as given."""
+    from vizhooks.lesson.i18n import in_language
+
+    monkeypatch.setenv("HF_HUB_OFFLINE", "1")
+    with pytest.raises(WeightsError) as info:
+        vw.hf_download("someone/some_model")
+    assert str(info.value) == ("Downloads are switched off (HF_HUB_OFFLINE is set), and Hugging Face model "
+                               "someone/some_model is not in the Hugging Face cache.")
+    assert info.value.notes == (("downloads_off", {"variable": "HF_HUB_OFFLINE"}),
+                                ("hf_not_cached", {"ref": "someone/some_model"}))
+    said = in_language("zh", lambda: vw.said_notes(info.value.notes))
+    assert said == ["下载已关闭（设置了环境变量 `HF_HUB_OFFLINE`）", "Hugging Face 缓存中没有模型 `someone/some_model`"]

@@ -31,7 +31,7 @@ from vizhooks.models.registry import (
     resolve_entry,
     torchvision_models,
 )
-from vizhooks.models.weights import WeightsError, fetch_command, fetch_weights
+from vizhooks.models.weights import WeightsError, fetch_command, fetch_weights, said_notes
 from vizhooks.render.export import npz_bytes, write_atomic
 from vizhooks.render.figures import NORMS, ORDERS, feature_grid, figure_to_png, get_colormap
 from vizhooks.video import DEFAULT_MAX_FRAMES, VIDEO_TYPES, InvalidVideoError
@@ -338,7 +338,9 @@ def weights_words(bundle: ModelBundle) -> str:
         return t(f"weights_from_{bundle.weights_source}")
     if random_as_asked(bundle.weights_status):
         return t("cli_weights_as_asked")
-    return t("cli_weights_random", command=fetch_command(bundle.arch))
+    why = said_notes(bundle.weights_notes)
+    return t("cli_weights_random", command=fetch_command(bundle.arch)) + (
+        " " + t("cli_weights_why", reasons=t("weights_note_separator").join(why)) if why else "")
 
 
 def _is_video(path: str) -> bool:

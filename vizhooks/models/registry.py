@@ -54,6 +54,7 @@ from vizhooks.models.images import (
 )
 from vizhooks.models.weights import (
     DOWNLOAD_TIMEOUT_S,
+    Note,
     WeightsError,
     apply_state_dict,
     bounded,
@@ -61,6 +62,7 @@ from vizhooks.models.weights import (
     checkpoint_path,
     download_allowed,
     fetch_command,
+    gathered,
     hf_ensure_config,
     hf_pretrained,
     imagenet_chain,
@@ -138,6 +140,9 @@ class ModelBundle:
         categories: class names, index-aligned with the logits.
         mean, std: the normalisation the model expects.
         weights_source: ``"file"``, ``"env"``, ``"cache"``, ``"download"``, ``"timm"`` or ``"random"``.
+        weights_notes: random weights where pretrained ones were asked for: the reasons met on the way
+            (:data:`vizhooks.models.weights.Note`), which ``weights_status`` says in English and a page in
+            its own language (:func:`vizhooks.models.weights.said_notes`); else empty.
         arch: the architecture (torchvision name or ``"timm:..."``).
         input: how the model wants its pictures (see :class:`InputSpec`).
         clip: for a CLIP zero-shot model (:func:`vizhooks.models.zero_shot.zero_shot`), the open_clip
@@ -156,6 +161,7 @@ class ModelBundle:
     arch: str = ""
     input: InputSpec = field(default_factory=InputSpec)
     clip: nn.Module | None = None
+    weights_notes: tuple[Note, ...] = ()
 
     def __post_init__(self) -> None:
         self.arch = self.arch or self.name
@@ -572,9 +578,9 @@ def _timm_pretrained(arch: str, model: nn.Module) -> tuple[str, str]:
     path = next((p for f in filenames if isinstance(p := try_to_load_from_cache(repo, f), str)), None)
     source = "cache"
     if path is None:
-        notes: list[str] = []
+        notes: list[Note] = []
         if not download_allowed(notes):
-            raise WeightsError(f"{notes[0]}; {name} is not in the Hugging Face cache")
+            raise gathered([notes[0], ("timm_not_cached", {"name": name})], end="")
         try:
             path = bounded(lambda started: hf_hub_download(repo, filenames[0]), DOWNLOAD_TIMEOUT_S, name)
             remember_download(None)
@@ -582,7 +588,7 @@ def _timm_pretrained(arch: str, model: nn.Module) -> tuple[str, str]:
         except Exception as exc:
             error = exc if isinstance(exc, WeightsError) else WeightsError(str(exc).splitlines()[0][:160])
             remember_download(error)
-            raise WeightsError(f"The download of {name} from Hugging Face failed ({error})") from None
+            raise gathered([("timm_download_failed", {"name": name, "reason": str(error)})], end="") from None
     if str(path).endswith(".safetensors"):
         from safetensors.torch import load_file
 
@@ -663,6 +669,7 @@ def load_model(
     )
 
     num_classes = None
+    notes: tuple[Note, ...] = ()
     if weights == "none":
         model = build(arch)
         source, pretrained = "random", False
@@ -679,6 +686,7 @@ def load_model(
             if weights == "imagenet":
                 raise WeightsError(f"Pretrained weights for {entry.name} are not available: {exc} {fix}") from None
             source, pretrained = "random", False  # the model is untouched: weights are checked before loading
+            notes = exc.notes
             status = (
                 f"Random weights: pretrained weights for {entry.name} could not be loaded. {str(exc).rstrip('.')}. "
                 f"{fix} Until then, feature maps show an untrained network and predictions are meaningless."
@@ -706,6 +714,7 @@ def load_model(
     return ModelBundle(
         model=model, name=entry.name, device=dev, pretrained=pretrained, weights_status=status,
         categories=cats, mean=spec.mean, std=spec.std, weights_source=source, arch=arch, input=spec,
+        weights_notes=notes,
     )
 
 
@@ -716,6 +725,7 @@ def _load_hf(entry: ModelEntry, weights: str, dev: torch.device, labels: str | o
     fix = (f"To use its own weights, load {entry.name} once on a machine with internet (it stays in the Hugging "
            f"Face cache, HF_HOME; HF_ENDPOINT names a mirror), or save_pretrained it into a folder and load "
            f"hf:FOLDER.")
+    notes: tuple[Note, ...] = ()
     if weights == "none":
         hf_ensure_config(ref)
         model, source, pretrained = build(entry.arch), "random", False
@@ -727,7 +737,7 @@ def _load_hf(entry: ModelEntry, weights: str, dev: torch.device, labels: str | o
         except WeightsError as exc:
             if weights == "imagenet" or hf_json(ref, "config.json") is None:
                 raise WeightsError(f"{str(exc).rstrip('.')}. {fix}") from None
-            model, source, pretrained = build(entry.arch), "random", False
+            model, source, pretrained, notes = build(entry.arch), "random", False, exc.notes
             status = (f"Random weights: the weights of {entry.name} could not be loaded. {str(exc).rstrip('.')}. {fix} "
                       f"Until then, feature maps show an untrained network and predictions are meaningless.")
     else:
@@ -745,6 +755,7 @@ def _load_hf(entry: ModelEntry, weights: str, dev: torch.device, labels: str | o
     return ModelBundle(
         model=model.to(dev).eval(), name=entry.name, device=dev, pretrained=pretrained, weights_status=status,
         categories=cats, mean=spec.mean, std=spec.std, weights_source=source, arch=entry.arch, input=spec,
+        weights_notes=notes,
     )
 
 

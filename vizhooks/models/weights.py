@@ -27,6 +27,7 @@ import torch
 from torch import nn
 
 from vizhooks.errors import CodedError
+from vizhooks.i18n import english, said
 from vizhooks.models.architectures import HFClassifier, hf_file, imagenet_weights, meta_build
 
 #: Seconds the automatic download may wait for a connection and for each chunk of data.
@@ -41,9 +42,36 @@ _offline_since: float | None = None
 _offline_reason = ""
 
 
+#: A reason met on the way to a model's weights: ``(code, values)`` of the catalogue's ``weights_note_<code>``.
+Note = tuple[str, dict[str, object]]
+
+
 class WeightsError(CodedError):
     """Weights could not be loaded; the message says why and what to do (an operator's matter: a page
-    in another language says so in its own words and leaves the details to the server log)."""
+    in another language says so in its own words and leaves the details to the server log).
+    ``notes``: the reasons met on the way, where the chain gathered them (:func:`gathered`)."""
+
+    notes: tuple[Note, ...] = ()
+
+
+def gathered(notes: list[Note], sep: str = "; ", end: str = ".") -> WeightsError:
+    """The refusal that says ``notes`` in English (joined by ``sep``, ended by ``end``) and keeps them
+    (``.notes``), so a page or command line in another language can say each one in its own words."""
+    exc = WeightsError(sep.join(english(f"weights_note_{code}", **values) for code, values in notes) + end)
+    exc.notes = tuple(notes)
+    return exc
+
+
+def said_notes(notes: tuple[Note, ...]) -> list[str]:
+    """Each reason of ``notes`` in the current language (the catalogue's ``weights_note_<code>``), each value
+    (a path, a variable, an error's own words) quoted as code, as the texts quote a command: on a page
+    its underscores stay as they are, and no English words stand bare in a sentence of another language."""
+    return [said(f"weights_note_{code}", {k: _quoted(v) for k, v in values.items()}) for code, values in notes]
+
+
+def _quoted(value: object) -> str:
+    text = str(value)
+    return text if "`" in text else f"`{text}`"
 
 
 def offline() -> bool:
@@ -285,13 +313,13 @@ def _bounded_download(arch: str, timeout: float) -> Path:
         timeout, arch)
 
 
-def download_allowed(notes: list[str]) -> bool:
+def download_allowed(notes: list[Note]) -> bool:
     """False (with the reason added to ``notes``) when downloads are off or failed a moment ago."""
     if offline():
-        notes.append("Downloads are switched off (VIZHOOKS_OFFLINE is set)")
+        notes.append(("downloads_off", {"variable": "VIZHOOKS_OFFLINE"}))
         return False
     if _offline_since is not None and time.monotonic() - _offline_since < OFFLINE_MEMORY_S:
-        notes.append(f"The download failed a moment ago ({_offline_reason})")
+        notes.append(("failed_recently", {"reason": _offline_reason}))
         return False
     return True
 
@@ -308,14 +336,14 @@ def imagenet_chain(arch: str, model: nn.Module) -> tuple[str, str]:
     """Load torchvision's ImageNet checkpoint of ``arch`` into ``model``: ``VIZHOOKS_WEIGHTS``,
     then the torch cache, then a bounded download. Returns (source, status sentence) or raises
     WeightsError carrying every reason gathered on the way."""
-    notes: list[str] = []
+    notes: list[Note] = []
     env = os.environ.get("VIZHOOKS_WEIGHTS", "").strip()
     if env:
         try:
             apply_state_dict(model, arch, read_state_dict(env), env)
             return "env", f"Weights for {arch} from VIZHOOKS_WEIGHTS ({env})."
         except WeightsError as exc:
-            notes.append(f"VIZHOOKS_WEIGHTS was not used: {exc}")
+            notes.append(("env_unused", {"reason": str(exc)}))
 
     cached = checkpoint_path(arch)
     if cached.is_file():
@@ -323,7 +351,7 @@ def imagenet_chain(arch: str, model: nn.Module) -> tuple[str, str]:
             apply_state_dict(model, arch, read_state_dict(cached), str(cached))
             return "cache", f"ImageNet weights for {arch} from the torch cache ({cached})."
         except WeightsError as exc:
-            notes.append(f"The cached checkpoint is damaged; delete {cached} and fetch it again ({exc})")
+            notes.append(("cache_damaged", {"path": str(cached), "reason": str(exc)}))
 
     if download_allowed(notes):
         try:
@@ -333,8 +361,8 @@ def imagenet_chain(arch: str, model: nn.Module) -> tuple[str, str]:
             return "download", f"ImageNet weights for {arch}, downloaded to {path}."
         except WeightsError as exc:
             remember_download(exc)
-            notes.append(f"The download failed ({_offline_reason})")
-    raise WeightsError("; ".join(notes) + ".")
+            notes.append(("download_failed", {"reason": _offline_reason}))
+    raise gathered(notes)
 
 
 def fetch_weights(names: list[str], *, stream: TextIO = sys.stderr) -> list[Path]:
@@ -392,11 +420,9 @@ def hf_download(ref: str, *, weights: bool = True) -> HFClassifier | None:
         WeightsError: downloads are off (``VIZHOOKS_OFFLINE``, ``HF_HUB_OFFLINE``), failed a moment
             ago, or failed now; one sentence.
     """
-    notes: list[str] = []
-    if hf_offline():
-        notes.append("Downloads are switched off (HF_HUB_OFFLINE is set)")
+    notes: list[Note] = [("downloads_off", {"variable": "HF_HUB_OFFLINE"})] if hf_offline() else []
     if notes or not download_allowed(notes):
-        raise WeightsError(f"{notes[0]}, and Hugging Face model {ref} is not in the Hugging Face cache.")
+        raise gathered([notes[0], ("hf_not_cached", {"ref": ref})], sep=", and ")
 
     def work(started: Callable[[], None]) -> HFClassifier | None:
         from huggingface_hub import hf_hub_download
@@ -418,7 +444,7 @@ def hf_download(ref: str, *, weights: bool = True) -> HFClassifier | None:
         model = bounded(work, DOWNLOAD_TIMEOUT_S, ref)
     except WeightsError as exc:
         remember_download(exc)
-        raise WeightsError(f"The download of Hugging Face model {ref} failed ({str(exc).rstrip('.')}).") from None
+        raise gathered([("hf_download_failed", {"ref": ref, "reason": str(exc).rstrip(".")})]) from None
     remember_download(None)
     return model
 

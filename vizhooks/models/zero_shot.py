@@ -25,9 +25,11 @@ from vizhooks.models.images import clip_spec
 from vizhooks.models.registry import RANDOM_AS_ASKED, ModelBundle, clip_name, resolve_device
 from vizhooks.models.weights import (
     DOWNLOAD_TIMEOUT_S,
+    Note,
     WeightsError,
     bounded,
     download_allowed,
+    gathered,
     hf_offline,
     remember_download,
 )
@@ -126,32 +128,32 @@ def _pretrained_file(arch: str, tag: str) -> tuple[str, str]:
             found = try_to_load_from_cache(repo, name) if name else None
             if isinstance(found, str):
                 return found, "cache"
-    notes: list[str] = []
-    if hf_offline():
-        notes.append("Downloads are switched off (HF_HUB_OFFLINE is set)")
+    notes: list[Note] = [("downloads_off", {"variable": "HF_HUB_OFFLINE"})] if hf_offline() else []
     if notes or not download_allowed(notes):
-        raise WeightsError(f"{notes[0]}, and the {tag} weights of {arch} are not in the cache")
+        raise gathered([notes[0], ("clip_not_cached", {"tag": tag, "arch": arch})], sep=", and ", end="")
     try:
         path = bounded(lambda started: open_clip.download_pretrained(cfg), DOWNLOAD_TIMEOUT_S, arch)
     except WeightsError as exc:
         remember_download(exc)
-        raise WeightsError(f"The download of the {tag} weights of {arch} failed ({str(exc).rstrip('.')})") from None
+        raise gathered([("clip_download_failed", {"tag": tag, "arch": arch, "reason": str(exc).rstrip(".")})],
+                       end="") from None
     remember_download(None)
     return str(path), "download"
 
 
-def _build(arch: str, weights: str) -> tuple[Any, str, str, bool]:
-    """(open_clip model in eval mode, weights source, status sentence, pretrained)."""
+def _build(arch: str, weights: str) -> tuple[Any, str, str, bool, tuple[Note, ...]]:
+    """(open_clip model in eval mode, weights source, status sentence, pretrained, the reasons for random
+    weights where pretrained ones were asked for)."""
     open_clip = clip_check(arch)
     fix = (f"To use real weights, run `python -c \"import open_clip; open_clip.create_model('{arch}', "
            f"pretrained='TAG')\"` once on a machine with internet (open_clip keeps them in the Hugging Face "
            f"cache, HF_HOME; HF_ENDPOINT names a mirror).")
     if weights == "none":
         status = RANDOM_AS_ASKED.format(name=arch)
-        return clip_random(arch), "random", status, False
+        return clip_random(arch), "random", status, False, ()
     if os.path.isfile(weights):
         model = open_clip.create_model(arch, pretrained=weights).eval()
-        return model, "file", f"Weights for {arch} from {weights}.", True
+        return model, "file", f"Weights for {arch} from {weights}.", True, ()
     tags = open_clip.list_pretrained_tags_by_model(arch)
     tag = tags[0] if weights == "auto" and tags else weights
     try:
@@ -159,13 +161,13 @@ def _build(arch: str, weights: str) -> tuple[Any, str, str, bool]:
             raise WeightsError(f"open_clip lists no pretrained weights for {arch}")
         path, source = _pretrained_file(arch, tag)
         model = open_clip.create_model(arch, pretrained=path)
-        return model.eval(), source, f"The {tag} weights of {arch} ({path}).", True
+        return model.eval(), source, f"The {tag} weights of {arch} ({path}).", True, ()
     except WeightsError as exc:
         if weights != "auto":
             raise WeightsError(f"{str(exc).rstrip('.')}. {fix}") from None
         status = (f"Random weights: the weights of {arch} could not be loaded. {str(exc).rstrip('.')}. {fix} Until "
                   f"then, the class names are matched by an untrained network and predictions are meaningless.")
-        return clip_random(arch), "random", status, False
+        return clip_random(arch), "random", status, False, exc.notes
 
 
 def fetch_clip(spec: str) -> str:
@@ -198,7 +200,7 @@ class _Loaded:
 
     def __init__(self, arch: str, weights: str, device: torch.device) -> None:
         try:
-            self.clip, self.source, self.status, self.pretrained = _build(arch, weights)
+            self.clip, self.source, self.status, self.pretrained, self.notes = _build(arch, weights)
             self.tokenizer = open_clip_module().get_tokenizer(arch)
         except OSError as exc:  # transformers: a Hugging Face text tower's files, neither cached nor downloadable
             raise _text_files_missing(arch, exc) from None
@@ -266,7 +268,7 @@ def zero_shot(arch: str, prompts: Sequence[str], *, weights: str | os.PathLike =
     return ModelBundle(
         model=model, name=clip_name(arch, names), device=dev, pretrained=loaded.pretrained,
         weights_status=loaded.status, categories=list(names), mean=spec.mean, std=spec.std,
-        weights_source=loaded.source, arch=f"clip:{arch}",
+        weights_source=loaded.source, arch=f"clip:{arch}", weights_notes=loaded.notes,
         input=spec, clip=loaded.clip,
     )
 

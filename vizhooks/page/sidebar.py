@@ -12,7 +12,7 @@ import vizhooks as vz
 from vizhooks.i18n import SOURCE
 from vizhooks.models.layers import architecture_layers, reference_hw
 from vizhooks.models.registry import list_models, operator_models, resolve_entry
-from vizhooks.models.weights import checkpoint_path, fetch_command
+from vizhooks.models.weights import checkpoint_path, fetch_command, said_notes
 from vizhooks.page.classes import followed_photo
 from vizhooks.page.clip import clip_choice, clip_controls
 from vizhooks.page.results import model_option
@@ -133,8 +133,11 @@ def show_model_status(slot: Any, bundle: vz.ModelBundle) -> None:
     if where is not None:
         box.markdown(t("weights_file_place", path=where))
     # the library's own account (paths, URLs, each reason on the way), as it printed it: English, said so
-    # on a page in another language
+    # on a page in another language, after the reasons it met in the page's language
     if language() != SOURCE:
+        if bundle.weights_notes:
+            box.markdown(t("weights_why") + "\n" + "".join(
+                f"\n- {note}" for note in said_notes(bundle.weights_notes)))
         box.caption(t("weights_details_english"))
     box.code(bundle.weights_status, language=None, wrap_lines=True)
 
