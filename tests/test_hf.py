@@ -18,7 +18,7 @@ from vizhooks.interpret.cam import grad_cam
 from vizhooks.models import weights as weights_module
 from vizhooks.models.layers import block_layers, conv_layers, resolve_layers
 from vizhooks.models.maps import channels_last_modules
-from vizhooks.models.registry import family, load_model, meta_model, operator_models
+from vizhooks.models.registry import family, list_models, load_model, meta_model, operator_models
 from vizhooks.models.weights import WeightsError
 
 os.environ["HF_HUB_OFFLINE"] = "1"  # before transformers is imported: no test reaches the Hub
@@ -188,14 +188,37 @@ def test_an_operator_file_offers_hf_entries(folders, tmp_path, monkeypatch):
     (tmp_path / "models.toml").write_text(
         '[[model]]\nname = "Tiny ViT (小模型)"\ndescription = "猫, 狗, 杯子"\n'
         f'hf = "{os.path.relpath(folders["vit"], tmp_path)}"\n\n'
-        '[[model]]\nname = "Broken"\nhf = "x/y"\narch = "resnet18"\n', encoding="utf-8")
+        '[[model]]\nname = "Broken"\nhf = "x/y"\narch = "resnet18"\n\n'
+        '[[model]]\nname = "Missing"\nhf = "someone/missing_model"\n', encoding="utf-8")
     monkeypatch.setenv("VIZHOOKS_MODELS", str(tmp_path / "models.toml"))
     entries, warnings = operator_models()
     entry = entries["Tiny ViT (小模型)"]
     assert entry.arch == f"hf:{folders['vit'].resolve()}" and entry.description == "猫, 狗, 杯子"
-    assert len(warnings) == 1 and "Broken" in warnings[0] and "'hf' entry takes no 'arch'" in warnings[0]
+    assert len(warnings) == 2 and "Broken" in warnings[0] and "'hf' entry takes no 'arch'" in warnings[0]
+    # a Hub id whose config is neither cached nor downloadable (HF_HUB_OFFLINE): not offered, and said why;
+    # loading it by name still says why it cannot be loaded
+    assert "Missing" not in entries and "Missing" not in list_models()
+    assert warnings[1].startswith("VIZHOOKS_MODELS entry (Missing) is not offered: ")
+    assert "HF_HUB_OFFLINE" in warnings[1]
+    with pytest.raises(WeightsError, match="HF_HUB_OFFLINE is set.*someone/missing_model"):
+        load_model("Missing", device="cpu")
     bundle = load_model("Tiny ViT (小模型)", device="cpu")
     torch.testing.assert_close(bundle.model(_x()), _hf_own(folders["vit"])(pixel_values=_x()).logits)
+
+
+def test_the_page_keeps_working_when_an_operators_hub_model_cannot_be_fetched(tmp_path, monkeypatch):
+    """A classroom server that cannot reach the Hugging Face Hub (HF_HUB_OFFLINE here): its link to that model
+    is reported as ignored, the sidebar says why the model is not offered, and the page shows resnet18."""
+    from tests.helpers import layer_headings, ok, open_page
+    from vizhooks.page.texts import ZH
+
+    (tmp_path / "models.toml").write_text('[[model]]\nname = "Missing"\nhf = "someone/missing_model"\n')
+    monkeypatch.setenv("VIZHOOKS_MODELS", str(tmp_path / "models.toml"))
+    at = open_page(model="Missing", lang="zh", size="128", layers="conv1")
+    ok(at)
+    assert at.selectbox(key="model").value == "resnet18" and "conv1" in layer_headings(at)
+    assert [i.value for i in at.info] == [ZH["url_notice"].format(items="model=Missing")]
+    assert [w.value for w in at.sidebar.warning if "Missing" in w.value and "HF_HUB_OFFLINE" in w.value]
 
 
 def test_the_cli_draws_an_hf_models_blocks(folders, tmp_path, capsys):

@@ -216,7 +216,7 @@ def _family_index(name: str) -> int:
 
 def family(name: str) -> str:
     """The family label the page groups ``name`` under."""
-    if name in operator_models()[0]:
+    if name in _operator_models(_models_file(), _mtime(_models_file()))[0]:
         return OPERATOR_FAMILY
     arch = name.removeprefix(TIMM_PREFIX)
     if name.startswith(TIMM_PREFIX):
@@ -254,8 +254,23 @@ def operator_models() -> tuple[dict[str, ModelEntry], list[str]]:
         [[model]]
         name = "Birds (ViT)"
         hf = "/srv/models/birds-vit"   # a save_pretrained folder, or a Hugging Face Hub id
+
+    An ``hf`` entry whose config is neither on this machine nor downloadable now (downloads off, the Hub
+    unreachable) is not offered either, with a warning that says why: its layers cannot be listed, so a
+    page could not show it. It is asked again on each call (a failed download is not tried again for
+    ``OFFLINE_MEMORY_S``); :func:`load_model` of its name still says why it cannot be loaded.
     """
-    return _operator_models(_models_file(), _mtime(_models_file()))
+    entries, warnings = _operator_models(_models_file(), _mtime(_models_file()))
+    unusable: dict[str, str] = {}
+    for name, entry in entries.items():
+        if entry.is_hf:
+            try:
+                hf_ensure_config(entry.arch.removeprefix(HF_PREFIX))
+            except WeightsError as exc:
+                unusable[name] = f"VIZHOOKS_MODELS entry ({name}) is not offered: {str(exc).rstrip('.')}."
+    if not unusable:
+        return entries, warnings
+    return {n: e for n, e in entries.items() if n not in unusable}, [*warnings, *unusable.values()]
 
 
 def _mtime(path: str) -> float:
@@ -375,7 +390,7 @@ def resolve_entry(name: str) -> ModelEntry:
         return ModelEntry(name=name, arch=base.arch, description=base.description)
     if is_clip(name):
         return ModelEntry(name=name, arch=CLIP_PREFIX + clip_parts(name)[0])
-    entries = operator_models()[0]
+    entries = _operator_models(_models_file(), _mtime(_models_file()))[0]  # an unusable hf entry too
     if name in entries:
         return entries[name]
     if name.startswith(HF_PREFIX):
