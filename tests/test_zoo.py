@@ -455,13 +455,19 @@ def test_operator_models_file(checkpoint, tmp_path, monkeypatch):
         [[model]]
         name = "Unknown arch"
         arch = "resnet19"
+
+        [[model]]
+        name = "Unknown timm"
+        arch = "timm:resnet19"
     """))
     monkeypatch.setenv("VIZHOOKS_MODELS", str(toml))
     entries, warnings = vm.operator_models()
     assert list(entries) == ["Ten things"]
-    assert len(warnings) == 2
+    assert len(warnings) == 3
     assert "Broken one" in warnings[0] and "missing.pth" in warnings[0]
     assert "Unknown arch" in warnings[1] and "resnet19" in warnings[1]
+    # a timm name timm does not know (its model menu label would need its layers): left out too
+    assert "Unknown timm" in warnings[2] and "timm has no model named 'resnet19'" in warnings[2]
     assert all("\n" not in w for w in warnings)
     names = vm.list_models()
     assert "Ten things" in names and "Broken one" not in names and "vgg16" in names

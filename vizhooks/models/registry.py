@@ -330,6 +330,12 @@ def _entry_problem(item: object, base: Path) -> str | None:
     arch = item.get("arch", HF_PREFIX)
     if not arch.startswith((TIMM_PREFIX, HF_PREFIX)) and arch not in torchvision_models():
         return f"arch {arch!r} is not a torchvision classifier (or 'timm:NAME')."
+    if arch.startswith(TIMM_PREFIX):  # the page lists its layers for the model menu: a name timm knows
+        try:
+            if not timm_module().is_model(arch.removeprefix(TIMM_PREFIX)):
+                return f"timm has no model named {arch.removeprefix(TIMM_PREFIX)!r}."
+        except ValueError as exc:  # timm is not installed
+            return str(exc)
     for key in ("weights", "labels"):
         value = item.get(key)
         if value is not None and (not isinstance(value, str) or not (base / os.path.expanduser(value)).is_file()):
