@@ -189,17 +189,21 @@ def test_an_operator_file_offers_hf_entries(folders, tmp_path, monkeypatch):
         '[[model]]\nname = "Tiny ViT (小模型)"\ndescription = "猫, 狗, 杯子"\n'
         f'hf = "{os.path.relpath(folders["vit"], tmp_path)}"\n\n'
         '[[model]]\nname = "Broken"\nhf = "x/y"\narch = "resnet18"\n\n'
-        '[[model]]\nname = "Missing"\nhf = "someone/missing_model"\n', encoding="utf-8")
+        '[[model]]\nname = "Missing"\nhf = "someone/missing_model"\n\n'
+        '[[model]]\nname = "Unreadable"\nhf = "unreadable"\n', encoding="utf-8")
+    (tmp_path / "unreadable").mkdir()
+    (tmp_path / "unreadable" / "config.json").write_text("{not json")
     monkeypatch.setenv("VIZHOOKS_MODELS", str(tmp_path / "models.toml"))
     entries, warnings = operator_models()
     entry = entries["Tiny ViT (小模型)"]
     assert entry.arch == f"hf:{folders['vit'].resolve()}" and entry.description == "猫, 狗, 杯子"
-    assert len(warnings) == 2 and "Broken" in warnings[0] and "'hf' entry takes no 'arch'" in warnings[0]
+    assert len(warnings) == 3 and "Broken" in warnings[0] and "'hf' entry takes no 'arch'" in warnings[0]
     # a Hub id whose config is neither cached nor downloadable (HF_HUB_OFFLINE): not offered, and said why;
     # loading it by name still says why it cannot be loaded
     assert "Missing" not in entries and "Missing" not in list_models()
     assert warnings[1].startswith("VIZHOOKS_MODELS entry (Missing) is not offered: ")
     assert "HF_HUB_OFFLINE" in warnings[1]
+    assert "Unreadable" not in entries and "its config.json could not be read" in warnings[2]  # a broken config
     with pytest.raises(WeightsError, match="HF_HUB_OFFLINE is set.*someone/missing_model"):
         load_model("Missing", device="cpu")
     bundle = load_model("Tiny ViT (小模型)", device="cpu")

@@ -256,8 +256,8 @@ def operator_models() -> tuple[dict[str, ModelEntry], list[str]]:
         hf = "/srv/models/birds-vit"   # a save_pretrained folder, or a Hugging Face Hub id
 
     An ``hf`` entry whose config is neither on this machine nor downloadable now (downloads off, the Hub
-    unreachable) is not offered either, with a warning that says why: its layers cannot be listed, so a
-    page could not show it. It is asked again on each call (a failed download is not tried again for
+    unreachable), or cannot be read, is not offered either, with a warning that says why: its layers cannot
+    be listed, so a page could not show it. It is asked again on each call (a failed download is not tried again for
     ``OFFLINE_MEMORY_S``); :func:`load_model` of its name still says why it cannot be loaded.
     """
     entries, warnings = _operator_models(_models_file(), _mtime(_models_file()))
@@ -265,8 +265,8 @@ def operator_models() -> tuple[dict[str, ModelEntry], list[str]]:
     for name, entry in entries.items():
         if entry.is_hf:
             try:
-                hf_ensure_config(entry.arch.removeprefix(HF_PREFIX))
-            except WeightsError as exc:
+                meta_model(name)  # its config here (or a bounded download) and readable: the layers can be listed
+            except (WeightsError, ValueError) as exc:
                 unusable[name] = f"VIZHOOKS_MODELS entry ({name}) is not offered: {str(exc).rstrip('.')}."
     if not unusable:
         return entries, warnings
