@@ -27,7 +27,7 @@ from torch import nn
 from torchvision import transforms as T
 
 import vizhooks.models.registry as vm
-from tests.helpers import count_hooks
+from tests.helpers import count_hooks, run_cli
 from vizhooks.hooks.budget import CaptureTooLargeError, capture_bytes, check_capture
 from vizhooks.hooks.capture import capture
 from vizhooks.models.layers import architecture_layers, conv_layers, find_layers, quick_picks, token_model
@@ -436,7 +436,7 @@ def test_old_densenet_checkpoint_layout_loads(tmp_path):
 # the operator's list
 
 
-def test_operator_models_file(checkpoint, tmp_path, monkeypatch):
+def test_operator_models_file(checkpoint, tmp_path, monkeypatch, capsys):
     folder, path, direct = checkpoint
     toml = tmp_path / "models.toml"
     toml.write_text(textwrap.dedent(f"""
@@ -471,6 +471,10 @@ def test_operator_models_file(checkpoint, tmp_path, monkeypatch):
     assert all("\n" not in w for w in warnings)
     names = vm.list_models()
     assert "Ten things" in names and "Broken one" not in names and "vgg16" in names
+    # --list-models lists the entry among its models and says on stderr which entries were left out, and why
+    code, out, err = run_cli(capsys, "--list-models")
+    assert code == 0 and "\n  Ten things\n" in out and "Broken one" not in out
+    assert err.splitlines() == [f"python -m vizhooks: {w}" for w in warnings]
     bundle = vm.load_model("Ten things", device="cpu")
     assert bundle.categories == LABELS and bundle.weights_source == "file" and bundle.arch == "resnet18"
     assert all(torch.equal(v, direct.state_dict()[k]) for k, v in bundle.model.state_dict().items())

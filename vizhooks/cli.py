@@ -27,6 +27,7 @@ from vizhooks.models.registry import (
     family,
     list_models,
     load_model,
+    operator_models,
     random_as_asked,
     resolve_entry,
     torchvision_models,
@@ -274,6 +275,8 @@ def _list_models() -> int:
             current = group
         print(f"  {name}")
     print("\n" + t("cli_list_models_timm"))
+    for warning in operator_models()[1]:  # the VIZHOOKS_MODELS entries left out, and why (as the sidebar says)
+        print(f"{PROG}: {warning}", file=sys.stderr)
     return 0
 
 
