@@ -184,26 +184,52 @@ def test_a_hub_download_waits_a_bounded_time(monkeypatch):
         load_model("hf:someone/silent-server", device="cpu")
 
 
+def test_a_model_the_hub_does_not_have_holds_back_no_other_download(monkeypatch):
+    """A mistyped Hub id: the Hub answers (here: no config.json there), so the network works and the next
+    downloads (an ImageNet checkpoint, another Hub model) are still tried, unlike after a silent server."""
+    import huggingface_hub
+    import huggingface_hub.constants  # lazy submodules: not attributes until imported
+    import huggingface_hub.errors
+
+    monkeypatch.delenv("HF_HUB_OFFLINE")
+    monkeypatch.delenv("VIZHOOKS_OFFLINE")
+    monkeypatch.setattr(huggingface_hub.constants, "HF_HUB_OFFLINE", False)
+    monkeypatch.setattr(weights_module, "_offline_since", None)
+
+    def no_such_file(*args, local_files_only=False, **kwargs):
+        if local_files_only:
+            raise huggingface_hub.errors.LocalEntryNotFoundError("not in the cache")
+        raise huggingface_hub.errors.EntryNotFoundError("404 Client Error: Entry Not Found for config.json")
+
+    monkeypatch.setattr(huggingface_hub, "hf_hub_download", no_such_file)
+    with pytest.raises(WeightsError, match="The download of Hugging Face model someone/typo failed .*Entry Not Found"):
+        load_model("hf:someone/typo", device="cpu")
+    assert weights_module._offline_since is None and weights_module.download_allowed([])
+
+
 def test_an_operator_file_offers_hf_entries(folders, tmp_path, monkeypatch):
     (tmp_path / "models.toml").write_text(
         '[[model]]\nname = "Tiny ViT (小模型)"\ndescription = "猫, 狗, 杯子"\n'
         f'hf = "{os.path.relpath(folders["vit"], tmp_path)}"\n\n'
         '[[model]]\nname = "Broken"\nhf = "x/y"\narch = "resnet18"\n\n'
         '[[model]]\nname = "Missing"\nhf = "someone/missing_model"\n\n'
-        '[[model]]\nname = "Unreadable"\nhf = "unreadable"\n', encoding="utf-8")
+        '[[model]]\nname = "Unreadable"\nhf = "unreadable"\n\n'
+        '[[model]]\nname = "No config"\nhf = "no_config"\n', encoding="utf-8")
     (tmp_path / "unreadable").mkdir()
     (tmp_path / "unreadable" / "config.json").write_text("{not json")
+    (tmp_path / "no_config").mkdir()
     monkeypatch.setenv("VIZHOOKS_MODELS", str(tmp_path / "models.toml"))
     entries, warnings = operator_models()
     entry = entries["Tiny ViT (小模型)"]
     assert entry.arch == f"hf:{folders['vit'].resolve()}" and entry.description == "猫, 狗, 杯子"
-    assert len(warnings) == 3 and "Broken" in warnings[0] and "'hf' entry takes no 'arch'" in warnings[0]
+    assert len(warnings) == 4 and "Broken" in warnings[0] and "'hf' entry takes no 'arch'" in warnings[0]
     # a Hub id whose config is neither cached nor downloadable (HF_HUB_OFFLINE): not offered, and said why;
     # loading it by name still says why it cannot be loaded
     assert "Missing" not in entries and "Missing" not in list_models()
     assert warnings[1].startswith("VIZHOOKS_MODELS entry (Missing) is not offered: ")
     assert "HF_HUB_OFFLINE" in warnings[1]
     assert "Unreadable" not in entries and "its config.json could not be read" in warnings[2]  # a broken config
+    assert "No config" not in entries and "has no config.json" in warnings[3]  # a folder: nothing to download
     with pytest.raises(WeightsError, match="HF_HUB_OFFLINE is set.*someone/missing_model"):
         load_model("Missing", device="cpu")
     bundle = load_model("Tiny ViT (小模型)", device="cpu")

@@ -216,7 +216,7 @@ def _family_index(name: str) -> int:
 
 def family(name: str) -> str:
     """The family label the page groups ``name`` under."""
-    if name in _operator_models(_models_file(), _mtime(_models_file()))[0]:
+    if name in _all_operator_models()[0]:
         return OPERATOR_FAMILY
     arch = name.removeprefix(TIMM_PREFIX)
     if name.startswith(TIMM_PREFIX):
@@ -231,7 +231,8 @@ def family(name: str) -> str:
 
 def list_models() -> list[str]:
     """Every name the page and the CLI offer: torchvision's classifiers, then the operator's
-    entries from ``VIZHOOKS_MODELS``. (timm names are accepted by :func:`load_model` too.)"""
+    entries from ``VIZHOOKS_MODELS`` that can be used (:func:`operator_models`). (timm names are
+    accepted by :func:`load_model` too.)"""
     return [*torchvision_models(), *operator_models()[0]]
 
 
@@ -257,20 +258,27 @@ def operator_models() -> tuple[dict[str, ModelEntry], list[str]]:
 
     An ``hf`` entry whose config is neither on this machine nor downloadable now (downloads off, the Hub
     unreachable), or cannot be read, is not offered either, with a warning that says why: its layers cannot
-    be listed, so a page could not show it. It is asked again on each call (a failed download is not tried again for
-    ``OFFLINE_MEMORY_S``); :func:`load_model` of its name still says why it cannot be loaded.
+    be listed, so a page could not show it. It is asked again on each call (after a failed download, no
+    download is tried for ``OFFLINE_MEMORY_S`` seconds); :func:`load_model` of its name still says why it
+    cannot be loaded.
     """
-    entries, warnings = _operator_models(_models_file(), _mtime(_models_file()))
+    entries, warnings = _all_operator_models()
     unusable: dict[str, str] = {}
     for name, entry in entries.items():
         if entry.is_hf:
             try:
                 meta_model(name)  # its config here (or a bounded download) and readable: the layers can be listed
-            except (WeightsError, ValueError) as exc:
-                unusable[name] = f"VIZHOOKS_MODELS entry ({name}) is not offered: {str(exc).rstrip('.')}."
+            except Exception as exc:  # whatever stops the builder (a missing package too) must not stop the page
+                why = (str(exc).strip().splitlines() or [type(exc).__name__])[0].rstrip(".")
+                unusable[name] = f"VIZHOOKS_MODELS entry ({name}) is not offered: {why}."
     if not unusable:
         return entries, warnings
     return {n: e for n, e in entries.items() if n not in unusable}, [*warnings, *unusable.values()]
+
+
+def _all_operator_models() -> tuple[dict[str, ModelEntry], list[str]]:
+    """The ``VIZHOOKS_MODELS`` entries as the file gives them, an ``hf`` entry that cannot be built included."""
+    return _operator_models(_models_file(), _mtime(_models_file()))
 
 
 def _mtime(path: str) -> float:
@@ -396,7 +404,7 @@ def resolve_entry(name: str) -> ModelEntry:
         return ModelEntry(name=name, arch=base.arch, description=base.description)
     if is_clip(name):
         return ModelEntry(name=name, arch=CLIP_PREFIX + clip_parts(name)[0])
-    entries = _operator_models(_models_file(), _mtime(_models_file()))[0]  # an unusable hf entry too
+    entries = _all_operator_models()[0]  # an unusable hf entry too
     if name in entries:
         return entries[name]
     if name.startswith(HF_PREFIX):

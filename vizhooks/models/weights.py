@@ -411,6 +411,19 @@ def _hf_load(where: str) -> HFClassifier:
     return HFClassifier(AutoModelForImageClassification.from_pretrained(where, local_files_only=True))
 
 
+class _NotOnTheHub(WeightsError):
+    """The Hub answered that it has no such model (or the name is not a Hub id): unlike a network failure,
+    this does not hold back the downloads of the next minutes (:func:`remember_download`)."""
+
+
+def hub_download_allowed(notes: list[Note]) -> bool:
+    """:func:`download_allowed` for the Hugging Face Hub, which ``HF_HUB_OFFLINE`` switches off as well."""
+    if hf_offline():
+        notes.append(("downloads_off", {"variable": "HF_HUB_OFFLINE"}))
+        return False
+    return download_allowed(notes)
+
+
 def hf_download(ref: str, *, weights: bool = True) -> HFClassifier | None:
     """Fetch the Hub model ``ref`` into the Hugging Face cache (``HF_ENDPOINT`` names a mirror): its
     config first, awaited at most ``DOWNLOAD_TIMEOUT_S`` seconds, then its image processor and (with
@@ -420,15 +433,18 @@ def hf_download(ref: str, *, weights: bool = True) -> HFClassifier | None:
         WeightsError: downloads are off (``VIZHOOKS_OFFLINE``, ``HF_HUB_OFFLINE``), failed a moment
             ago, or failed now; one sentence.
     """
-    notes: list[Note] = [("downloads_off", {"variable": "HF_HUB_OFFLINE"})] if hf_offline() else []
-    if notes or not download_allowed(notes):
+    notes: list[Note] = []
+    if not hub_download_allowed(notes):
         raise gathered([notes[0], ("hf_not_cached", {"ref": ref})], sep=", and ")
 
     def work(started: Callable[[], None]) -> HFClassifier | None:
         from huggingface_hub import hf_hub_download
-        from huggingface_hub.errors import EntryNotFoundError
+        from huggingface_hub.errors import EntryNotFoundError, HFValidationError, RepositoryNotFoundError
 
-        hf_hub_download(ref, "config.json")
+        try:
+            hf_hub_download(ref, "config.json")
+        except (RepositoryNotFoundError, EntryNotFoundError, HFValidationError) as exc:
+            raise _NotOnTheHub(short_reason(exc)) from None
         started()
         try:
             hf_hub_download(ref, "preprocessor_config.json")
@@ -443,7 +459,8 @@ def hf_download(ref: str, *, weights: bool = True) -> HFClassifier | None:
     try:
         model = bounded(work, DOWNLOAD_TIMEOUT_S, ref)
     except WeightsError as exc:
-        remember_download(exc)
+        if not isinstance(exc, _NotOnTheHub):  # the Hub answered: the network works, other downloads go on
+            remember_download(exc)
         raise gathered([("hf_download_failed", {"ref": ref, "reason": str(exc).rstrip(".")})]) from None
     remember_download(None)
     return model
@@ -453,6 +470,8 @@ def hf_ensure_config(ref: str) -> None:
     """Make sure the config (and image processor) of ``ref`` is on this machine: the folder, the
     cache, or a bounded download (see :func:`hf_download`)."""
     if hf_file(ref, "config.json") is None:
+        if Path(os.path.expanduser(ref)).is_dir():  # a folder: nothing to download
+            raise WeightsError(f"Hugging Face model folder {ref} has no config.json (save_pretrained writes one).")
         hf_download(ref, weights=False)
 
 

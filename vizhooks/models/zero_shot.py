@@ -28,9 +28,8 @@ from vizhooks.models.weights import (
     Note,
     WeightsError,
     bounded,
-    download_allowed,
     gathered,
-    hf_offline,
+    hub_download_allowed,
     remember_download,
 )
 
@@ -128,8 +127,8 @@ def _pretrained_file(arch: str, tag: str) -> tuple[str, str]:
             found = try_to_load_from_cache(repo, name) if name else None
             if isinstance(found, str):
                 return found, "cache"
-    notes: list[Note] = [("downloads_off", {"variable": "HF_HUB_OFFLINE"})] if hf_offline() else []
-    if notes or not download_allowed(notes):
+    notes: list[Note] = []
+    if not hub_download_allowed(notes):
         raise gathered([notes[0], ("clip_not_cached", {"tag": tag, "arch": arch})], sep=", and ", end="")
     try:
         path = bounded(lambda started: open_clip.download_pretrained(cfg), DOWNLOAD_TIMEOUT_S, arch)
