@@ -80,7 +80,8 @@ def test_live_camera_updates_the_maps_and_stop_releases_it(server, camera_page, 
     # a setting changes while it plays: the same stream (one camera, one connection) now shows one
     # channel over the whole picture
     page.get_by_text("One channel over the picture", exact=True).click()
-    frame.wait_for_function("() => document.querySelector('video').videoWidth === 640", timeout=STEP_MS)
+    # (the component may draw its video element anew meanwhile: none for a moment)
+    frame.wait_for_function("() => document.querySelector('video')?.videoWidth === 640", timeout=STEP_MS)
     assert frame.evaluate("() => window.__vzStreams.length") == 1
     frame.wait_for_function(PLAYING, timeout=STEP_MS)
 
