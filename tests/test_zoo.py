@@ -512,6 +512,27 @@ def test_timm_model_captures_and_input_spec():
         tuple(vit_cfg["mean"]), tuple(vit_cfg["std"]), vit_cfg["interpolation"])
 
 
+def test_hf_hub_offline_keeps_timm_from_the_hub_and_holds_back_no_other_download(monkeypatch):
+    """timm's checkpoints live on the Hugging Face Hub, so the Hub's own switch HF_HUB_OFFLINE (the classroom
+    setting the manual gives) stops their download as it stops an hf: model's: no attempt, a sentence naming
+    the variable, and no "failed a moment ago" that would hold back the next torchvision download."""
+    import huggingface_hub
+
+    import vizhooks.models.weights as vw
+
+    asked: list[tuple] = []
+    monkeypatch.delenv("VIZHOOKS_OFFLINE", raising=False)
+    monkeypatch.setenv("HF_HUB_OFFLINE", "1")
+    monkeypatch.setattr(vw, "_offline_since", None)
+    monkeypatch.setattr(huggingface_hub, "try_to_load_from_cache", lambda *args, **kwargs: None)  # not cached
+    monkeypatch.setattr(huggingface_hub, "hf_hub_download", lambda *args, **kwargs: asked.append(args))
+    bundle = vm.load_model("timm:resnet10t", weights="auto", device="cpu")
+    assert bundle.weights_source == "random" and "HF_HUB_OFFLINE" in bundle.weights_status, bundle.weights_status
+    with pytest.raises(WeightsError, match="HF_HUB_OFFLINE"):
+        vm.load_model("timm:resnet10t", weights="imagenet", device="cpu")
+    assert asked == [] and vw._offline_since is None and vw.download_allowed([])
+
+
 # ----------------------------------------------------------------------------------------------
 # memory budget for giant models
 

@@ -60,11 +60,11 @@ from vizhooks.models.weights import (
     bounded,
     checkpoint_filename,
     checkpoint_path,
-    download_allowed,
     fetch_command,
     gathered,
     hf_ensure_config,
     hf_pretrained,
+    hub_download_allowed,
     imagenet_chain,
     imagenet_weights,
     offline,
@@ -593,8 +593,8 @@ def resolve_device(device: str | torch.device = "auto") -> torch.device:
 
 
 def _timm_pretrained(arch: str, model: nn.Module) -> tuple[str, str]:
-    """timm's weights through the Hugging Face cache: cache only when VIZHOOKS_OFFLINE is set,
-    else a download whose first answer is awaited at most DOWNLOAD_TIMEOUT_S seconds."""
+    """timm's weights through the Hugging Face cache: cache only when VIZHOOKS_OFFLINE or the Hub's own
+    HF_HUB_OFFLINE is set, else a download whose first answer is awaited at most DOWNLOAD_TIMEOUT_S seconds."""
     timm = timm_module()
     from huggingface_hub import hf_hub_download, try_to_load_from_cache
 
@@ -608,7 +608,7 @@ def _timm_pretrained(arch: str, model: nn.Module) -> tuple[str, str]:
     source = "cache"
     if path is None:
         notes: list[Note] = []
-        if not download_allowed(notes):
+        if not hub_download_allowed(notes):
             raise gathered([notes[0], ("timm_not_cached", {"name": name})], end="")
         try:
             path = bounded(lambda started: hf_hub_download(repo, filenames[0]), DOWNLOAD_TIMEOUT_S, name)
