@@ -177,6 +177,19 @@ def test_a_failed_download_is_remembered_for_a_while(monkeypatch):
     assert vw.download_allowed([])
 
 
+def test_a_refusal_keeps_its_notes_through_a_pickle():
+    """A WeightsError met in a Ray worker comes back pickled: its notes still let a Chinese page say each
+    reason in its own words (said_notes), not the English sentence."""
+    import pickle
+
+    error = vw.gathered([("downloads_off", {"variable": "VIZHOOKS_OFFLINE"}), ("timm_not_cached", {"name": "x"})])
+    error.add_note("seen in a worker")
+    again = pickle.loads(pickle.dumps(error))
+    assert type(again) is WeightsError and str(again) == str(error)
+    assert again.notes == error.notes and again.__notes__ == ["seen in a worker"]
+    assert vw.said_notes(again.notes) == vw.said_notes(error.notes)
+
+
 def test_short_reason_is_one_line_of_at_most_160_characters():
     assert vw.short_reason(OSError("first line\nsecond")) == "first line"
     assert vw.short_reason(TimeoutError()) == "TimeoutError"

@@ -27,8 +27,11 @@ class CodedError(ValueError):
         self.code = code
         self.values = values
 
-    def __reduce__(self) -> tuple[object, ...]:  # pickles (Ray) keep the code and values
-        return (_rebuild, (type(self), str(self), self.code, self.values))
+    def __reduce__(self) -> tuple[object, ...]:
+        # pickles (Ray) keep the code and values, and what was set on the error after it was made (a
+        # WeightsError's notes, a note added with add_note)
+        state = {k: v for k, v in self.__dict__.items() if k not in ("code", "values")}
+        return (_rebuild, (type(self), str(self), self.code, self.values), state or None)
 
 
 def _rebuild(cls: type[CodedError], message: str, code: str, values: dict[str, object]) -> CodedError:
