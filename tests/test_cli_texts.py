@@ -419,7 +419,7 @@ def test_the_model_line_in_chinese_says_where_the_weights_came_from_in_chinese(m
     assert lines["cache"].endswith(i18n.t("weights_from_cache"))
     # and, where the loader kept them, the reasons it met, in Chinese with their values as code
     assert lines["offline"] == (lines["fallback"]
-                                + " 原因：下载已关闭（设置了环境变量 `VIZHOOKS_OFFLINE`）；下载失败（`timed out`）。")
+                                + "原因：下载已关闭（设置了环境变量 `VIZHOOKS_OFFLINE`）；下载失败（`timed out`）。")
     assert len(set(lines.values())) == 4
 
 
@@ -431,3 +431,18 @@ def test_every_random_as_asked_status_is_recognised():
 
     assert random_as_asked(load_model("resnet18", weights="none").weights_status)
     assert not random_as_asked("Random weights: pretrained weights for resnet18 could not be loaded. x.")
+
+
+def test_the_video_types_are_listed_as_the_language_lists():
+    i18n.set_language("zh")
+    maps = build_parser(ALL_COMMANDS)._subparsers._group_actions[0].choices["maps"]
+    assert "（mp4、webm、avi、mov、gif；" in maps.description
+    i18n.set_language("en")
+    assert "(mp4, webm, avi, mov, gif;" in build_parser(ALL_COMMANDS)._subparsers._group_actions[0].choices[
+        "maps"].description
+
+
+def test_sentences_are_spaced_as_their_language_writes_them():
+    assert i18n.sentences("One.", "", "Two.") == "One. Two."
+    assert i18n.sentences("随机权重。", "原因：下载已关闭。", "(a) b") == "随机权重。原因：下载已关闭。(a) b"
+    assert i18n.sentences("见（图 1）", "下一句。") == "见（图 1）下一句。" and i18n.sentences() == ""

@@ -20,7 +20,7 @@ from typing import TYPE_CHECKING, NoReturn, cast
 
 from vizhooks import __version__
 from vizhooks.hooks.capture import capture
-from vizhooks.i18n import SOURCE, language, nt, said, t
+from vizhooks.i18n import SOURCE, language, listed, nt, said, sentences, t
 from vizhooks.models.images import MAX_SIZE, MIN_SIZE, InvalidImageError, load_image
 from vizhooks.models.layers import UnknownLayerError, default_layers, describe_layers, resolve_layers
 from vizhooks.models.registry import (
@@ -196,7 +196,7 @@ def _fps(text: str) -> float:
 
 
 def _maps_arguments(p: argparse.ArgumentParser) -> None:
-    p.description = t("cli_maps_description", types=", ".join(VIDEO_TYPES), prog=PROG)
+    p.description = t("cli_maps_description", types=listed(VIDEO_TYPES), prog=PROG)
     p.epilog = (t("cli_examples") + "\n"
                 f"  {PROG} sample_images/chelsea.jpg --layers all --out out/\n"
                 f"  {PROG} clip.mp4 --layers layer1.0.conv1 layer3.0.conv1 --frames 32 --fps 8 --out out/\n"
@@ -206,7 +206,7 @@ def _maps_arguments(p: argparse.ArgumentParser) -> None:
                 f"  {PROG} --download-weights vgg16 mobilenet_v3_large\n"
                 f"  {PROG} --list-models\n"
                 f"  {PROG} --list-layers --model vgg16")
-    p.add_argument("image", nargs="?", help=t("cli_maps_image", types=", ".join(VIDEO_TYPES)))
+    p.add_argument("image", nargs="?", help=t("cli_maps_image", types=listed(VIDEO_TYPES)))
     p.add_argument("--model", default="resnet18", metavar="NAME", help=t("cli_maps_model"))
     p.add_argument("--weights", default="auto", help=t("cli_maps_weights"))
     p.add_argument("--labels", metavar="FILE", help=t("cli_labels"))
@@ -342,8 +342,8 @@ def weights_words(bundle: ModelBundle) -> str:
     if random_as_asked(bundle.weights_status):
         return t("cli_weights_as_asked")
     why = said_notes(bundle.weights_notes)
-    return t("cli_weights_random", command=fetch_command(bundle.arch)) + (
-        " " + t("cli_weights_why", reasons=t("weights_note_separator").join(why)) if why else "")
+    return sentences(t("cli_weights_random", command=fetch_command(bundle.arch)),
+                     t("cli_weights_why", reasons=t("weights_note_separator").join(why)) if why else "")
 
 
 def _is_video(path: str) -> bool:

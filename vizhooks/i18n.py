@@ -176,6 +176,19 @@ def listed(items: Iterable[str]) -> str:
     return t("list_separator").join(items)
 
 
+#: Full-width marks that end a Chinese sentence: the next sentence follows with no space.
+_FULL_WIDTH_ENDS = "。！？；：）」』"
+
+
+def sentences(*parts: str) -> str:
+    """The sentences ``parts`` (empty ones left out) as one text: a space between two, as English writes
+    them, except after a full-width mark ("。"), after which Chinese writes none."""
+    out = ""
+    for part in filter(None, parts):
+        out += ("" if not out or out.endswith(tuple(_FULL_WIDTH_ENDS)) else " ") + part
+    return out
+
+
 def nt(key: str, count: int, /, **values: object) -> str:
     """The plural entry ``key`` in the current language, in its form for ``count``, formatted with
     ``values`` (``{n}`` is the count when ``values`` has no ``n``). The forms and the rule that picks one are the

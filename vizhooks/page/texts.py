@@ -16,13 +16,14 @@ from vizhooks.i18n import (
     listed,
     nt,
     section,
+    sentences,
     set_language,
     t,
     table,
 )
 
 __all__ = ["EN", "LANGUAGES", "LANGUAGE_NAMES", "ZH", "language", "language_from_locale", "listed", "nt",
-           "section", "set_language", "t", "use_session_language"]
+           "section", "sentences", "set_language", "t", "use_session_language"]
 
 EN = table("en")
 ZH = table("zh")

@@ -15,7 +15,7 @@ from vizhooks.hooks.patching import EditResult, PatchResult, mean_direction, ste
 from vizhooks.models.images import to_tensor
 from vizhooks.page.results import cached, conv_infos, get_analysis, get_bundle, grid_png, tensor_bytes
 from vizhooks.page.sources import PHOTO_SOURCES, photo_bytes, photo_picker
-from vizhooks.page.texts import nt, t
+from vizhooks.page.texts import nt, sentences, t
 from vizhooks.page.views import View
 from vizhooks.page.widgets import keep_valid, labels_for, shown_labels, top5_bars
 
@@ -55,8 +55,8 @@ def show(ctx: Context) -> None:
         pair = compare_maps(analysis.activations[name], other.activations[name])
         key = ("compare", c.model, digest, digest_b, c.size, c.what, name)
         st.subheader(name)
-        st.caption(t("compare_caption", similarity=pair.similarity)
-                   + (" " + t("compare_resized") if pair.resized else ""))
+        st.caption(sentences(t("compare_caption", similarity=pair.similarity),
+                             t("compare_resized") if pair.resized else ""))
         cols = st.columns(3)
         shown = c.channels or int(pair.a.shape[1])
         sides = ((cols[0], pair.a, "a", "compare_first"), (cols[1], pair.b, "b", "compare_second"))

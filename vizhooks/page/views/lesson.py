@@ -44,7 +44,7 @@ from vizhooks.page.present import NAV_KEY, present_on, scroll_to_step, step_anch
 from vizhooks.page.results import cached, conv_infos, get_analysis, get_bundle, grid_png, tensor_bytes
 from vizhooks.page.sources import photo_bytes
 from vizhooks.page.taught import code_head
-from vizhooks.page.texts import language, nt, t
+from vizhooks.page.texts import language, nt, sentences, t
 from vizhooks.page.views import View, backward, compare, convolution, gradcam, gradients, intervene, maps, table
 from vizhooks.page.views.code import chosen_target, image_path
 from vizhooks.page.widgets import class_picker, shown_labels
@@ -207,8 +207,8 @@ def take_home(ctx: Context) -> None:
                 st.button(t(f"follow_make_{fmt}"), key=f"lesson_make_{fmt}", on_click=_make,
                           args=(key, choices, ctx.bundle, fmt), icon=":material/build:")
                 last = take_homes().last_seconds(fmt)
-                st.caption(t("follow_make_help") + " " + (t("follow_took", seconds=last) if last is not None
-                                                          else t(f"follow_first_{fmt}")))
+                st.caption(sentences(t("follow_make_help"), t("follow_took", seconds=last) if last is not None
+                                     else t(f"follow_first_{fmt}")))
 
 
 def show_code(step: Step, ctx: Context) -> None:
