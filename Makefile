@@ -36,12 +36,14 @@ XDIST := -n auto --dist loadgroup
 # server and Chromium (0.7 of a core on average). The xdist run is niced, so the page server and Chromium,
 # whose waits a test bounds (a student's page follows the teacher within 30 s), come first and the other
 # tests take the rest of the cores. The browser run's output is printed when both have finished; either
-# failing fails the target.
+# failing fails the target. Its page servers run torch on one thread, as the workers do (tests/conftest.py):
+# beside the busy workers, a second OpenMP thread mostly spins, and test_present's server took 34 core-seconds
+# with two threads against 21 with one for the same pages.
 # --durations=20: the slowest tests of each run are printed at its end, where the suite's time goes.
 TESTENV := PYTHONPATH=$(CURDIR)/tests/netguard$${PYTHONPATH:+:$$PYTHONPATH}
 test: lint chromium redis
 	@log=$$(mktemp); \
-	$(TESTENV) $(PY) -m pytest -m browser --durations=20 > $$log 2>&1 & browser=$$!; \
+	$(TESTENV) OMP_NUM_THREADS=1 MKL_NUM_THREADS=1 $(PY) -m pytest -m browser --durations=20 > $$log 2>&1 & browser=$$!; \
 	$(TESTENV) nice -n 10 $(PY) -m pytest -m "not browser" $(XDIST) --durations=20; rest=$$?; \
 	wait $$browser; shown=$$?; echo "== the browser tests (run beside the others) =="; cat $$log; rm -f $$log; \
 	exit $$(( rest || shown ))
