@@ -177,7 +177,7 @@ def listed(items: Iterable[str]) -> str:
 
 
 #: Full-width marks that end a Chinese sentence: the next sentence follows with no space.
-_FULL_WIDTH_ENDS = "。！？；：）」』"
+_FULL_WIDTH_ENDS = tuple("。！？；：）」』")
 
 
 def sentences(*parts: str) -> str:
@@ -185,7 +185,7 @@ def sentences(*parts: str) -> str:
     them, except after a full-width mark ("。"), after which Chinese writes none."""
     out = ""
     for part in filter(None, parts):
-        out += ("" if not out or out.endswith(tuple(_FULL_WIDTH_ENDS)) else " ") + part
+        out += ("" if not out or out.endswith(_FULL_WIDTH_ENDS) else " ") + part
     return out
 
 
