@@ -226,7 +226,8 @@ def test_an_operator_file_offers_hf_entries(folders, tmp_path, monkeypatch):
     # a Hub id whose config is neither cached nor downloadable (HF_HUB_OFFLINE): not offered, and said why;
     # loading it by name still says why it cannot be loaded
     assert "Missing" not in entries and "Missing" not in list_models()
-    assert warnings[1].startswith("VIZHOOKS_MODELS entry (Missing) is not offered: ")
+    assert warnings[0].startswith("VIZHOOKS_MODELS entry 2 (Broken) is not offered: ")  # as each warning names it
+    assert warnings[1].startswith("VIZHOOKS_MODELS entry 3 (Missing) is not offered: ")
     assert "HF_HUB_OFFLINE" in warnings[1]
     assert "Unreadable" not in entries and "its config.json could not be read" in warnings[2]  # a broken config
     assert "No config" not in entries and "has no config.json" in warnings[3]  # a folder: nothing to download

@@ -106,6 +106,7 @@ class ModelEntry:
     weights: str = "auto"
     labels: str | None = None
     description: str = ""
+    position: int = 0  # its place among VIZHOOKS_MODELS' [[model]] tables, from 1 (0: no entry of that file)
 
     @property
     def is_timm(self) -> bool:
@@ -270,7 +271,7 @@ def operator_models() -> tuple[dict[str, ModelEntry], list[str]]:
                 meta_model(name)  # its config here (or a bounded download) and readable: the layers can be listed
             except Exception as exc:  # whatever stops the builder (a missing package too) must not stop the page
                 why = (str(exc).strip().splitlines() or [type(exc).__name__])[0].rstrip(".")
-                unusable[name] = f"VIZHOOKS_MODELS entry ({name}) is not offered: {why}."
+                unusable[name] = f"VIZHOOKS_MODELS entry {entry.position} ({name}) is not offered: {why}."
     if not unusable:
         return entries, warnings
     return {n: e for n, e in entries.items() if n not in unusable}, [*warnings, *unusable.values()]
@@ -320,7 +321,8 @@ def _operator_models(path: str, mtime: float) -> tuple[dict[str, ModelEntry], li
         name = cast(str, name)  # _entry_problem has checked it
         arch = item["arch"] if "hf" not in item else HF_PREFIX + _hf_ref(item["hf"], base)
         entries[name] = ModelEntry(name=name, arch=arch, weights=resolve(item.get("weights")) or "auto",
-                                   labels=resolve(item.get("labels")), description=str(item.get("description", "")))
+                                   labels=resolve(item.get("labels")), description=str(item.get("description", "")),
+                                   position=i)
     return entries, warnings
 
 
