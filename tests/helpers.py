@@ -97,11 +97,12 @@ APP = str(ROOT / "app.py")
 PAGE_FILES = [ROOT / "app.py", *sorted((ROOT / "vizhooks" / "page").rglob("*.py"))]
 
 
-def _scan_components_once() -> None:
+def _prepare_apptest() -> None:
     """Each AppTest's first run scans every installed distribution's metadata for Streamlit components
     (streamlit.components.v2.manifest_scanner, 0.5 s of CPU each time, a third of a short page test); a
     page server does it once when it starts. The installed packages do not change while the tests run,
-    so the test process scans once and every AppTest after gets the same answer."""
+    so the test process scans once and every AppTest after gets the same answer. And it waits for runs
+    every 10 ms rather than every millisecond (:func:`_wait_for_runs_every_10_ms`)."""
     import functools
 
     from streamlit.components.v2 import manifest_scanner
@@ -109,13 +110,44 @@ def _scan_components_once() -> None:
     scan = manifest_scanner.scan_component_manifests
     if not isinstance(scan, functools._lru_cache_wrapper):
         manifest_scanner.scan_component_manifests = functools.cache(scan)
+    _wait_for_runs_every_10_ms()
+
+
+#: How often the test's thread looks whether an AppTest run has finished.
+POLL_S = 0.01
+
+
+def _wait_for_runs_every_10_ms() -> None:
+    """AppTest waits for each run of the page by waking every millisecond to look whether the script thread
+    has stopped (local_script_runner.require_widgets_deltas): a thousand wake-ups a second that take the
+    GIL from the script. Every 10 ms instead, as Streamlit's own function does otherwise (its timeout, its
+    error): the page tests took 6 % less CPU (test_app_views and test_app_convolution: 46.6 core-seconds, the
+    mean of two runs, against 49.9, of four) and each run ends at most 10 ms later."""
+    import time
+
+    from streamlit.testing.v1 import local_script_runner
+
+    if local_script_runner.require_widgets_deltas.__module__ == __name__:
+        return
+
+    def require_widgets_deltas(runner: local_script_runner.LocalScriptRunner, timeout: float = 3) -> None:
+        t0 = time.time()
+        while time.time() - t0 < timeout:
+            if runner.script_stopped():
+                return
+            time.sleep(POLL_S)
+        runner.request_stop()  # as Streamlit's: stop the script before the error, so it cannot hang
+        runner.join()
+        raise RuntimeError(f"AppTest script run timed out after {timeout}(s)")
+
+    local_script_runner.require_widgets_deltas = require_widgets_deltas
 
 
 def open_page(**query: str) -> AppTest:
     """A fresh session of the page (a new AppTest), opened with ``query`` as its link and run once."""
     from streamlit.testing.v1 import AppTest
 
-    _scan_components_once()
+    _prepare_apptest()
     at = AppTest.from_file(APP, default_timeout=300)
     for k, v in query.items():
         at.query_params[k] = v
