@@ -120,9 +120,9 @@ POLL_S = 0.01
 def _wait_for_runs_every_10_ms() -> None:
     """AppTest waits for each run of the page by waking every millisecond to look whether the script thread
     has stopped (local_script_runner.require_widgets_deltas): a thousand wake-ups a second that take the
-    GIL from the script. Every 10 ms instead, as Streamlit's own function does otherwise (its timeout, its
-    error): the page tests took 6 % less CPU (test_app_views and test_app_convolution: 46.6 core-seconds, the
-    mean of two runs, against 49.9, of four) and each run ends at most 10 ms later."""
+    GIL from the script. Here every 10 ms, with Streamlit's timeout and error otherwise: the page tests took
+    6 % less CPU (test_app_views and test_app_convolution: 46.6 core-seconds, the mean of two runs, against
+    49.9, of four) and each run ends at most 10 ms later."""
     import time
 
     from streamlit.testing.v1 import local_script_runner

@@ -434,12 +434,10 @@ def test_every_random_as_asked_status_is_recognised():
 
 
 def test_the_video_types_are_listed_as_the_language_lists():
-    i18n.set_language("zh")
-    maps = build_parser(ALL_COMMANDS)._subparsers._group_actions[0].choices["maps"]
-    assert "（mp4、webm、avi、mov、gif；" in maps.description
-    i18n.set_language("en")
-    assert "(mp4, webm, avi, mov, gif;" in build_parser(ALL_COMMANDS)._subparsers._group_actions[0].choices[
-        "maps"].description
+    for lang, types in (("zh", "（mp4、webm、avi、mov、gif；"), ("en", "(mp4, webm, avi, mov, gif;")):
+        i18n.set_language(lang)
+        maps = build_parser(ALL_COMMANDS)._subparsers._group_actions[0].choices["maps"]
+        assert types in maps.description, lang
 
 
 def test_sentences_are_spaced_as_their_language_writes_them():
