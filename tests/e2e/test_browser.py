@@ -8,7 +8,9 @@ from __future__ import annotations
 
 import functools
 import json
+import os
 import re
+from pathlib import Path
 
 import pytest
 from playwright.sync_api import expect
@@ -347,3 +349,44 @@ def test_lesson_in_chinese_next_back_and_step_link(server, page, artifacts):
     expect(shared.get_by_role("heading", name=heading(2))).to_be_visible()
     expect(shared.get_by_test_id("stApp")).to_have_attribute("data-test-script-state", "notRunning")
     assert shared.get_by_test_id("stException").count() == 0
+
+
+def _descendants_cmdlines(pid: int) -> list[list[str]]:
+    """The command lines of every process below ``pid`` (read from /proc)."""
+    parents: dict[int, list[int]] = {}
+    for entry in Path("/proc").iterdir():
+        if entry.name.isdigit():
+            try:
+                ppid = int((entry / "stat").read_text().rsplit(")", 1)[1].split()[1])
+            except (OSError, IndexError, ValueError):
+                continue
+            parents.setdefault(ppid, []).append(int(entry.name))
+    found, todo = [], list(parents.get(pid, []))
+    while todo:
+        child = todo.pop()
+        todo += parents.get(child, [])
+        try:
+            found.append(Path(f"/proc/{child}/cmdline").read_text().split("\0"))
+        except OSError:
+            continue
+    return found
+
+
+def test_chromium_keeps_playwrights_features_off_and_draws_no_address_bar_popup(browser):
+    """CHROMIUM_ARGS' --disable-features replaces Playwright's own (Chromium keeps the last one): it must still
+    hold every feature Playwright turns off, read from the command line Playwright gave the browser this test
+    launched; and the address bar's popup, a web page of its own per window, is not made."""
+    context = browser.new_context()
+    try:
+        context.new_page().goto("about:blank")
+        targets = browser.new_browser_cdp_session().send("Target.getTargets", {"filter": [{}]})["targetInfos"]
+        assert not [t["url"] for t in targets if t["url"].startswith("chrome://omnibox")], targets
+        mains = [args for args in _descendants_cmdlines(os.getpid())
+                 if "--remote-debugging-pipe" in args and not any(a.startswith("--type=") for a in args)]
+        assert mains, "no Chromium below this test process"
+        for args in mains:
+            lists = [a.split("=", 1)[1].split(",") for a in args if a.startswith("--disable-features=")]
+            assert len(lists) == 2, lists  # Playwright's, then ours
+            assert set(lists[0]) <= set(lists[1]), set(lists[0]) - set(lists[1])
+    finally:
+        context.close()
