@@ -28,9 +28,9 @@ PLAYWRIGHT_DISABLED_FEATURES = (
     "NetworkTimeServiceQuerying", "AimEnabled", "PreconnectToSearch", "msForceBrowserSignIn",
     "msEdgeUpdateLaunchServicesPreferredVersion")
 #: The address bar's drop-down, which Chromium 156 draws as a web page of its own (a renderer per window,
-#: headless too, where nobody types an address). Without it the browser tests' Chromium and their machine
-#: did 15-27 % less work for the same pages (test_lesson_steps and test_overview_convolution: 69 and 63
-#: core-seconds against 90 and 75).
+#: headless too, where nobody types an address). Without it the machine does about a fifth less work for the
+#: same browser tests (test_lesson_steps and test_overview_convolution: 63-72 core-seconds against 75-90, four
+#: runs each).
 NO_OMNIBOX_POPUP = ("WebUIOmniboxPopup", "WebUIOmniboxFullPopup", "WebUIOmniboxAimPopup")
 CHROMIUM_ARGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking",
                  "--disable-component-update", "--disable-sync", "--disable-quic", "--no-first-run",
