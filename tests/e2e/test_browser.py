@@ -1,4 +1,5 @@
-"""The page in a real browser: default view, an upload, another layer, every view from a link.
+"""The page in a real browser: default view, an upload, another layer, every view from a link; and the
+Chromium the tests start (benchmarks/server.py's CHROMIUM_ARGS).
 
 What the page must show is worked out here without vizhooks: layer shapes from a plain forward
 through torchvision's resnet18 (the page's default model), row counts from its modules.
