@@ -205,10 +205,10 @@ class Follow:
 def press_start(page: Page) -> float:
     """Click "Start a class" (its expander open); returns the click's time on the page's clock (ms), from
     which window.__tr records the page's script runs for a failure's message. A click that comes within
-    a few tens of milliseconds of the expander's opening is now and then lost: the page sends the server
-    nothing (about 1 click in 30 on an idle machine, 3 of 90; none of 80 clicked 0.3 or 1 s after the
-    opening, about as soon as a person can; the content's ``inert`` is lifted 2-3 ms after the opening, so
-    not that): once more then."""
+    a few tens of milliseconds of the expander's opening is now and then lost, about 1 in 30 on an idle
+    machine (3 of 90; none of 80 clicked 0.3 or 1 s after the opening, about as soon as a person can): the
+    one lost click that was logged sent the server no message, and the content's ``inert`` had been lifted
+    2-3 ms after the opening, so not that. Once more then."""
     page.evaluate(OBS)
     t0 = page.evaluate("performance.now()")
     click(page, "class_start")
