@@ -478,3 +478,48 @@ def test_rescaling_without_normalising_is_folded_into_mean_and_std():
     assert raw.mean == (0.0, 0.0, 0.0) and raw.std == pytest.approx((1 / 255,) * 3)  # pixels 0-255 as they are
     halved = processor_spec({"rescale_factor": 1 / 510, "image_mean": [0.5] * 3, "image_std": [0.25] * 3})
     assert halved.mean == pytest.approx((1.0,) * 3) and halved.std == pytest.approx((0.5,) * 3)
+
+
+def test_a_model_that_takes_only_non_square_pictures_is_refused_in_one_sentence(tmp_path, capsys, monkeypatch):
+    """A ViT built for 32 x 16 pictures: the Hugging Face model itself refuses the square picture vizhooks would
+    make, so loading it (library and CLI) says why in one sentence instead of failing at the first forward pass.
+    A non-square size followed by a square crop still gives a square input, and loads."""
+    import transformers as tf
+
+    from vizhooks.errors import CodedError
+    from vizhooks.models.images import processor_spec
+
+    config = tf.ViTConfig(hidden_size=32, num_hidden_layers=1, num_attention_heads=2, intermediate_size=64,
+                          image_size=(32, 16), patch_size=8, num_labels=3)
+    tf.ViTForImageClassification(config).save_pretrained(tmp_path / "tall")
+    tf.ViTImageProcessor(size={"height": 32, "width": 16}).save_pretrained(tmp_path / "tall")
+    own = _hf_own(tmp_path / "tall")
+    assert own(pixel_values=torch.zeros(1, 3, 32, 16)).logits.shape == (1, 3)
+    with pytest.raises(ValueError, match="doesn't match"):
+        own(pixel_values=torch.zeros(1, 3, 32, 32))
+    with pytest.raises(CodedError) as refused:
+        load_model(f"hf:{tmp_path / 'tall'}", device="cpu")
+    assert (refused.value.code, refused.value.values) == ("model_not_square", {"height": 32, "width": 16})
+    assert "16 x 32 pixels only" in str(refused.value) and str(refused.value).count(".") == 1
+    photo = tmp_path / "photo.png"
+    Image.new("RGB", (40, 48), (200, 30, 30)).save(photo)
+    for listing in ((), ("--list-layers",)):
+        code, _, err = run_cli(capsys, photo, "--model", f"hf:{tmp_path / 'tall'}", "--out", tmp_path / "out", *listing)
+        assert code == 2 and err.strip().endswith("of any size.") and "Traceback" not in err, err
+    assert not (tmp_path / "out").exists()
+    # an operator's entry of it is not offered, and the warning says why
+    (tmp_path / "models.toml").write_text('[[model]]\nname = "Tall"\nhf = "tall"\n', encoding="utf-8")
+    monkeypatch.setenv("VIZHOOKS_MODELS", str(tmp_path / "models.toml"))
+    entries, warnings = operator_models()
+    assert "Tall" not in entries and warnings == [f"VIZHOOKS_MODELS entry 1 (Tall) is not offered: {refused.value}"]
+    # without a processor the config's image_size says the same
+    with pytest.raises(CodedError, match="16 x 32"):
+        processor_spec(None, [32, 16])
+    assert processor_spec(None, [32, 32]).fixed_size == 32
+    # squashed to a non-square size, then cropped to a square: the model sees a square
+    folder = save_tiny_hf("vit", tmp_path / "cropped", tf.BeitImageProcessor(
+        size={"height": 40, "width": 24}, crop_size={"height": 32, "width": 32}, do_center_crop=True))
+    assert load_model(f"hf:{folder}", device="cpu").input.fixed_size == 32
+    with pytest.raises(CodedError, match="24 x 32"):  # a non-square crop is refused
+        processor_spec({"size": {"height": 40, "width": 40}, "do_center_crop": True,
+                        "crop_size": {"height": 32, "width": 24}})

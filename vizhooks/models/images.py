@@ -96,11 +96,17 @@ def processor_spec(processor: Mapping[str, Any] | None, image_size: object = Non
     - ``{"shortest_edge": s}`` without a crop: the model takes any size, so the page's size applies.
 
     Without a processor: ImageNet mean and std, bilinear, and a fixed side of the config's
-    ``image_size`` when it has one. Non-square ``height`` and ``width`` are read as ``height``.
+    ``image_size`` when it has one.
+
+    Raises:
+        CodedError: ``model_not_square``: the model takes only non-square pictures (a ``{"height", "width"}``
+            size or crop, or an ``image_size`` pair, of two different sides), which vizhooks does not make.
+            A non-square ``size`` followed by a square crop is squashed to ``height`` x ``height``.
     """
     if not processor:
-        side = image_size if isinstance(image_size, int) and not isinstance(image_size, bool) else None
-        return InputSpec(fixed_size=side)
+        pair = _hw(list(image_size) if isinstance(image_size, (list, tuple)) else image_size)
+        _refuse_non_square(pair)
+        return InputSpec(fixed_size=pair[0] if pair else None)
     if processor.get("do_normalize", True):
         mean = _triple(processor.get("image_mean"), IMAGENET_MEAN)
         std = _triple(processor.get("image_std"), IMAGENET_STD)
@@ -114,6 +120,7 @@ def processor_spec(processor: Mapping[str, Any] | None, image_size: object = Non
     interpolation = _PIL_RESAMPLE.get(processor.get("resample"), "bilinear")  # type: ignore[arg-type]
     size, crop = _side(processor.get("size")), _side(processor.get("crop_size"))
     crop = crop if processor.get("do_center_crop") and isinstance(crop, int) else None
+    _refuse_non_square(_hw(processor.get("crop_size")) if crop else _hw(processor.get("size")))
     kind = str(processor.get("image_processor_type") or processor.get("feature_extractor_type") or "")
     crop_pct = _number(processor.get("crop_pct"), 224 / 256)
     fixed, resize, squash = None, None, False
@@ -139,6 +146,23 @@ def processor_spec(processor: Mapping[str, Any] | None, image_size: object = Non
 
 def _number(value: object, default: float) -> float:
     return float(value) if isinstance(value, (int, float)) and not isinstance(value, bool) else default
+
+
+def _hw(value: object) -> tuple[int, int] | None:
+    """A fixed input's (height, width) from a processor's ``{"height", "width"}`` size, a square side, or a
+    config's ``image_size`` pair; None for anything else (a shortest edge: any shape)."""
+    if isinstance(value, Mapping):
+        value = [value.get("height"), value.get("width")]
+    if isinstance(value, int) and not isinstance(value, bool):
+        return value, value
+    if isinstance(value, list) and len(value) == 2 and all(type(v) is int for v in value):
+        return value[0], value[1]
+    return None
+
+
+def _refuse_non_square(hw: tuple[int, int] | None) -> None:
+    if hw is not None and hw[0] != hw[1]:
+        raise CodedError(code="model_not_square", height=hw[0], width=hw[1])
 
 
 def _side(value: object) -> int | tuple[int] | None:

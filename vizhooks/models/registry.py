@@ -259,9 +259,9 @@ def operator_models() -> tuple[dict[str, ModelEntry], list[str]]:
 
     An ``hf`` entry whose config is neither on this machine nor downloadable now (downloads off, the Hub
     unreachable), or cannot be read, is not offered either, with a warning that says why: its layers cannot
-    be listed, so a page could not show it. It is asked again on each call (after a failed download, no
-    download is tried for ``OFFLINE_MEMORY_S`` seconds); :func:`load_model` of its name still says why it
-    cannot be loaded.
+    be listed, so a page could not show it; nor is one that takes only non-square pictures, which vizhooks
+    does not make. It is asked again on each call (after a failed download, no download is tried for
+    ``OFFLINE_MEMORY_S`` seconds); :func:`load_model` of its name still says why it cannot be loaded.
     """
     entries, warnings = _all_operator_models()
     unusable: dict[str, str] = {}
@@ -269,6 +269,7 @@ def operator_models() -> tuple[dict[str, ModelEntry], list[str]]:
         if entry.is_hf:
             try:
                 meta_model(name)  # its config here (or a bounded download) and readable: the layers can be listed
+                input_spec(entry.arch)  # and pictures vizhooks can make (a square, or any size)
             except Exception as exc:  # whatever stops the builder (a missing package too) must not stop the page
                 why = (str(exc).strip().splitlines() or [type(exc).__name__])[0].rstrip(".")
                 unusable[name] = f"VIZHOOKS_MODELS entry {entry.position} ({name}) is not offered: {why}."
