@@ -63,7 +63,8 @@ loadtest: $(VENV)/.dev
 loadtest-browser: $(VENV)/.dev chromium
 	VIZHOOKS_LOAD_N=30 $(PY) -m pytest -q -s tests/e2e/test_load.py
 
-## make bench: speed and memory benchmarks (about 5 min); prints a table and rewrites BENCHMARKS.md
+## make bench: speed and memory benchmarks (about 25 min on 2 cores); prints a table and rewrites BENCHMARKS.md;
+## BENCH_ARGS="--only coldstart live" measures those again and keeps the other rows
 BENCH_ARGS ?=
 bench: $(VENV)/.dev chromium
 	$(PY) -m benchmarks.run $(BENCH_ARGS)

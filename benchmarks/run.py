@@ -46,7 +46,10 @@ row and makes the exit status 1. For each MISS (full runs) the measured operatio
 under cProfile and the profile goes into the markdown file.
 
 The output file keeps everything above the line ``<!-- BEGIN GENERATED RESULTS -->`` (the
-hand-written part) and replaces the rest.
+hand-written part) and replaces the rest. With ``--only``, the rows, sections and profiles of the other
+benchmarks are kept from the file when it holds a run of the same kind (full with the same ``--repeat``,
+or quick): one benchmark can be measured again without a full run, and each section says when it was
+recorded.
 """
 
 from __future__ import annotations
@@ -171,13 +174,26 @@ def table(rows: list[dict]) -> list[str]:
     return lines
 
 
-def render(rows: list[dict], details: dict[str, list[str]], profiles: dict[str, str], info: dict[str, str],
-           args: argparse.Namespace, seconds: float) -> str:
-    kind = ("QUICK smoke run (`--quick`): tiny workloads and one repetition; these numbers are not measurements."
+def kind_of(args: argparse.Namespace) -> str:
+    """The first words of the results: which kind of run wrote them (only runs of one kind are merged)."""
+    return ("QUICK smoke run (`--quick`): tiny workloads and one repetition; these numbers are not measurements."
             if args.quick else f"Full run, `--repeat {args.repeat}`.")
+
+
+def stamp() -> str:
+    return f"{dt.datetime.now().astimezone():%Y-%m-%d %H:%M %Z}"
+
+
+def render(rows: list[dict], details: dict[str, list[str]], profiles: dict[str, str], info: dict[str, str],
+           args: argparse.Namespace, seconds: float, merged: bool = False) -> str:
+    """The generated part of the file; ``merged``: an ``--only`` run whose other rows were kept from the file
+    (the results line then names what this run measured)."""
+    when = (f"Recorded {stamp()}; the whole run took {seconds / 60:.1f} min" if not merged else
+            f"{'; '.join(BENCHES[b] for b in args.only)} measured again {stamp()} (`--only`, {seconds / 60:.1f} "
+            f"min); the other rows are kept from an earlier run of the same kind, and each section below says "
+            f"when it was recorded")
     out = [BEGIN, "", "## Results", "",
-           f"{kind} Recorded {dt.datetime.now().astimezone():%Y-%m-%d %H:%M %Z}; the whole run took "
-           f"{seconds / 60:.1f} min; load average (1 min) at the end: {os.getloadavg()[0]:.2f}.", "",
+           f"{kind_of(args)} {when}; load average (1 min) at the end: {os.getloadavg()[0]:.2f}.", "",
            "### Machine", ""]
     out += [f"- **{k}**: {v}" for k, v in info.items()]
     out += ["", "### Table", "", *table(rows), ""]
@@ -192,6 +208,50 @@ def render(rows: list[dict], details: dict[str, list[str]], profiles: dict[str, 
             out += [f"<details><summary>{case}</summary>", "", "```", text, "```", "", "</details>", ""]
     out += [END, ""]
     return "\n".join(out)
+
+
+def earlier(path: Path, args: argparse.Namespace) -> tuple[list[dict], dict[str, list[str]], dict[str, str]]:
+    """The rows, sections and profiles of ``path``'s generated part, of benchmarks other than ``args.only``'s,
+    when the file holds a run of the same kind (:func:`kind_of`); else nothing. Sections written before they
+    carried a date get the date of the run that wrote them."""
+    try:
+        text = path.read_text()
+    except OSError:
+        return [], {}, {}
+    part = text.split(BEGIN, 1)[1].split(END, 1)[0] if BEGIN in text else ""
+    results = part.split("### Machine", 1)[0]
+    if kind_of(args) not in results:
+        if part:
+            print(f"{path} holds another kind of run: it is replaced by this run's rows only.", file=sys.stderr)
+        return [], {}, {}
+    recorded = results.split("Recorded ", 1)[1].split(";", 1)[0] if "Recorded " in results else ""
+    titles = {title: bench for bench, title in BENCHES.items()}
+    rows: list[dict] = []
+    details: dict[str, list[str]] = {}
+    section: str | None = None
+    body, _, profile_part = part.partition("### Profiles of the MISS rows")
+    for line in body.split("### Table", 1)[-1].splitlines():
+        if line.startswith("### "):
+            section = titles.get(line[4:].strip(), "")
+            if section and section not in args.only:
+                details[section] = []
+        elif section is None and line.startswith("| ") and not line.startswith(("| Benchmark |", "|---")):
+            title, case, measured, target, status = line[2:-2].split(" | ")
+            if title in titles and titles[title] not in args.only:
+                rows.append({"bench": titles[title], "case": case, "measured": measured, "target": target,
+                             "status": status, "numbers": {}})
+        elif section in details:
+            if line.startswith("_Benchmark wall time:") and "recorded" not in line and recorded:
+                line = f"{line.removesuffix('._')}; recorded {recorded}._"
+            details[section].append(line)
+    details = {bench: "\n".join(lines).strip().splitlines() for bench, lines in details.items()}
+    cases = {row["case"] for row in rows}
+    profiles = {}
+    for block in profile_part.split("<details><summary>")[1:]:
+        case, _, rest = block.partition("</summary>")
+        if case in cases:
+            profiles[case] = rest.split("```", 2)[1].strip("\n")
+    return rows, details, profiles
 
 
 def write(path: Path, generated: str) -> None:
@@ -210,7 +270,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--out", type=Path, default=Path("BENCHMARKS.md"), help="markdown file to write")
     parser.add_argument("--json", type=Path, default=None, help="also write the rows as JSON here")
     parser.add_argument("--only", nargs="+", choices=list(BENCHES), default=None,
-                        help="run only these (the output file then holds only their rows)")
+                        help="run only these; the output file keeps the rows of the others from a run of the same kind")
     parser.add_argument("--no-profile", action="store_true", help="do not profile MISS rows")
     args = parser.parse_args(argv)
     if args.repeat is None:
@@ -245,7 +305,8 @@ def main(argv: list[str] | None = None) -> int:
             for row in result.rows:
                 rows.append(vars(row))
                 print(f"   {row.case}: {row.measured}  [{row.status}]", file=sys.stderr, flush=True)
-            details[bench] = [*result.details, "", f"_Benchmark wall time: {time.perf_counter() - t0:.0f} s._"]
+            details[bench] = [*result.details, "",
+                              f"_Benchmark wall time: {time.perf_counter() - t0:.0f} s; recorded {stamp()}._"]
             if cfg.profile:
                 done: dict[object, str] = {}
                 for row in result.rows:
@@ -258,7 +319,12 @@ def main(argv: list[str] | None = None) -> int:
                         profiles[row.case] = profile_call(fn, thread=result.profile_thread)
                         done[fn] = row.case
         seconds = time.perf_counter() - started
-        text = render(rows, details, profiles, info, args, seconds)
+        kept_rows, kept_details, kept_profiles = earlier(args.out, args) if args.only else ([], {}, {})
+        order = list(BENCHES)  # the table and the sections in the benchmarks' order, kept and new alike
+        sections = {**kept_details, **details}
+        text = render(sorted([*kept_rows, *rows], key=lambda row: order.index(row["bench"])),
+                      {b: sections[b] for b in order if b in sections}, {**kept_profiles, **profiles}, info, args,
+                      seconds, merged=bool(kept_rows))
         write(args.out, text)
         if args.json:
             args.json.write_text(json.dumps({"quick": args.quick, "repeat": args.repeat, "machine": info,

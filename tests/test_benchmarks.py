@@ -6,6 +6,7 @@ that every benchmark ran, gave finite positive numbers and that the table was wr
 from __future__ import annotations
 
 import json
+import os
 import math
 import subprocess
 from pathlib import Path
@@ -84,3 +85,65 @@ def test_quick_benchmark_runs(run, tmp_path):
     assert text.count("\n| ") >= len(rows) + 1
     assert "QUICK smoke run" in text and "### Machine" in text
     assert "| Benchmark | Case |" in proc.stdout  # the table is printed too
+
+
+def _fake_run(bench: str, value: str, profile: bool = False):
+    """A benchmark module whose run() gives one row of ``bench`` measuring ``value`` (a MISS, profiled, when
+    ``profile``), and a section that says ``value``."""
+    from types import SimpleNamespace
+
+    from benchmarks.common import Result, Row
+
+    def run(cfg):
+        row = Row(bench, f"{bench} case", value, "≤ 1", "MISS" if profile else "PASS", {"x": 1.0})
+        return Result([row], [f"- {bench} measured {value}"], {row.case: (lambda: sum(range(10)))} if profile else {})
+
+    return SimpleNamespace(run=run)
+
+
+def test_only_measures_again_and_keeps_the_other_benchmarks_rows_sections_and_profiles(tmp_path, monkeypatch):
+    """`--only hooks` into a file of a full run keeps grids' and video's rows, sections and profile and replaces
+    hooks'; a file of another kind of run (quick) is replaced by the new rows only."""
+    import benchmarks.run as run
+
+    for name in ("VIZHOOKS_OFFLINE", "TORCH_HOME", "MPLBACKEND"):  # main() sets them: put them back after
+        monkeypatch.setenv(name, os.environ.get(name, ""))
+    out = tmp_path / "B.md"
+    out.write_text(f"# hand-written\n\nkept above the marker\n\n{run.BEGIN}\n{run.END}\n")
+    values = {"grids": "1 s", "hooks": "2 s", "video": "3 s"}
+    monkeypatch.setattr(run, "_module", lambda bench: _fake_run(bench, values[bench], profile=bench != "hooks"))
+    assert run.main(["--repeat", "2", "--out", str(out), "--only", "video", "grids", "hooks"]) == 0
+    first = out.read_text()
+    values = {"hooks": "9 s"}
+    assert run.main(["--repeat", "2", "--out", str(out), "--only", "hooks"]) == 0
+    text = out.read_text()
+    assert text.startswith("# hand-written\n\nkept above the marker\n")
+    table = [line for line in text.splitlines() if line.startswith("| ") and "case |" in line]
+    assert table == ["| 1. Grid rendering | grids case | 1 s | ≤ 1 | MISS |",
+                     "| 2. Hook overhead | hooks case | 9 s | ≤ 1 | PASS |",
+                     "| 9. Video (frames in batches vs one capture per frame) | video case | 3 s | ≤ 1 | MISS |"]
+    assert "- hooks measured 9 s" in text and "- hooks measured 2 s" not in text
+    for kept in ("- grids measured 1 s", "- video measured 3 s", "<summary>grids case</summary>",
+                 "<summary>video case</summary>"):
+        assert text.count(kept) == first.count(kept) == 1, kept
+    assert text.index("### 1. Grid") < text.index("### 2. Hook") < text.index("### 9. Video")
+    assert "2. Hook overhead measured again" in text and text.count("; recorded 20") == 3
+    # a quick run is another kind: the file then holds its rows only
+    assert run.main(["--quick", "--out", str(out), "--only", "hooks"]) == 0
+    text = out.read_text()
+    assert "grids case" not in text and "hooks case | 9 s" in text and "measured again" not in text
+
+
+def test_a_section_written_before_sections_carried_a_date_gets_its_runs_date(tmp_path):
+    import argparse
+
+    import benchmarks.run as run
+
+    args = argparse.Namespace(quick=False, repeat=5, only=["hooks"])
+    old = [{"bench": "grids", "case": "c", "measured": "1 s", "target": "—", "status": "info", "numbers": {}}]
+    text = run.render(old, {"grids": ["- line", "", "_Benchmark wall time: 6 s._"]}, {}, {"CPU": "x"}, args, 60)
+    recorded = text.split("Recorded ", 1)[1].split(";", 1)[0]
+    (tmp_path / "B.md").write_text(text)
+    rows, details, profiles = run.earlier(tmp_path / "B.md", args)
+    assert rows == old and profiles == {}
+    assert details == {"grids": ["- line", "", f"_Benchmark wall time: 6 s; recorded {recorded}._"]}
