@@ -6,8 +6,8 @@ that every benchmark ran, gave finite positive numbers and that the table was wr
 from __future__ import annotations
 
 import json
-import os
 import math
+import os
 import subprocess
 from pathlib import Path
 
