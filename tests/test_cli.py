@@ -312,3 +312,17 @@ def test_every_example_in_the_top_level_help_parses():
     for command in ALL_COMMANDS:
         assert command.example, command.name
         cli.command_parser(command.name, ALL_COMMANDS).parse_args(shlex.split(command.example))
+
+
+def test_an_output_that_cannot_be_written_is_one_line_naming_the_path_asked(tmp_path, capsys):
+    """A file where the --out folder should be, and an --npz in a folder no file can be made in (/proc, even for
+    root): exit 1 (the operating system refused, not the arguments' form), one line that names the path the user
+    gave (not the temporary file vizhooks writes through); the grids already written stay."""
+    blocker = tmp_path / "a_file"
+    blocker.write_text("x")
+    code, out, err = _run(capsys, PHOTO, "--weights", "none", "--layers", "conv1", "--out", blocker / "maps")
+    assert (code, out) == (1, "") and err.endswith(f"\nvizhooks: error: {blocker / 'maps'}: Not a directory\n"), err
+    code, out, err = _run(capsys, PHOTO, "--weights", "none", "--layers", "conv1", "--npz", "/proc/vizhooks.npz",
+                          "--out", tmp_path / "o")
+    assert code == 1 and err.endswith("\nvizhooks: error: /proc/vizhooks.npz: No such file or directory\n"), err
+    assert out == f"{tmp_path / 'o' / 'conv1.png'}\n" and (tmp_path / "o" / "conv1.png").is_file()

@@ -1095,7 +1095,8 @@ def main(argv: Sequence[str] | None = None, commands: Sequence[Command] = COMMAN
         print(t("cli_error", message=_refusal(exc)), file=sys.stderr)
         return 2
     except OSError as exc:
-        print(t("cli_error", message=f"{exc.strerror or exc} ({exc.filename or ''})".rstrip(" ()")), file=sys.stderr)
+        print(t("cli_error", message=f"{exc.filename}: {exc.strerror}" if exc.filename and exc.strerror else exc),
+              file=sys.stderr)
         return 1
     except KeyboardInterrupt:
         print(t("cli_interrupted"), file=sys.stderr)

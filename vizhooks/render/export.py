@@ -32,10 +32,18 @@ def _chw(t: torch.Tensor) -> np.ndarray:
 
 
 def write_atomic(path: str | os.PathLike, data: bytes) -> Path:
-    """Write ``data`` to ``path`` through a temporary file, so a crash never leaves half a file."""
+    """Write ``data`` to ``path`` through a temporary file, so a crash never leaves half a file.
+
+    Raises:
+        OSError: the folder cannot be made or written to; its ``filename`` is ``path`` (or the folder),
+            never the temporary file's name.
+    """
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".part")
+    try:
+        fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".part")
+    except OSError as exc:
+        raise OSError(exc.errno, exc.strerror, os.fspath(path)) from None
     try:
         with os.fdopen(fd, "wb") as fh:
             fh.write(data)
