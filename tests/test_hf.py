@@ -523,3 +523,25 @@ def test_a_model_that_takes_only_non_square_pictures_is_refused_in_one_sentence(
     with pytest.raises(CodedError, match="24 x 32"):  # a non-square crop is refused
         processor_spec({"size": {"height": 40, "width": 40}, "do_center_crop": True,
                         "crop_size": {"height": 32, "width": 24}})
+
+
+def test_a_folder_without_config_or_weights_says_what_the_folder_lacks(folders, tmp_path, capsys):
+    """An empty folder: "has no config.json", not transformers' guess about a missing model_type in a file that is
+    not there. A folder with a config but no weights: random weights, and the fix is about the folder (no advice
+    to load it on a machine with internet)."""
+    import shutil
+
+    (tmp_path / "empty").mkdir()
+    with pytest.raises(WeightsError, match=r"^Hugging Face model folder \S+empty has no config.json \("):
+        load_model(f"hf:{tmp_path / 'empty'}", device="cpu")
+    photo = tmp_path / "photo.png"
+    Image.new("RGB", (40, 48), (200, 30, 30)).save(photo)
+    code, _, err = run_cli(capsys, photo, "--model", f"hf:{tmp_path / 'empty'}", "--out", tmp_path / "out")
+    assert code == 2 and err.strip().endswith("has no config.json (save_pretrained writes one).")
+    assert "model_type" not in err
+    (tmp_path / "config_only").mkdir()
+    shutil.copy(folders["vit"] / "config.json", tmp_path / "config_only")
+    bundle = load_model(f"hf:{tmp_path / 'config_only'}", device="cpu")
+    assert not bundle.pretrained and bundle.weights_source == "random"
+    assert "save the model into the folder with save_pretrained" in bundle.weights_status
+    assert "internet" not in bundle.weights_status and ".)" not in bundle.weights_status

@@ -343,3 +343,18 @@ def test_fetch_clip_offline_names_what_is_missing(monkeypatch):
         fetch_clip("RN50:nope")
     with pytest.raises(WeightsError, match="lists no pretrained weights for vizhooks-tiny-rn"):
         fetch_clip("vizhooks-tiny-rn")
+
+
+def test_load_model_and_the_cli_say_how_a_clip_model_is_built(capsys):
+    """CLIP needs its class names: load_model and `python -m vizhooks --model clip:ARCH` refuse in one sentence that
+    gives the call that builds it (with the names the name carries, or an example) and the page's way."""
+    from tests.helpers import ROOT, run_cli
+    from vizhooks.models.registry import clip_name, load_model
+
+    with pytest.raises(ValueError, match=r"^CLIP RN50 needs .*vizhooks\.zero_shot\('RN50', \['猫', 'a dog'\]\)"):
+        load_model(clip_name("RN50", ["猫", "a dog"]), device="cpu")
+    code, out, err = run_cli(capsys, ROOT / "sample_images" / "chelsea.jpg", "--model", "clip:ViT-B-32", "--weights",
+                             "none")
+    assert (code, out) == (2, "") and "Traceback" not in err
+    assert err.endswith("vizhooks.zero_shot('ViT-B-32', ['a cat', 'a dog']) in Python, or type the names on the "
+                        "page; load_model and the command line do not build it.\n"), err

@@ -681,8 +681,10 @@ def load_model(
                          f"checkpoint with load_model({backbone_name(name)!r}, weights=..., labels=...).")
     if is_clip(name):
         arch, prompts = clip_parts(name)
-        raise ValueError(f"{arch} with typed class names is built by vizhooks.zero_shot({arch!r}, "
-                         f"{list(prompts)!r}), not load_model.")
+        names = list(prompts) or ["a cat", "a dog"]
+        raise ValueError(f"CLIP {arch} needs the class names it scores a photo against: build it with "
+                         f"vizhooks.zero_shot({arch!r}, {names!r}) in Python, or type the names on the page; "
+                         f"load_model and the command line do not build it.")
     entry = resolve_entry(name)
     dev = resolve_device(device)
     weights = os.fspath(weights)
@@ -754,12 +756,16 @@ def _load_hf(entry: ModelEntry, weights: str, dev: torch.device, labels: str | o
     """:func:`load_model` for ``hf:ID_OR_DIR``: the Hugging Face model wrapped so that it returns
     logits, its categories from ``id2label``, its input from its saved image processor."""
     ref = entry.arch.removeprefix(HF_PREFIX)
-    fix = (f"To use its own weights, load {entry.name} once on a machine with internet (it stays in the Hugging "
+    folder = Path(os.path.expanduser(ref)).is_dir()
+    fix = ("To use its own weights, save the model into the folder with save_pretrained (it writes config.json "
+           "and model.safetensors)." if folder else
+           f"To use its own weights, load {entry.name} once on a machine with internet (it stays in the Hugging "
            f"Face cache, HF_HOME; HF_ENDPOINT names a mirror), or save_pretrained it into a folder and load "
            f"hf:FOLDER.")
     notes: tuple[Note, ...] = ()
-    if weights == "none":
+    if weights == "none" or folder:  # a folder without config.json: say that, not transformers' guess at a type
         hf_ensure_config(ref)
+    if weights == "none":
         model, source, pretrained = build(entry.arch), "random", False
         status = RANDOM_AS_ASKED.format(name=entry.name)
     elif weights in ("auto", "imagenet"):

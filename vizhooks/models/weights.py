@@ -488,7 +488,7 @@ def hf_pretrained(ref: str) -> tuple[HFClassifier, str, str]:
             return _hf_load(str(folder)), "file", f"Weights for {ref} from its folder."
         except (OSError, ValueError) as exc:
             raise WeightsError(f"Hugging Face model folder {ref} could not be loaded "
-                               f"({short_reason(exc)}).") from None
+                               f"({short_reason(exc).rstrip('.')}).") from None
     try:
         return _hf_load(ref), "cache", f"Weights for {ref} from the Hugging Face cache."
     except (OSError, ValueError):
