@@ -545,3 +545,18 @@ def test_a_folder_without_config_or_weights_says_what_the_folder_lacks(folders, 
     assert not bundle.pretrained and bundle.weights_source == "random"
     assert "save the model into the folder with save_pretrained" in bundle.weights_status
     assert "internet" not in bundle.weights_status and ".)" not in bundle.weights_status
+
+
+def test_the_input_rules_are_read_again_when_the_processor_file_changes(tmp_path):
+    """input_spec is kept per model while its files stay as they are (the page asks it on every run), and read
+    again when the saved processor changes: a model saved anew in the same folder gets its new rules."""
+    import transformers as tf
+
+    from vizhooks.models.registry import input_spec
+
+    folder = save_tiny_hf("vit", tmp_path / "vit")
+    assert input_spec(f"hf:{folder}").mean == (0.5, 0.4, 0.3)
+    assert input_spec(f"hf:{folder}") is input_spec(f"hf:{folder}")
+    tf.ViTImageProcessor(size={"height": 32, "width": 32}, image_mean=[0.1, 0.2, 0.3], image_std=[0.2, 0.25, 0.3],
+                         ).save_pretrained(folder)
+    assert input_spec(f"hf:{folder}").mean == (0.1, 0.2, 0.3)

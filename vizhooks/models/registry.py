@@ -38,6 +38,7 @@ from vizhooks.models.architectures import (
     build,
     drop_aux_heads,
     hf_config,
+    hf_file,
     hf_json,
     hf_processor,
     meta_build,
@@ -483,6 +484,22 @@ def _default_classes(arch: str) -> int:
     return len(imagenet_weights(arch).meta["categories"])
 
 
+def _stamp(path: Path | None) -> tuple[int, int] | None:
+    """When ``path`` last changed, and its size; None without a file."""
+    try:
+        st = path.stat() if path else None
+    except OSError:
+        return None
+    return (st.st_mtime_ns, st.st_size) if st else None
+
+
+@functools.lru_cache(maxsize=32)
+def _hf_input_spec(ref: str, *stamps: tuple[int, int] | None) -> InputSpec:
+    """A Hugging Face model's :func:`input_spec`, read again when its config or processor file changes
+    (``stamps``); a refusal (a model of non-square pictures) is not kept and is said again on each call."""
+    return processor_spec(hf_processor(ref), getattr(hf_config(ref), "image_size", None))
+
+
 def input_spec(arch: str, model: nn.Module | None = None) -> InputSpec:
     """Mean, std, interpolation and size rule of ``arch``, from torchvision's weights transforms
     (timm's data config; a Hugging Face model's saved image processor, see
@@ -492,7 +509,7 @@ def input_spec(arch: str, model: nn.Module | None = None) -> InputSpec:
         return clip_spec(model.visual)
     if arch.startswith(HF_PREFIX):
         ref = arch.removeprefix(HF_PREFIX)
-        return processor_spec(hf_processor(ref), getattr(hf_config(ref), "image_size", None))
+        return _hf_input_spec(ref, *(_stamp(hf_file(ref, f)) for f in ("config.json", "preprocessor_config.json")))
     if arch.startswith(TIMM_PREFIX):
         timm = timm_module()
         model = model if model is not None else meta_build(arch, None)[0]
