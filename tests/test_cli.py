@@ -315,8 +315,8 @@ def test_every_example_in_the_top_level_help_parses():
 
 
 def test_an_output_that_cannot_be_written_is_one_line_naming_the_path_asked(tmp_path, capsys):
-    """A file where the --out folder should be, and an --npz in a folder no file can be made in (/proc, even for
-    root): exit 1 (the operating system refused, not the arguments' form), one line that names the path the user
+    """A file where the --out folder should be, an --npz in a folder no file can be made in (/proc, even for
+    root), a folder where a grid should go: exit 1 (the operating system refused, not the arguments' form), one line that names the path the user
     gave (not the temporary file vizhooks writes through); the grids already written stay."""
     blocker = tmp_path / "a_file"
     blocker.write_text("x")
@@ -326,3 +326,7 @@ def test_an_output_that_cannot_be_written_is_one_line_naming_the_path_asked(tmp_
                           "--out", tmp_path / "o")
     assert code == 1 and err.endswith("\nvizhooks: error: /proc/vizhooks.npz: No such file or directory\n"), err
     assert out == f"{tmp_path / 'o' / 'conv1.png'}\n" and (tmp_path / "o" / "conv1.png").is_file()
+    (tmp_path / "d" / "conv1.png").mkdir(parents=True)  # a folder where the grid should go: os.replace refuses
+    code, out, err = _run(capsys, PHOTO, "--weights", "none", "--layers", "conv1", "--out", tmp_path / "d")
+    assert code == 1 and err.endswith(f"\nvizhooks: error: {tmp_path / 'd' / 'conv1.png'}: Is a directory\n"), err
+    assert [p.name for p in (tmp_path / "d").iterdir()] == ["conv1.png"]  # no temporary file left
