@@ -31,13 +31,13 @@ Benchmarks (each module in this package has the details):
   hf        19. the Hugging Face wrapper's forward vs the model's own (ViT, 224 px), and CLIP zero-shot
              with new class names vs the same names again (text forwards counted)
   audit     20. the folder audit: Grad-CAM + SpRAy vs a bare batched forward + backward, and the Python heap
-             peak with a store at 5,000 and 10,000 pictures, extrapolated to 100,000
+             peak with a store at 10,000 and 20,000 pictures, extrapolated to 100,000
 
 --repeat N (default 5) is the number of measured repetitions: A/B pairs for grids, 3N pairs for
 hooks and gpu, N reruns of each kind for page, min(N, 3) launches for coldstart, min(N, 3) feature
 pairs and cached teach() calls and 3N page-view pairs for teach, max(3, N) pairs and min(N, 3)
 Score-CAM calls for explain, max(3, 2N) new sessions and reruns for pagecpu; memory runs each case
-once in a fresh process. --quick is a smoke test (about a minute): one repetition, two layers for
+once in a fresh process. --quick is a smoke test (a few minutes): one repetition, two layers for
 grids, one memory case, no profiles; its numbers are not measurements.
 
 Everything runs offline: VIZHOOKS_OFFLINE=1, an empty temporary TORCH_HOME, random weights.
@@ -48,7 +48,7 @@ under cProfile and the profile goes into the markdown file.
 The output file keeps everything above the line ``<!-- BEGIN GENERATED RESULTS -->`` (the
 hand-written part) and replaces the rest. With ``--only``, the rows, sections and profiles of the other
 benchmarks are kept from the file when it holds a run of the same kind (full with the same ``--repeat``,
-or quick): one benchmark can be measured again without a full run, and each section says when it was
+or quick) on the same machine and packages: one benchmark can be measured again without a full run, and each section says when it was
 recorded.
 """
 
@@ -167,10 +167,16 @@ def _module(name: str):
     return importlib.import_module(f"benchmarks.{name}")
 
 
+def _cell(text: object) -> str:
+    """A table cell: one line, its bars escaped (an ERROR row's message may hold both)."""
+    return " ".join(str(text).split("\n")).replace("|", "\\|")
+
+
 def table(rows: list[dict]) -> list[str]:
     lines = ["| Benchmark | Case | Measured (median) | Target | Result |", "|---|---|---|---|---|"]
     for r in rows:
-        lines.append(f"| {BENCHES[r['bench']]} | {r['case']} | {r['measured']} | {r['target']} | {r['status']} |")
+        cells = [BENCHES[r["bench"]], *(_cell(r[k]) for k in ("case", "measured", "target", "status"))]
+        lines.append(f"| {' | '.join(cells)} |")
     return lines
 
 
@@ -210,19 +216,29 @@ def render(rows: list[dict], details: dict[str, list[str]], profiles: dict[str, 
     return "\n".join(out)
 
 
-def earlier(path: Path, args: argparse.Namespace) -> tuple[list[dict], dict[str, list[str]], dict[str, str]]:
+#: The lines of the Machine section that must agree for rows of two runs to stand in one table.
+SAME_MACHINE = ("CPU", "GPU", "Python", "Packages")
+
+
+def earlier(path: Path, args: argparse.Namespace,
+            info: dict[str, str]) -> tuple[list[dict], dict[str, list[str]], dict[str, str]]:
     """The rows, sections and profiles of ``path``'s generated part, of benchmarks other than ``args.only``'s,
-    when the file holds a run of the same kind (:func:`kind_of`); else nothing. Sections written before they
-    carried a date get the date of the run that wrote them."""
+    when the file holds a run of the same kind (:func:`kind_of`) on the same machine and packages as ``info``
+    (:data:`SAME_MACHINE`); else nothing, said on stderr. Sections written before they carried a date get the
+    date of the run that wrote them; a table row or profile that cannot be read is left out, with a warning."""
     try:
         text = path.read_text()
     except OSError:
         return [], {}, {}
     part = text.split(BEGIN, 1)[1].split(END, 1)[0] if BEGIN in text else ""
-    results = part.split("### Machine", 1)[0]
-    if kind_of(args) not in results:
-        if part:
-            print(f"{path} holds another kind of run: it is replaced by this run's rows only.", file=sys.stderr)
+    results, _, rest = part.partition("### Machine")
+    machine_lines = rest.split("### Table", 1)[0]
+    other = [k for k in SAME_MACHINE if f"- **{k}**: {info.get(k, '')}\n" not in machine_lines]
+    if part and (kind_of(args) not in results or other):
+        why = f"another {', '.join(other)}" if other and kind_of(args) in results else "another kind of run"
+        print(f"{path} holds {why}: it is replaced by this run's rows only.", file=sys.stderr)
+        return [], {}, {}
+    if not part:
         return [], {}, {}
     recorded = results.split("Recorded ", 1)[1].split(";", 1)[0] if "Recorded " in results else ""
     titles = {title: bench for bench, title in BENCHES.items()}
@@ -236,7 +252,11 @@ def earlier(path: Path, args: argparse.Namespace) -> tuple[list[dict], dict[str,
             if section and section not in args.only:
                 details[section] = []
         elif section is None and line.startswith("| ") and not line.startswith(("| Benchmark |", "|---")):
-            title, case, measured, target, status = line[2:-2].split(" | ")
+            cells = line[2:-2].split(" | ")
+            if len(cells) != 5:
+                print(f"{path}: a table row that cannot be read is left out: {line[:120]}", file=sys.stderr)
+                continue
+            title, case, measured, target, status = (cell.replace("\\|", "|") for cell in cells)  # as _cell wrote
             if title in titles and titles[title] not in args.only:
                 rows.append({"bench": titles[title], "case": case, "measured": measured, "target": target,
                              "status": status, "numbers": {}})
@@ -249,8 +269,9 @@ def earlier(path: Path, args: argparse.Namespace) -> tuple[list[dict], dict[str,
     profiles = {}
     for block in profile_part.split("<details><summary>")[1:]:
         case, _, rest = block.partition("</summary>")
-        if case in cases:
-            profiles[case] = rest.split("```", 2)[1].strip("\n")
+        fenced = rest.split("```", 2)
+        if case in cases and len(fenced) == 3:
+            profiles[case] = fenced[1].strip("\n")
     return rows, details, profiles
 
 
@@ -266,7 +287,7 @@ def write(path: Path, generated: str) -> None:
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m benchmarks.run", description="vizhooks benchmark suite")
     parser.add_argument("--repeat", type=int, default=None, help="measured repetitions (default 5; 1 with --quick)")
-    parser.add_argument("--quick", action="store_true", help="smoke test: tiny workloads, about a minute")
+    parser.add_argument("--quick", action="store_true", help="smoke test: tiny workloads, a few minutes")
     parser.add_argument("--out", type=Path, default=Path("BENCHMARKS.md"), help="markdown file to write")
     parser.add_argument("--json", type=Path, default=None, help="also write the rows as JSON here")
     parser.add_argument("--only", nargs="+", choices=list(BENCHES), default=None,
@@ -285,6 +306,8 @@ def main(argv: list[str] | None = None) -> int:
     started = time.perf_counter()
     try:
         info = machine()
+        # read before the benchmarks run: a file that cannot be merged is said now, not after 25 minutes
+        kept_rows, kept_details, kept_profiles = earlier(args.out, args, info) if args.only else ([], {}, {})
         rows: list[dict] = []
         details: dict[str, list[str]] = {}
         profiles: dict[str, str] = {}
@@ -319,7 +342,6 @@ def main(argv: list[str] | None = None) -> int:
                         profiles[row.case] = profile_call(fn, thread=result.profile_thread)
                         done[fn] = row.case
         seconds = time.perf_counter() - started
-        kept_rows, kept_details, kept_profiles = earlier(args.out, args) if args.only else ([], {}, {})
         order = list(BENCHES)  # the table and the sections in the benchmarks' order, kept and new alike
         sections = {**kept_details, **details}
         text = render(sorted([*kept_rows, *rows], key=lambda row: order.index(row["bench"])),
