@@ -316,8 +316,9 @@ def test_every_example_in_the_top_level_help_parses():
 
 def test_an_output_that_cannot_be_written_is_one_line_naming_the_path_asked(tmp_path, capsys):
     """A file where the --out folder should be, an --npz in a folder no file can be made in (/proc, even for
-    root), a folder where a grid should go: exit 1 (the operating system refused, not the arguments' form), one line that names the path the user
-    gave (not the temporary file vizhooks writes through); the grids already written stay."""
+    root), a folder where a grid should go: exit 1 (the operating system refused, not the arguments' form), one
+    line that names the path the user gave (not the temporary file vizhooks writes through); the grids already
+    written stay."""
     blocker = tmp_path / "a_file"
     blocker.write_text("x")
     code, out, err = _run(capsys, PHOTO, "--weights", "none", "--layers", "conv1", "--out", blocker / "maps")
