@@ -48,8 +48,8 @@ under cProfile and the profile goes into the markdown file.
 The output file keeps everything above the line ``<!-- BEGIN GENERATED RESULTS -->`` (the
 hand-written part) and replaces the rest. With ``--only``, the rows, sections and profiles of the other
 benchmarks are kept from the file when it holds a run of the same kind (full with the same ``--repeat``,
-or quick) on the same machine and packages: one benchmark can be measured again without a full run, and each section says when it was
-recorded.
+or quick) on the same machine and packages: one benchmark can be measured again without a full run, and
+each section says when it was recorded.
 """
 
 from __future__ import annotations
