@@ -500,6 +500,10 @@ def test_a_model_that_takes_only_non_square_pictures_is_refused_in_one_sentence(
     with pytest.raises(CodedError) as refused:
         load_model(f"hf:{tmp_path / 'tall'}", device="cpu")
     assert (refused.value.code, refused.value.values) == ("model_not_square", {"height": 32, "width": 16})
+    with monkeypatch.context() as m:  # refused before its weights are read (or, for a Hub id, downloaded)
+        m.setattr("vizhooks.models.registry.hf_pretrained", lambda ref: pytest.fail("the weights were read"))
+        with pytest.raises(CodedError, match="16 x 32"):
+            load_model(f"hf:{tmp_path / 'tall'}", device="cpu")
     assert "16 x 32 pixels only" in str(refused.value) and str(refused.value).count(".") == 1
     photo = tmp_path / "photo.png"
     Image.new("RGB", (40, 48), (200, 30, 30)).save(photo)
@@ -513,9 +517,14 @@ def test_a_model_that_takes_only_non_square_pictures_is_refused_in_one_sentence(
     entries, warnings = operator_models()
     assert "Tall" not in entries and warnings == [f"VIZHOOKS_MODELS entry 1 (Tall) is not offered: {refused.value}"]
     # without a processor the config's image_size says the same
-    with pytest.raises(CodedError, match="16 x 32"):
-        processor_spec(None, [32, 16])
-    assert processor_spec(None, [32, 32]).fixed_size == 32
+    for pair in ([32, 16], (32, 16)):  # a config's image_size, a processor's size pair (transformers: height, width)
+        with pytest.raises(CodedError, match="16 x 32"):
+            processor_spec(None, pair)
+        with pytest.raises(CodedError, match="16 x 32"):
+            processor_spec({"size": pair})
+    assert processor_spec(None, (32, 32)).fixed_size == 32
+    square = processor_spec({"size": (32, 32)})
+    assert (square.fixed_size, square.squash) == (32, True)  # as transformers squashes a {"height", "width"} size
     # squashed to a non-square size, then cropped to a square: the model sees a square
     folder = save_tiny_hf("vit", tmp_path / "cropped", tf.BeitImageProcessor(
         size={"height": 40, "width": 24}, crop_size={"height": 32, "width": 32}, do_center_crop=True))

@@ -144,6 +144,16 @@ def hf_file(ref: str, filename: str) -> Path | None:
     return Path(found) if isinstance(found, str) else None
 
 
+def file_stamp(path: str | os.PathLike | None) -> tuple[int, int] | None:
+    """When the file at ``path`` last changed, and its size (a cache key that changes with the file); None
+    without a file."""
+    try:
+        st = os.stat(path) if path else None
+    except OSError:
+        return None
+    return (st.st_mtime_ns, st.st_size) if st else None
+
+
 def hf_json(ref: str, filename: str) -> dict[str, Any] | None:
     """A JSON file of ``ref`` (``config.json``, ``preprocessor_config.json``) from this machine, or None."""
     path = hf_file(ref, filename)
@@ -171,12 +181,11 @@ def hf_processor(ref: str) -> dict[str, Any] | None:
     path = hf_file(ref, "preprocessor_config.json")
     if saved is None or path is None:
         return None
-    stat = path.stat()
-    return dict(_processor_settings(str(path), stat.st_mtime, stat.st_size)) or saved
+    return dict(_processor_settings(str(path), file_stamp(path))) or saved
 
 
 @functools.lru_cache(maxsize=32)
-def _processor_settings(path: str, mtime: float, size: int) -> tuple[tuple[str, Any], ...]:
+def _processor_settings(path: str, stamp: tuple[int, int] | None) -> tuple[tuple[str, Any], ...]:
     from transformers import AutoImageProcessor
 
     try:

@@ -101,10 +101,11 @@ def processor_spec(processor: Mapping[str, Any] | None, image_size: object = Non
     Raises:
         CodedError: ``model_not_square``: the model takes only non-square pictures (a ``{"height", "width"}``
             size or crop, or an ``image_size`` pair, of two different sides), which vizhooks does not make.
-            A non-square ``size`` followed by a square crop is squashed to ``height`` x ``height``.
+            A non-square ``size`` followed by a square crop is squashed to ``height`` x ``height`` (transformers:
+            to ``height`` x ``width``, padded where the crop is wider: the one case whose pixels differ).
     """
     if not processor:
-        pair = _hw(list(image_size) if isinstance(image_size, (list, tuple)) else image_size)
+        pair = _hw(image_size)
         _refuse_non_square(pair)
         return InputSpec(fixed_size=pair[0] if pair else None)
     if processor.get("do_normalize", True):
@@ -135,7 +136,7 @@ def processor_spec(processor: Mapping[str, Any] | None, image_size: object = Non
     elif isinstance(size, int):  # {"height", "width"}, or an old processor's single number
         # squashed as transformers does a {"height", "width"} size; a bare number (a file transformers could
         # not read) keeps the shorter-side resize
-        fixed, resize, squash = crop or size, size, isinstance(processor.get("size"), Mapping)
+        fixed, resize, squash = crop or size, size, isinstance(processor.get("size"), (Mapping, list, tuple))
     elif crop and isinstance(size, tuple):  # {"shortest_edge"}, then the centre crop
         fixed, resize = crop, size[0]
     if fixed and resize is not None and resize <= fixed:
@@ -155,7 +156,7 @@ def _hw(value: object) -> tuple[int, int] | None:
         value = [value.get("height"), value.get("width")]
     if isinstance(value, int) and not isinstance(value, bool):
         return value, value
-    if isinstance(value, list) and len(value) == 2 and all(type(v) is int for v in value):
+    if isinstance(value, (list, tuple)) and len(value) == 2 and all(type(v) is int for v in value):
         return value[0], value[1]
     return None
 
@@ -176,7 +177,8 @@ def _side(value: object) -> int | tuple[int] | None:
             return int(value["height"])
         if isinstance(value.get("shortest_edge"), int):
             return (int(value["shortest_edge"]),)
-    return None
+    hw = _hw(value)  # a (height, width) pair, as transformers' get_size_dict reads one
+    return hw[0] if hw else None
 
 
 def clip_spec(visual: Any) -> InputSpec:

@@ -37,6 +37,7 @@ from vizhooks.models.architectures import (
     HFClassifier,
     build,
     drop_aux_heads,
+    file_stamp,
     hf_config,
     hf_file,
     hf_json,
@@ -281,18 +282,11 @@ def operator_models() -> tuple[dict[str, ModelEntry], list[str]]:
 
 def _all_operator_models() -> tuple[dict[str, ModelEntry], list[str]]:
     """The ``VIZHOOKS_MODELS`` entries as the file gives them, an ``hf`` entry that cannot be built included."""
-    return _operator_models(_models_file(), _mtime(_models_file()))
-
-
-def _mtime(path: str) -> float:
-    try:
-        return os.stat(path).st_mtime if path else 0.0
-    except OSError:
-        return 0.0
+    return _operator_models(_models_file(), file_stamp(_models_file()))
 
 
 @functools.lru_cache(maxsize=4)
-def _operator_models(path: str, mtime: float) -> tuple[dict[str, ModelEntry], list[str]]:
+def _operator_models(path: str, stamp: tuple[int, int] | None) -> tuple[dict[str, ModelEntry], list[str]]:
     if not path:
         return {}, []
     try:
@@ -449,16 +443,13 @@ def meta_model(name: str) -> tuple[nn.Module, threading.Lock]:
 def _checkpoint_classes(entry: ModelEntry) -> int | None:
     if entry.weights in ("auto", "none", "imagenet"):
         return None
-    try:
-        stat = os.stat(entry.weights)
-    except OSError:
-        return None
+    stamp = file_stamp(entry.weights)
     # meta_model runs on every page request (the memory budget): read each checkpoint once
-    return _file_classes(entry.arch, entry.weights, stat.st_mtime, stat.st_size)
+    return None if stamp is None else _file_classes(entry.arch, entry.weights, stamp)
 
 
 @functools.lru_cache(maxsize=32)
-def _file_classes(arch: str, path: str, mtime: float, size: int) -> int | None:
+def _file_classes(arch: str, path: str, stamp: tuple[int, int]) -> int | None:
     try:
         return _head_classes(arch, read_state_dict(path))
     except WeightsError:
@@ -484,15 +475,6 @@ def _default_classes(arch: str) -> int:
     return len(imagenet_weights(arch).meta["categories"])
 
 
-def _stamp(path: Path | None) -> tuple[int, int] | None:
-    """When ``path`` last changed, and its size; None without a file."""
-    try:
-        st = path.stat() if path else None
-    except OSError:
-        return None
-    return (st.st_mtime_ns, st.st_size) if st else None
-
-
 @functools.lru_cache(maxsize=32)
 def _hf_input_spec(ref: str, *stamps: tuple[int, int] | None) -> InputSpec:
     """A Hugging Face model's :func:`input_spec`, read again when its config or processor file changes
@@ -509,7 +491,7 @@ def input_spec(arch: str, model: nn.Module | None = None) -> InputSpec:
         return clip_spec(model.visual)
     if arch.startswith(HF_PREFIX):
         ref = arch.removeprefix(HF_PREFIX)
-        return _hf_input_spec(ref, *(_stamp(hf_file(ref, f)) for f in ("config.json", "preprocessor_config.json")))
+        return _hf_input_spec(ref, *(file_stamp(hf_file(ref, f)) for f in ("config.json", "preprocessor_config.json")))
     if arch.startswith(TIMM_PREFIX):
         timm = timm_module()
         model = model if model is not None else meta_build(arch, None)[0]
@@ -782,6 +764,8 @@ def _load_hf(entry: ModelEntry, weights: str, dev: torch.device, labels: str | o
     notes: tuple[Note, ...] = ()
     if weights == "none" or folder:  # a folder without config.json: say that, not transformers' guess at a type
         hf_ensure_config(ref)
+    if hf_file(ref, "config.json") is not None:
+        input_spec(entry.arch)  # a model of non-square pictures is refused before its weights are read or fetched
     if weights == "none":
         model, source, pretrained = build(entry.arch), "random", False
         status = RANDOM_AS_ASKED.format(name=entry.name)
