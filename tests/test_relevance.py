@@ -301,7 +301,7 @@ def test_lrp_heatmap_equals_zennit_and_conserves_the_logit(tiny_resnet):
     torch.testing.assert_close(heat, relevance[0].sum(dim=0), rtol=1e-4, atol=1e-7)
     # conservation: what reaches the last stage is the logit, less what the head's bias absorbs
     stage = channel_relevance(tiny_resnet, x, "layer4", target=2, method="lrp")
-    head_bias = float(tiny_resnet.fc.bias[2])
+    head_bias = tiny_resnet.fc.bias[2].item()
     assert float(stage.scores.sum()) == pytest.approx(logit - head_bias, rel=1e-3)
     assert stage.logit == pytest.approx(logit, rel=1e-5)
 
