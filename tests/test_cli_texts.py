@@ -313,6 +313,25 @@ def test_refusals_in_the_current_language(tmp_path, capsys, lang):
         assert err.strip().splitlines() == [line.format(missing=tmp_path / "nothing")]
 
 
+def test_an_unknown_model_or_layer_is_said_in_chinese(capsys):
+    """The two names people mistype most: a model (with the near names, or without) and a layer (a KeyError that
+    carries a code, as CodedError does) are said in the language's own sentence, not in English."""
+    photo = ROOT / "sample_images" / "chelsea.jpg"
+    i18n.set_language("zh")
+    for argv, line in (
+            (["--model", "nosuch"], "没有名为“nosuch”的模型。`python -m vizhooks --list-models` 会列出全部模型。"),
+            (["--model", "resnt18"], "没有名为“resnt18”的模型。你要找的是不是：resnet18"),
+            (["--weights", "none", "--layers", "nope"], "模型中没有名为“nope”的层。")):
+        assert main([str(photo), *argv]) == 2
+        err = capsys.readouterr().err.strip().splitlines()
+        assert err[-1].startswith(f"vizhooks：错误：{line}") and "Unknown" not in err[-1], err
+    i18n.set_language("en")
+    assert main([str(photo), "--model", "resnt18"]) == 2
+    english = capsys.readouterr().err.strip()
+    assert english == ("vizhooks: error: Unknown model 'resnt18'. Did you mean: resnet18, resnet152, resnet101? "
+                       "`python -m vizhooks --list-models` lists them all.")
+
+
 #: Bad command lines that make argparse itself refuse, and argparse's own words for each (Python 3.11).
 ARGPARSE_REFUSALS = (
     (["--size", "abc"], "argument --size: --size must be a whole number"),  # our sentence after its frame

@@ -1105,9 +1105,8 @@ def main(argv: Sequence[str] | None = None, commands: Sequence[Command] = COMMAN
 
 def _refusal(exc: Exception) -> str:
     """A refusal's sentence: its English ``str()``, or in another language its catalogue sentence
-    (``err_CODE``) where it carries a code (vizhooks.errors.CodedError)."""
-    from vizhooks.errors import CodedError
-
-    if language() != SOURCE and isinstance(exc, CodedError) and exc.code:
-        return said(f"err_{exc.code}", exc.values)
+    (``err_CODE``) where it carries a code (vizhooks.errors.CodedError, and an unknown layer's KeyError)."""
+    code = getattr(exc, "code", "")
+    if language() != SOURCE and isinstance(code, str) and code:
+        return said(f"err_{code}", getattr(exc, "values", {}))
     return str(exc)

@@ -29,6 +29,7 @@ from PIL import Image
 from torch import nn
 from torchvision import models as tvm
 
+from vizhooks.errors import CodedError
 from vizhooks.i18n import t
 from vizhooks.models.architectures import (
     CLIP_PREFIX,
@@ -422,7 +423,8 @@ def resolve_entry(name: str) -> ModelEntry:
 
     close = difflib.get_close_matches(str(name), list_models(), n=3, cutoff=0.6)
     hint = f" Did you mean: {', '.join(close)}?" if close else ""
-    raise ValueError(f"Unknown model {name!r}.{hint} `python -m vizhooks --list-models` lists them all.")
+    raise CodedError(f"Unknown model {name!r}.{hint} `python -m vizhooks --list-models` lists them all.",
+                     "unknown_model_close" if close else "unknown_model", name=str(name), close=", ".join(close))
 
 
 # ----------------------------------------------------------------------------------------------
