@@ -313,12 +313,16 @@ def test_refusals_in_the_current_language(tmp_path, capsys, lang):
         assert err.strip().splitlines() == [line.format(missing=tmp_path / "nothing")]
 
 
-def test_an_unknown_model_or_layer_is_said_in_chinese(capsys):
-    """The two names people mistype most: a model (with the near names, or without) and a layer (a KeyError that
-    carries a code, as CodedError does) are said in the language's own sentence, not in English."""
+def test_an_unknown_model_layer_or_device_is_said_in_chinese(capsys, monkeypatch):
+    """The names people mistype most: a model (with the near names, or without), a layer (a KeyError that carries
+    a code, as CodedError does) and a device (or a GPU this machine lacks) are said in the language's own
+    sentence, not in English."""
     photo = ROOT / "sample_images" / "chelsea.jpg"
+    monkeypatch.setattr("torch.cuda.is_available", lambda: False)  # the same answer on a machine with a GPU
     i18n.set_language("zh")
     for argv, line in (
+            (["--device", "tpu"], "未知的设备“tpu”：请使用 auto、cpu、cuda、cuda:N 或 mps。"),
+            (["--device", "cuda:1"], "指定了设备 cuda:1，但这台机器没有 CUDA GPU。"),
             (["--model", "nosuch"], "没有名为“nosuch”的模型。`python -m vizhooks --list-models` 会列出全部模型。"),
             (["--model", "resnt18"], "没有名为“resnt18”的模型。你要找的是不是：resnet18"),
             (["--weights", "none", "--layers", "nope"], "模型中没有名为“nope”的层。")):

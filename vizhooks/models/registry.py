@@ -580,15 +580,14 @@ def resolve_device(device: str | torch.device = "auto") -> torch.device:
         try:
             dev = torch.device(device)
         except (RuntimeError, TypeError) as exc:
-            raise ValueError(
-                f"Unknown device {device!r}: use auto, cpu, cuda, cuda:N or mps."
-            ) from exc
+            raise CodedError(f"Unknown device {device!r}: use auto, cpu, cuda, cuda:N or mps.", "device_unknown",
+                             device=str(device)) from exc
     if dev.type == "cuda" and not torch.cuda.is_available():
-        raise ValueError(f"Device {device!s} was asked for, but this machine has no CUDA GPU.")
+        raise CodedError(code="device_no_cuda", device=str(device))
     if dev.type == "mps":
         mps = getattr(torch.backends, "mps", None)
         if mps is None or not mps.is_available():
-            raise ValueError(f"Device {device!s} was asked for, but Apple MPS is not available.")
+            raise CodedError(code="device_no_mps", device=str(device))
     return dev
 
 
