@@ -313,14 +313,19 @@ def test_refusals_in_the_current_language(tmp_path, capsys, lang):
         assert err.strip().splitlines() == [line.format(missing=tmp_path / "nothing")]
 
 
-def test_an_unknown_model_layer_or_device_is_said_in_chinese(capsys, monkeypatch):
-    """The names people mistype most: a model (with the near names, or without), a layer (a KeyError that carries
-    a code, as CodedError does) and a device (or a GPU this machine lacks) are said in the language's own
-    sentence, not in English."""
+def test_the_names_people_mistype_most_are_said_in_chinese(capsys, monkeypatch, tmp_path):
+    """A model (with the near names, or without), a layer (a KeyError that carries a code, as CodedError does), a
+    device (or a GPU this machine lacks), a photo's path (none there, or a folder) and a colormap are said in the
+    language's own sentence, not in English."""
     photo = ROOT / "sample_images" / "chelsea.jpg"
     monkeypatch.setattr("torch.cuda.is_available", lambda: False)  # the same answer on a machine with a GPU
     i18n.set_language("zh")
+    for path, line in ((tmp_path / "nope.jpg", f"找不到文件 {tmp_path / 'nope.jpg'}。"),
+                       (tmp_path, f"{tmp_path} 是一个文件夹，不是图片文件。")):
+        assert main([str(path)]) == 2
+        assert capsys.readouterr().err.strip().splitlines()[-1] == f"vizhooks：错误：{line}"
     for argv, line in (
+            (["--cmap", "nocmap"], "参数 --cmap：没有名为“nocmap”的配色；可以试试 viridis、magma、gray 或 coolwarm。"),
             (["--device", "tpu"], "未知的设备“tpu”：请使用 auto、cpu、cuda、cuda:N 或 mps。"),
             (["--device", "cuda:1"], "指定了设备 cuda:1，但这台机器没有 CUDA GPU。"),
             (["--model", "nosuch"], "没有名为“nosuch”的模型。`python -m vizhooks --list-models` 会列出全部模型。"),

@@ -181,7 +181,7 @@ def _cmap(text: str) -> str:
     try:
         get_colormap(text)
     except ValueError as exc:
-        raise argparse.ArgumentTypeError(str(exc)) from None
+        raise argparse.ArgumentTypeError(_refusal(exc)) from None
     return text
 
 

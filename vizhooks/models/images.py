@@ -207,11 +207,11 @@ def _read_bytes(source: ImageSource) -> bytes:
             with open(source, "rb") as fh:
                 return fh.read()
         except FileNotFoundError:
-            raise InvalidImageError(f"There is no file at {os.fspath(source)}.") from None
+            raise InvalidImageError(code="image_no_file", path=os.fspath(source)) from None
         except IsADirectoryError:
-            raise InvalidImageError(f"{os.fspath(source)} is a folder, not an image file.") from None
+            raise InvalidImageError(code="image_folder", path=os.fspath(source)) from None
         except OSError as exc:
-            raise InvalidImageError(f"{os.fspath(source)} could not be read ({exc.strerror}).") from None
+            raise InvalidImageError(code="image_unreadable", path=os.fspath(source), reason=exc.strerror) from None
     if hasattr(source, "read"):
         data = source.read()
         if not isinstance(data, (bytes, bytearray)):

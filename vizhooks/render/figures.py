@@ -29,6 +29,7 @@ from matplotlib.colors import Colormap, Normalize
 from matplotlib.figure import Figure
 from matplotlib.transforms import Affine2D, Bbox
 
+from vizhooks.errors import CodedError
 from vizhooks.render.scale import min_max
 
 if TYPE_CHECKING:  # PIL is imported where pixels are made
@@ -69,7 +70,8 @@ def get_colormap(name: str) -> Colormap:
     try:
         return matplotlib.colormaps[name].with_extremes(bad="white")
     except KeyError:
-        raise ValueError(f"Unknown colormap {name!r}; try viridis, magma, gray or coolwarm.") from None
+        raise CodedError(f"Unknown colormap {name!r}; try viridis, magma, gray or coolwarm.", "colormap",
+                         name=str(name)) from None
 
 
 def channel_order(arr: np.ndarray, order: str = "index") -> np.ndarray:
