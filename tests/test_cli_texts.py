@@ -341,6 +341,19 @@ def test_the_names_people_mistype_most_are_said_in_chinese(capsys, monkeypatch, 
                        "`python -m vizhooks --list-models` lists them all.")
 
 
+def test_a_code_the_catalogue_does_not_have_leaves_the_refusal_in_its_own_words():
+    """Another library's error may carry a ``code`` attribute of its own (an HTTP status, a name): the CLI
+    says its own words then, instead of failing to find a sentence."""
+    from vizhooks.cli import _refusal
+
+    class Foreign(ValueError):
+        code = "not_a_catalogue_code"
+
+    i18n.set_language("zh")
+    assert _refusal(Foreign("its own words")) == "its own words"
+    assert _refusal(type("Numbered", (ValueError,), {"code": 404})("not found")) == "not found"
+
+
 #: Bad command lines that make argparse itself refuse, and argparse's own words for each (Python 3.11).
 ARGPARSE_REFUSALS = (
     (["--size", "abc"], "argument --size: --size must be a whole number"),  # our sentence after its frame

@@ -20,7 +20,7 @@ from typing import TYPE_CHECKING, NoReturn, cast
 
 from vizhooks import __version__
 from vizhooks.hooks.capture import capture
-from vizhooks.i18n import SOURCE, language, listed, nt, said, sentences, t
+from vizhooks.i18n import SOURCE, is_plural, language, listed, nt, said, sentences, t, table
 from vizhooks.models.images import MAX_SIZE, MIN_SIZE, InvalidImageError, load_image
 from vizhooks.models.layers import UnknownLayerError, default_layers, describe_layers, resolve_layers
 from vizhooks.models.registry import (
@@ -1105,8 +1105,10 @@ def main(argv: Sequence[str] | None = None, commands: Sequence[Command] = COMMAN
 
 def _refusal(exc: Exception) -> str:
     """A refusal's sentence: its English ``str()``, or in another language its catalogue sentence
-    (``err_CODE``) where it carries a code (vizhooks.errors.CodedError, and an unknown layer's KeyError)."""
+    (``err_CODE``) where it carries a code of the catalogue (vizhooks.errors.CodedError, and an unknown layer's
+    KeyError; another library's ``code`` attribute is not one)."""
     code = getattr(exc, "code", "")
-    if language() != SOURCE and isinstance(code, str) and code:
-        return said(f"err_{code}", getattr(exc, "values", {}))
+    key = f"err_{code}" if isinstance(code, str) and code else ""
+    if language() != SOURCE and key and (key in table(SOURCE) or is_plural(key)):
+        return said(key, getattr(exc, "values", {}))
     return str(exc)
