@@ -325,11 +325,12 @@ def test_the_names_people_mistype_most_are_said_in_chinese(capsys, monkeypatch, 
         assert main([str(path)]) == 2
         assert capsys.readouterr().err.strip().splitlines()[-1] == f"vizhooks：错误：{line}"
     for argv, line in (
-            (["--cmap", "nocmap"], "参数 --cmap：没有名为“nocmap”的配色；可以试试 viridis、magma、gray 或 coolwarm。"),
+            (["--cmap", "nocmap"], "参数 --cmap：没有名为“nocmap”的颜色映射；可以试试 viridis、magma、gray 或 "
+                                   "coolwarm。"),
             (["--device", "tpu"], "未知的设备“tpu”：请使用 auto、cpu、cuda、cuda:N 或 mps。"),
             (["--device", "cuda:1"], "指定了设备 cuda:1，但这台机器没有 CUDA GPU。"),
             (["--model", "nosuch"], "没有名为“nosuch”的模型。`python -m vizhooks --list-models` 会列出全部模型。"),
-            (["--model", "resnt18"], "没有名为“resnt18”的模型。你要找的是不是：resnet18"),
+            (["--model", "resnt18"], "没有名为“resnt18”的模型。是不是想找：resnet18"),
             (["--weights", "none", "--layers", "nope"], "模型中没有名为“nope”的层。")):
         assert main([str(photo), *argv]) == 2
         err = capsys.readouterr().err.strip().splitlines()
@@ -339,6 +340,20 @@ def test_the_names_people_mistype_most_are_said_in_chinese(capsys, monkeypatch, 
     english = capsys.readouterr().err.strip()
     assert english == ("vizhooks: error: Unknown model 'resnt18'. Did you mean: resnet18, resnet152, resnet101? "
                        "`python -m vizhooks --list-models` lists them all.")
+
+
+def test_a_skipped_file_is_said_in_chinese(tmp_path, capsys):
+    """A folder command skips a file that is not a picture with one line, its reason in the language too."""
+    import shutil
+
+    for name in ("cat", "cup"):
+        (tmp_path / name).mkdir()
+        shutil.copy(ROOT / "sample_images" / "chelsea.jpg", tmp_path / name / "a.jpg")
+    (tmp_path / "cat" / "notes.png").write_text("not a picture")
+    i18n.set_language("zh")
+    assert main(["teach", str(tmp_path)]) == 2  # then refused: each class needs two photos
+    err = capsys.readouterr().err.strip().splitlines()
+    assert err[0] == f"已跳过 {tmp_path / 'cat' / 'notes.png'}：这是文本文件，不是图片。", err
 
 
 def test_a_code_the_catalogue_does_not_have_leaves_the_refusal_in_its_own_words():

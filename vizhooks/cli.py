@@ -599,7 +599,7 @@ def _teach(args: argparse.Namespace) -> int:
             try:
                 examples[d.name].append(load_image(path))
             except InvalidImageError as exc:
-                print(t("cli_skipped", path=path, reason=exc), file=sys.stderr)
+                print(t("cli_skipped", path=path, reason=_refusal(exc)), file=sys.stderr)
     bundle = load_model(args.model, weights=args.weights, device=args.device)
     print(model_line(bundle), file=sys.stderr)
 
@@ -715,7 +715,7 @@ def _explain(args: argparse.Namespace) -> int:
                 try:
                     x = bundle.preprocess(load_image(folder / key), args.size)
                 except InvalidImageError as exc:
-                    print(("" if i == 1 else "\n") + t("cli_skipped", path=key, reason=exc), file=sys.stderr)
+                    print(("" if i == 1 else "\n") + t("cli_skipped", path=key, reason=_refusal(exc)), file=sys.stderr)
                     skipped += 1
                 else:
                     writer.writerows(_explain_rows(bundle, x, key, todo, columns, args))
@@ -933,7 +933,7 @@ def _concepts(args: argparse.Namespace) -> int:
         try:
             load_image(folder / key)
         except InvalidImageError as exc:
-            print(t("cli_skipped", path=key, reason=exc), file=sys.stderr)
+            print(t("cli_skipped", path=key, reason=_refusal(exc)), file=sys.stderr)
         else:
             kept.append(key)
     if not kept:

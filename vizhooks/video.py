@@ -209,16 +209,16 @@ def _local_file(source: VideoSource) -> Iterator[tuple[str, str | None]]:
     if isinstance(source, (str, os.PathLike)):
         path = os.fspath(source)
         if os.path.isdir(path):
-            raise InvalidVideoError(f"{path} is a folder, not a video file.")
+            raise InvalidVideoError(code="video_folder", path=path)
         try:
             nbytes = os.path.getsize(path)
             _check_bytes(nbytes)
             with open(path, "rb") as fh:
                 head = fh.read(_HEAD)
         except FileNotFoundError:
-            raise InvalidVideoError(f"There is no file at {path}.") from None
+            raise InvalidVideoError(code="no_file", path=path) from None
         except OSError as exc:
-            raise InvalidVideoError(f"{path} could not be read ({exc.strerror}).") from None
+            raise InvalidVideoError(code="unreadable", path=path, reason=exc.strerror or type(exc).__name__) from None
         yield path, _kind(head)
         return
     if isinstance(source, (bytes, bytearray, memoryview)):

@@ -207,11 +207,12 @@ def _read_bytes(source: ImageSource) -> bytes:
             with open(source, "rb") as fh:
                 return fh.read()
         except FileNotFoundError:
-            raise InvalidImageError(code="image_no_file", path=os.fspath(source)) from None
+            raise InvalidImageError(code="no_file", path=os.fspath(source)) from None
         except IsADirectoryError:
             raise InvalidImageError(code="image_folder", path=os.fspath(source)) from None
         except OSError as exc:
-            raise InvalidImageError(code="image_unreadable", path=os.fspath(source), reason=exc.strerror) from None
+            raise InvalidImageError(code="unreadable", path=os.fspath(source),
+                                    reason=exc.strerror or type(exc).__name__) from None
     if hasattr(source, "read"):
         data = source.read()
         if not isinstance(data, (bytes, bytearray)):
