@@ -314,9 +314,9 @@ def test_refusals_in_the_current_language(tmp_path, capsys, lang):
 
 
 def test_the_names_people_mistype_most_are_said_in_chinese(capsys, monkeypatch, tmp_path):
-    """A model (with the near names, or without), a layer (a KeyError that carries a code, as CodedError does), a
-    device (or a GPU this machine lacks), a photo's path (none there, or a folder) and a colormap are said in the
-    language's own sentence, not in English."""
+    """A model (with the near names, or without; a timm name too), a layer (a KeyError that carries a code, as
+    CodedError does), a device (or a GPU this machine lacks), a photo's path (none there, or a folder), a colormap
+    and a channel a layer does not have are said in the language's own sentence, not in English."""
     photo = ROOT / "sample_images" / "chelsea.jpg"
     monkeypatch.setattr("torch.cuda.is_available", lambda: False)  # the same answer on a machine with a GPU
     i18n.set_language("zh")
@@ -328,6 +328,7 @@ def test_the_names_people_mistype_most_are_said_in_chinese(capsys, monkeypatch, 
             (["--cmap", "nocmap"], "参数 --cmap：没有名为“nocmap”的颜色映射；可以试试 viridis、magma、gray 或 "
                                    "coolwarm。"),
             (["--device", "tpu"], "未知的设备“tpu”：请使用 auto、cpu、cuda、cuda:N 或 mps。"),
+            (["--model", "timm:resnet19"], "timm 没有名为“resnet19”的模型；timm.list_models('*resnet*') 会列出"),
             (["--device", "cuda:1"], "指定了设备 cuda:1，但这台机器没有 CUDA GPU。"),
             (["--model", "nosuch"], "没有名为“nosuch”的模型。`python -m vizhooks --list-models` 会列出全部模型。"),
             (["--model", "resnt18"], "没有名为“resnt18”的模型。是不是想找：resnet18"),
@@ -335,6 +336,10 @@ def test_the_names_people_mistype_most_are_said_in_chinese(capsys, monkeypatch, 
         assert main([str(photo), *argv]) == 2
         err = capsys.readouterr().err.strip().splitlines()
         assert err[-1].startswith(f"vizhooks：错误：{line}") and "Unknown" not in err[-1], err
+    assert main(["visualize", "--layer", "conv1", "--channels", "99", "--steps", "1", "--weights", "none",
+                 "--out", str(tmp_path / "v")]) == 2
+    last = capsys.readouterr().err.strip().splitlines()[-1]
+    assert last == "vizhooks：错误：通道 99 超出了“conv1”层的范围：这一层有 64 个通道（0 到 63）。"
     i18n.set_language("en")
     assert main([str(photo), "--model", "resnt18"]) == 2
     english = capsys.readouterr().err.strip()

@@ -31,6 +31,7 @@ import torch
 from torch import nn
 
 from vizhooks._hooks import HELD, check_ran, first_tensor, hooked, keep, lock_if_free
+from vizhooks.errors import CodedError
 from vizhooks.models.images import MAX_SIZE, MIN_SIZE, fit_geometry
 from vizhooks.models.layers import resolve_layers
 from vizhooks.models.maps import maps_of
@@ -479,8 +480,9 @@ class LiveProcessor:
             wanted = cast(tuple[int, ...], settings.channels)  # __post_init__ left a tuple of ints
         bad = [c for c in wanted if c >= count]
         if bad:
-            raise ValueError(f"Channel {bad[0]} is out of range for layer {settings.layer!r}, which has {count} "
-                             f"channels (0 to {count - 1}).")
+            raise CodedError(f"Channel {bad[0]} is out of range for layer {settings.layer!r}, which has {count} "
+                             f"channels (0 to {count - 1}).", "channel_range", channel=bad[0], layer=settings.layer,
+                             count=count, last=count - 1)
         return wanted
 
     # -- the stream -------------------------------------------------------------------------

@@ -29,6 +29,7 @@ from PIL import Image
 from torch import nn
 
 from vizhooks._hooks import check_ran, hooked, model_device
+from vizhooks.errors import CodedError
 from vizhooks.models.images import IMAGENET_MEAN, IMAGENET_STD
 from vizhooks.models.layers import resolve_layers
 from vizhooks.models.maps import as_map, channels_last_modules
@@ -288,8 +289,9 @@ def _optimise(model: nn.Module, run: Callable[[Callable[[], object]], dict[str, 
         count = layer_maps(torch.full((1, 3, size, size), 0.5, device=device)).shape[1]
     bad = [c for c in channels if not 0 <= c < count]
     if bad:
-        raise ValueError(f"Channel {bad[0]} is out of range for layer {name!r}, which has {count} channels "
-                         f"(0 to {count - 1}).")
+        raise CodedError(f"Channel {bad[0]} is out of range for layer {name!r}, which has {count} channels "
+                         f"(0 to {count - 1}).", "channel_range", channel=bad[0], layer=name, count=count,
+                         last=count - 1)
     index = torch.tensor(channels, device=device)
     rows = torch.arange(batch, device=device)
     optimizer = torch.optim.Adam([spectrum], lr=lr)

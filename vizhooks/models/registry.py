@@ -415,7 +415,8 @@ def resolve_entry(name: str) -> ModelEntry:
     if name.startswith(TIMM_PREFIX):
         bare = name.removeprefix(TIMM_PREFIX)
         if not timm_module().is_model(bare):
-            raise ValueError(f"timm has no model named {bare!r}; timm.list_models('*{bare[:6]}*') lists similar ones.")
+            raise CodedError(f"timm has no model named {bare!r}; timm.list_models('*{bare[:6]}*') lists similar ones.",
+                             "timm_unknown", name=bare, pattern=bare[:6])
         return ModelEntry(name=name, arch=name)
     if name in torchvision_models():
         return ModelEntry(name=name, arch=name)
