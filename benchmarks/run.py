@@ -231,14 +231,14 @@ def earlier(path: Path, args: argparse.Namespace,
     except OSError:
         return [], {}, {}
     part = text.split(BEGIN, 1)[1].split(END, 1)[0] if BEGIN in text else ""
+    if not part.strip():  # no results yet: nothing to keep, nothing to say
+        return [], {}, {}
     results, _, rest = part.partition("### Machine")
     machine_lines = rest.split("### Table", 1)[0]
     other = [k for k in SAME_MACHINE if f"- **{k}**: {info.get(k, '')}\n" not in machine_lines]
-    if part and (kind_of(args) not in results or other):
+    if kind_of(args) not in results or other:
         why = f"another {', '.join(other)}" if other and kind_of(args) in results else "another kind of run"
         print(f"{path} holds {why}: it is replaced by this run's rows only.", file=sys.stderr)
-        return [], {}, {}
-    if not part:
         return [], {}, {}
     recorded = results.split("Recorded ", 1)[1].split(";", 1)[0] if "Recorded " in results else ""
     titles = {title: bench for bench, title in BENCHES.items()}
