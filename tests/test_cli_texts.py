@@ -316,7 +316,8 @@ def test_refusals_in_the_current_language(tmp_path, capsys, lang):
 def test_the_names_people_mistype_most_are_said_in_chinese(capsys, monkeypatch, tmp_path):
     """A model (with the near names, or without; a timm name too), a layer (a KeyError that carries a code, as
     CodedError does), a device (or a GPU this machine lacks), a photo's path (none there, or a folder), a colormap
-    and a channel a layer does not have are said in the language's own sentence, not in English."""
+    and a channel a layer does not have are said in the language's own sentence, not in English; near names are
+    listed as Chinese lists them (、), in English with commas."""
     photo = ROOT / "sample_images" / "chelsea.jpg"
     monkeypatch.setattr("torch.cuda.is_available", lambda: False)  # the same answer on a machine with a GPU
     i18n.set_language("zh")
@@ -331,7 +332,7 @@ def test_the_names_people_mistype_most_are_said_in_chinese(capsys, monkeypatch, 
             (["--model", "timm:resnet19"], "timm 没有名为“resnet19”的模型；timm.list_models('*resnet*') 会列出"),
             (["--device", "cuda:1"], "指定了设备 cuda:1，但这台机器没有 CUDA GPU。"),
             (["--model", "nosuch"], "没有名为“nosuch”的模型。`python -m vizhooks --list-models` 会列出全部模型。"),
-            (["--model", "resnt18"], "没有名为“resnt18”的模型。是不是想找：resnet18"),
+            (["--model", "resnt18"], "没有名为“resnt18”的模型。是不是想找：resnet18、resnet152、resnet101？"),
             (["--weights", "none", "--layers", "nope"], "模型中没有名为“nope”的层。")):
         assert main([str(photo), *argv]) == 2
         err = capsys.readouterr().err.strip().splitlines()
@@ -359,6 +360,51 @@ def test_a_skipped_file_is_said_in_chinese(tmp_path, capsys):
     assert main(["teach", str(tmp_path)]) == 2  # then refused: each class needs two photos
     err = capsys.readouterr().err.strip().splitlines()
     assert err[0] == f"已跳过 {tmp_path / 'cat' / 'notes.png'}：这是文本文件，不是图片。", err
+
+
+class _Payload:  # an object in a checkpoint: weights_only=True refuses to unpickle it
+    pass
+
+
+def test_a_weights_file_the_model_cannot_use_is_said_in_chinese(tmp_path, capsys):
+    """`--weights FILE` that is not there, not a checkpoint, holds Python objects or no tensors, is another
+    architecture's or lacks keys: one Chinese sentence each (the catalogue's, filled with what this test knows
+    of the file), exit 2; the English sentences as they were."""
+    import torch
+    import torchvision
+
+    from vizhooks.page.texts import ZH
+
+    state = torchvision.models.resnet18().state_dict()
+    files = {name: tmp_path / f"{name}.pth" for name in ("other", "plain", "objects", "short", "cut")}
+    torch.save(torchvision.models.mobilenet_v2(num_classes=10).state_dict(), files["other"])
+    torch.save({"a": 1}, files["plain"])
+    torch.save({"fc.weight": torch.zeros(1), "x": _Payload()}, files["objects"])
+    torch.save({**{k: v for k, v in state.items() if k != "layer4.1.conv2.weight"}, "extra.weight": torch.zeros(1)},
+               files["short"])
+    files["cut"].write_bytes(files["short"].read_bytes()[:5000])
+    photo = str(ROOT / "sample_images" / "chelsea.jpg")
+    expected = {
+        tmp_path / "none.pth": ZH["err_weights_file_missing"].format(path=tmp_path / "none.pth"),
+        files["other"]: ZH["err_weights_looks_like"].format(src=files["other"], name="resnet18", guess="mobilenet_v2"),
+        files["plain"]: ZH["err_weights_not_tensors"].format(path=files["plain"]),
+        files["objects"]: ZH["err_weights_file_objects"].format(path=files["objects"]),
+        files["short"]: ZH["err_weights_mismatch"].format(src=files["short"], name="resnet18", wrong=0, missing=1,
+                                                          unexpected=1, first="layer4.1.conv2.weight"),
+    }
+    i18n.set_language("zh")
+    for path, sentence in expected.items():
+        assert main([photo, "--weights", str(path), "--layers", "layer1", "--out", str(tmp_path / "o")]) == 2
+        assert capsys.readouterr().err.strip().splitlines()[-1] == f"vizhooks：错误：{sentence}"
+    assert main([photo, "--weights", str(files["cut"]), "--layers", "layer1", "--out", str(tmp_path / "o")]) == 2
+    head = ZH["err_weights_file_unreadable"].split("（")[0].format(path=files["cut"])
+    assert capsys.readouterr().err.strip().splitlines()[-1].startswith(f"vizhooks：错误：{head}（")
+    i18n.set_language("en")
+    for path, sentence in ((tmp_path / "none.pth", f"Weights file {tmp_path / 'none.pth'} does not exist."),
+                           (files["other"], f"Weights file {files['other']} does not fit resnet18: it looks like a "
+                                            "mobilenet_v2 checkpoint; ")):
+        assert main([photo, "--weights", str(path), "--layers", "layer1", "--out", str(tmp_path / "o")]) == 2
+        assert capsys.readouterr().err.strip().splitlines()[-1].startswith(f"vizhooks: error: {sentence}")
 
 
 def test_a_code_the_catalogue_does_not_have_leaves_the_refusal_in_its_own_words():

@@ -548,6 +548,13 @@ def test_a_folder_without_config_or_weights_says_what_the_folder_lacks(folders, 
     code, _, err = run_cli(capsys, photo, "--model", f"hf:{tmp_path / 'empty'}", "--out", tmp_path / "out")
     assert code == 2 and err.strip().endswith("has no config.json (save_pretrained writes one).")
     assert "model_type" not in err
+    from vizhooks import i18n
+    from vizhooks.page.texts import ZH
+
+    i18n.set_language("zh")  # in Chinese the same, in a Chinese sentence
+    code, _, err = run_cli(capsys, photo, "--model", f"hf:{tmp_path / 'empty'}", "--out", tmp_path / "out")
+    assert (code, err) == (2, f"vizhooks：错误：{ZH['err_hf_no_config'].format(ref=tmp_path / 'empty')}\n")
+    i18n.set_language("en")
     (tmp_path / "config_only").mkdir()
     shutil.copy(folders["vit"] / "config.json", tmp_path / "config_only")
     bundle = load_model(f"hf:{tmp_path / 'config_only'}", device="cpu")

@@ -601,7 +601,7 @@ def test_a_live_failure_on_the_chinese_page_is_a_chinese_sentence(bundle):
     finally:
         set_language("en")
     _in_a_worker(callback, [av.VideoFrame.from_ndarray(_frame(0), format="rgb24")])
-    # the unknown layer is said in Chinese, with the names difflib finds close to it
+    # the unknown layer is said in Chinese, with the names difflib finds close to it, listed as Chinese lists them
     close = difflib.get_close_matches("layer9", [n for n, _ in bundle.model.named_modules() if n], n=4, cutoff=0.6)
-    reason = ZH["err_unknown_layer_close"].format(name="layer9", close=", ".join(close))
+    reason = ZH["err_unknown_layer_close"].format(name="layer9", close="、".join(close))
     assert close and stream.error == ZH["live_failed"].format(reason=reason)

@@ -358,3 +358,11 @@ def test_load_model_and_the_cli_say_how_a_clip_model_is_built(capsys):
     assert (code, out) == (2, "") and "Traceback" not in err
     assert err.endswith("vizhooks.zero_shot('ViT-B-32', ['a cat', 'a dog']) in Python, or type the names on the "
                         "page; load_model and the command line do not build it.\n"), err
+    from vizhooks import i18n
+    from vizhooks.page.texts import ZH
+
+    i18n.set_language("zh")  # the command line in Chinese: the same call, in a Chinese sentence
+    code, out, err = run_cli(capsys, ROOT / "sample_images" / "chelsea.jpg", "--model", "clip:ViT-B-32", "--weights",
+                             "none")
+    call = "vizhooks.zero_shot('ViT-B-32', ['a cat', 'a dog'])"
+    assert (code, err) == (2, f"vizhooks：错误：{ZH['err_clip_needs_names'].format(arch='ViT-B-32', call=call)}\n")

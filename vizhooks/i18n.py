@@ -212,11 +212,11 @@ def nt(key: str, count: int, /, **values: object) -> str:
 
 def english(key: str, **values: object) -> str:
     """The English text ``key`` whatever the page's language: library refusals and the command line. A plural
-    entry (see :func:`nt`) takes its form for ``values["n"]``."""
+    entry (see :func:`nt`) takes its form for ``values["n"]``; a tuple value is a list of names (``listed``)."""
     if is_plural(key):
-        return in_source(lambda: nt(key, _count(values), **values))
+        return in_source(lambda: said(key, values))
     text = table(SOURCE)[key]
-    return text.format(**values) if values else text
+    return text.format(**_listed_values(values, table(SOURCE)["list_separator"])) if values else text
 
 
 def is_plural(key: str, lang: str = SOURCE) -> bool:
@@ -235,8 +235,15 @@ def in_source(make: Callable[[], str]) -> str:
 
 def said(key: str, values: Mapping[str, object]) -> str:
     """The text ``key`` in the current language filled with ``values``; a plural entry in its form for
-    ``values["n"]`` (a refusal's sentence, ``err_CODE``, whichever kind its entry is)."""
+    ``values["n"]`` (a refusal's sentence, ``err_CODE``, whichever kind its entry is). A tuple value is a
+    list of names, said as the language lists them (:func:`listed`: "a, b" in English, "a、b" in Chinese)."""
+    values = _listed_values(values, t("list_separator"))
     return nt(key, _count(values), **values) if is_plural(key) else t(key, **values)
+
+
+def _listed_values(values: Mapping[str, object], sep: str) -> dict[str, object]:
+    """``values`` with each tuple joined by ``sep``."""
+    return {k: sep.join(map(str, v)) if isinstance(v, tuple) else v for k, v in values.items()}
 
 
 def _count(values: Mapping[str, object]) -> int:

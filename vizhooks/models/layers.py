@@ -290,7 +290,7 @@ def resolve_layers(model: nn.Module, layers: str | Iterable[str]) -> list[str]:
             raise UnknownLayerError(
                 f"The model has no layer named {name!r}.{hint} "
                 "List the names with `python -m vizhooks --list-layers --model NAME`.",
-                "unknown_layer_close" if close else "unknown_layer", name=str(name), close=", ".join(close),
+                "unknown_layer_close" if close else "unknown_layer", name=str(name), close=tuple(close),
             )
     return list(dict.fromkeys(names))
 

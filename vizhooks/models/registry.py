@@ -425,7 +425,7 @@ def resolve_entry(name: str) -> ModelEntry:
     close = difflib.get_close_matches(str(name), list_models(), n=3, cutoff=0.6)
     hint = f" Did you mean: {', '.join(close)}?" if close else ""
     raise CodedError(f"Unknown model {name!r}.{hint} `python -m vizhooks --list-models` lists them all.",
-                     "unknown_model_close" if close else "unknown_model", name=str(name), close=", ".join(close))
+                     "unknown_model_close" if close else "unknown_model", name=str(name), close=tuple(close))
 
 
 # ----------------------------------------------------------------------------------------------
@@ -683,9 +683,7 @@ def load_model(
     if is_clip(name):
         arch, prompts = clip_parts(name)
         names = list(prompts) or ["a cat", "a dog"]
-        raise ValueError(f"CLIP {arch} needs the class names it scores a photo against: build it with "
-                         f"vizhooks.zero_shot({arch!r}, {names!r}) in Python, or type the names on the page; "
-                         f"load_model and the command line do not build it.")
+        raise CodedError(code="clip_needs_names", arch=arch, call=f"vizhooks.zero_shot({arch!r}, {names!r})")
     entry = resolve_entry(name)
     dev = resolve_device(device)
     weights = os.fspath(weights)

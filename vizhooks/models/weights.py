@@ -46,6 +46,13 @@ _offline_reason = ""
 Note = tuple[str, dict[str, object]]
 
 
+#: The codes of refusals about a file the user of the command line names (a checkpoint, a Hugging Face folder): the
+#: command line says them in its language. On a page the file is the operator's, on the server: the page says the
+#: refusal in its own words and leaves the path and the details to the server's log.
+FILE_CODES = frozenset({"weights_file_missing", "weights_file_unreadable", "weights_file_objects",
+                        "weights_not_tensors", "weights_looks_like", "weights_mismatch", "hf_no_config"})
+
+
 class WeightsError(CodedError):
     """Weights could not be loaded; the message says why and what to do (an operator's matter: a page
     in another language says so in its own words and leaves the details to the server log).
@@ -133,16 +140,14 @@ def read_state_dict(path: str | os.PathLike) -> dict[str, torch.Tensor]:
     """
     path = Path(path)
     if not path.is_file():
-        raise WeightsError(f"Weights file {path} does not exist.")
+        raise WeightsError(code="weights_file_missing", path=str(path))
     try:
         obj = torch.load(path, map_location="cpu", weights_only=True)
     except Exception as exc:  # torch raises many types for bad files; all mean "unusable"
-        reason = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
         if "weights_only" in str(exc) or "Unsupported global" in str(exc):
-            reason = "it contains Python objects, not just tensors, so it is not loaded for safety"
-        raise WeightsError(
-            f"Weights file {path} could not be read as a PyTorch state_dict ({reason[:160]})."
-        ) from None
+            raise WeightsError(code="weights_file_objects", path=str(path)) from None
+        reason = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
+        raise WeightsError(code="weights_file_unreadable", path=str(path), reason=reason[:160]) from None
     if isinstance(obj, Mapping):
         for key in ("state_dict", "model"):
             if isinstance(obj.get(key), Mapping):
@@ -151,7 +156,7 @@ def read_state_dict(path: str | os.PathLike) -> dict[str, torch.Tensor]:
     if not isinstance(obj, Mapping) or not obj or not all(
         isinstance(v, torch.Tensor) for v in obj.values()
     ):
-        raise WeightsError(f"Weights file {path} does not hold a state_dict of tensors.")
+        raise WeightsError(code="weights_not_tensors", path=str(path))
     return fix_keys({re.sub(r"^module\.", "", k): v for k, v in obj.items()})
 
 
@@ -204,7 +209,12 @@ def apply_state_dict(model: nn.Module, name: str, state: Mapping[str, torch.Tens
             parts.append(f"{len(missing)} keys are missing (first: {missing[0]})")
         if unexpected:
             parts.append(f"{len(unexpected)} keys are unexpected (first: {unexpected[0]})")
-        raise WeightsError(f"Weights file {src} does not fit {name}: {'; '.join(parts)}.")
+        # the sentence above for library users; a command line in another language says the likely architecture,
+        # or else the counts
+        raise WeightsError(f"Weights file {src} does not fit {name}: {'; '.join(parts)}.",
+                           "weights_looks_like" if guess and guess != name else "weights_mismatch",
+                           src=src, name=name, guess=guess, wrong=len(wrong), missing=len(missing),
+                           unexpected=len(unexpected), first=(wrong or missing or unexpected)[0])
     model.load_state_dict(state, strict=True)
 
 
@@ -471,7 +481,7 @@ def hf_ensure_config(ref: str) -> None:
     cache, or a bounded download (see :func:`hf_download`)."""
     if hf_file(ref, "config.json") is None:
         if Path(os.path.expanduser(ref)).is_dir():  # a folder: nothing to download
-            raise WeightsError(f"Hugging Face model folder {ref} has no config.json (save_pretrained writes one).")
+            raise WeightsError(code="hf_no_config", ref=ref)
         hf_download(ref, weights=False)
 
 

@@ -13,6 +13,7 @@ import vizhooks as vz
 from vizhooks.classroom.store import StoreUnavailableError
 from vizhooks.hooks.budget import CaptureTooLargeError
 from vizhooks.i18n import is_plural, said
+from vizhooks.models.weights import FILE_CODES
 from vizhooks.ops import is_out_of_memory, release_memory
 from vizhooks.page.cache import StillComputingError
 from vizhooks.page.texts import EN, language, t
@@ -44,12 +45,13 @@ def store_back() -> None:
 def reason(exc: BaseException) -> str:
     """A refusal's reason in the page's language: from the page's texts when the library gave it a
     code (vizhooks.errors.CodedError); else its English sentence on the English page, and on the
-    others a pointer to the server's log, so no English sentence reaches a Chinese page."""
+    others a pointer to the server's log, so no English sentence reaches a Chinese page. A refusal about
+    a file on the server (``FILE_CODES``: the operator's checkpoint) is one without a code here."""
     if isinstance(exc, StoreUnavailableError):  # the detail is the operator's: to the log
         store_down(exc)
         return t("class_store_unreachable")
     code = getattr(exc, "code", "")
-    if code and (f"err_{code}" in EN or is_plural(f"err_{code}")):
+    if code and code not in FILE_CODES and (f"err_{code}" in EN or is_plural(f"err_{code}")):
         return said(f"err_{code}", getattr(exc, "values", {}))
     if language() == "en":
         return str(exc)
