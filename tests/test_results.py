@@ -180,6 +180,25 @@ def test_another_choice_of_methods_computes_only_the_new_ones(cache, monkeypatch
     assert all(0 <= s <= 1 for s in bar.steps) and bar.steps[-1] == 1.0
 
 
+def test_a_model_whose_files_changed_since_the_menu_listed_it_is_its_bare_name(monkeypatch):
+    """The option line asks for a model's input rules; an operator's Hugging Face entry whose processor turned
+    non-square (or whose config went) after the menu listed it refuses there: the line is its name, not an error
+    box, and the refusal is not kept (the line comes back once the files are right)."""
+    from vizhooks.errors import CodedError
+    from vizhooks.models import registry
+
+    real = registry.input_spec
+
+    def refused(arch, model=None):
+        raise CodedError(code="model_not_square", name=arch, width=32, height=16)
+
+    results.plain_option.cache_clear()
+    monkeypatch.setattr(registry, "input_spec", refused)
+    assert results.model_option("resnet18", "en") == "resnet18"
+    monkeypatch.setattr(registry, "input_spec", real)
+    assert results.model_option("resnet18", "en") == results.plain_option("resnet18", "en") != "resnet18"
+
+
 def test_the_models_line_is_kept_per_language():
     results.plain_option.cache_clear()
     english = results.plain_option("resnet18", "en")

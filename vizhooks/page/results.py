@@ -83,14 +83,19 @@ def get_bundle(name: str) -> vz.ModelBundle:
 
 def model_option(name: str, lang: str) -> str:
     """The selector's line for a model (see :func:`plain_option`); a taught model's names its
-    backbone and its classes."""
+    backbone and its classes. An operator's entry whose files changed since the menu listed it (a
+    processor now of non-square pictures, a config gone) is its bare name, kept out of the cache: the
+    menu stays, and choosing it says why it cannot be loaded."""
     if is_taught(name):
         set_language(lang)
         return t("model_taught_option", name=backbone_name(name), classes=listed(names_of(name)) or "?")
     if is_clip(name):
         set_language(lang)
         return clip_option(name)
-    return plain_option(name, lang)
+    try:
+        return plain_option(name, lang)
+    except (ValueError, OSError):
+        return name
 
 
 @functools.lru_cache(maxsize=4096)
