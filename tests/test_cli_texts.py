@@ -407,6 +407,30 @@ def test_a_weights_file_the_model_cannot_use_is_said_in_chinese(tmp_path, capsys
         assert capsys.readouterr().err.strip().splitlines()[-1].startswith(f"vizhooks: error: {sentence}")
 
 
+def test_a_path_the_system_refuses_is_said_in_chinese(tmp_path, capsys):
+    """`--out` under a file, `--npz` in /proc, a folder where a grid should go: `PATH：reason` with the reason in
+    Chinese for the errors of the catalogue (each errno name it has is one of the system's); another errno is
+    said in the system's own words."""
+    import errno
+
+    from vizhooks.cli import _os_refusal
+    from vizhooks.page.texts import EN, ZH
+
+    assert all(key.removeprefix("os_error_") in errno.errorcode.values() for key in EN if key.startswith("os_error_"))
+    blocker = tmp_path / "a_file"
+    blocker.write_text("x")
+    (tmp_path / "d" / "conv1.png").mkdir(parents=True)
+    photo = str(ROOT / "sample_images" / "chelsea.jpg")
+    i18n.set_language("zh")
+    for extra, path, key in ((["--out", str(blocker / "maps")], blocker / "maps", "os_error_ENOTDIR"),
+                             (["--npz", "/proc/vizhooks.npz", "--out", str(tmp_path / "o")], "/proc/vizhooks.npz",
+                              "os_error_ENOENT"),
+                             (["--out", str(tmp_path / "d")], tmp_path / "d" / "conv1.png", "os_error_EISDIR")):
+        assert main([photo, "--weights", "none", "--layers", "conv1", *extra]) == 1
+        assert capsys.readouterr().err.strip().splitlines()[-1] == f"vizhooks：错误：{path}：{ZH[key]}"
+    assert _os_refusal(OSError(errno.EIO, "Input/output error", "/x")) == "/x：Input/output error"
+
+
 def test_a_code_the_catalogue_does_not_have_leaves_the_refusal_in_its_own_words():
     """Another library's error may carry a ``code`` attribute of its own (an HTTP status, a name): the CLI
     says its own words then, instead of failing to find a sentence."""

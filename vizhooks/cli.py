@@ -9,6 +9,7 @@ function that declares its arguments and the function that runs it. A new subcom
 from __future__ import annotations
 
 import argparse
+import errno
 import io
 import os
 import re
@@ -1095,12 +1096,21 @@ def main(argv: Sequence[str] | None = None, commands: Sequence[Command] = COMMAN
         print(t("cli_error", message=_refusal(exc)), file=sys.stderr)
         return 2
     except OSError as exc:
-        print(t("cli_error", message=f"{exc.filename}: {exc.strerror}" if exc.filename and exc.strerror else exc),
-              file=sys.stderr)
+        print(t("cli_error", message=_os_refusal(exc)), file=sys.stderr)
         return 1
     except KeyboardInterrupt:
         print(t("cli_interrupted"), file=sys.stderr)
         return 130
+
+
+def _os_refusal(exc: OSError) -> str:
+    """``PATH: reason`` for a file the operating system refused: in English the system's own words, in another
+    language the catalogue's where it has the error's number (``os_error_ENOENT``...)."""
+    if not (exc.filename and exc.strerror):
+        return str(exc)
+    key = f"os_error_{errno.errorcode.get(exc.errno or 0, '')}"
+    said_here = language() != SOURCE and key in table(SOURCE)
+    return t("cli_os_error", path=exc.filename, reason=t(key) if said_here else exc.strerror)
 
 
 def _refusal(exc: Exception) -> str:
