@@ -407,6 +407,33 @@ def test_a_weights_file_the_model_cannot_use_is_said_in_chinese(tmp_path, capsys
         assert capsys.readouterr().err.strip().splitlines()[-1].startswith(f"vizhooks: error: {sentence}")
 
 
+def test_a_labels_file_that_cannot_be_read_is_said_in_chinese(tmp_path, capsys):
+    """`--labels` that is not there, is a folder or is not UTF-8 text: a Chinese sentence each, exit 2; English as
+    it was (the exception's class named)."""
+    import torch
+    import torchvision
+
+    from vizhooks.page.texts import ZH
+
+    weights = tmp_path / "ten.pth"
+    torch.save(torchvision.models.resnet18(num_classes=10).state_dict(), weights)
+    (tmp_path / "folder").mkdir()
+    (tmp_path / "latin1.txt").write_bytes("chat\nchien\ncaf\u00e9\n".encode("latin-1"))
+    photo = str(ROOT / "sample_images" / "chelsea.jpg")
+
+    def said(labels):
+        assert main([photo, "--weights", str(weights), "--labels", str(labels), "--out", str(tmp_path / "o")]) == 2
+        return capsys.readouterr().err.strip().splitlines()[-1]
+
+    i18n.set_language("zh")
+    for name, key in (("none.json", "err_labels_missing"), ("folder", "err_labels_folder"),
+                      ("latin1.txt", "err_labels_not_utf8")):
+        assert said(tmp_path / name) == f"vizhooks：错误：{ZH[key].format(source=tmp_path / name)}"
+    i18n.set_language("en")
+    assert said(tmp_path / "none.json") == \
+        f"vizhooks: error: Labels file {tmp_path / 'none.json'} could not be read (FileNotFoundError)."
+
+
 def test_a_path_the_system_refuses_is_said_in_chinese(tmp_path, capsys):
     """`--out` under a file, `--npz` in /proc, a folder where a grid should go: `PATH：reason` with the reason in
     Chinese for the errors of the catalogue (each errno name it has is one of the system's); another errno is

@@ -531,7 +531,10 @@ def read_labels(path: str | os.PathLike, classes: int | None = None) -> list[str
     try:
         text = path.read_text(encoding="utf-8-sig")
     except (OSError, UnicodeDecodeError) as exc:
-        raise WeightsError(f"Labels file {path} could not be read ({exc.__class__.__name__}).") from None
+        code = {FileNotFoundError: "labels_missing", IsADirectoryError: "labels_folder",
+                UnicodeDecodeError: "labels_not_utf8"}.get(type(exc), "labels_unreadable")
+        raise WeightsError(f"Labels file {path} could not be read ({exc.__class__.__name__}).", code, source=str(path),
+                           reason=exc.__class__.__name__) from None
     return parse_labels(text, str(path), classes)
 
 

@@ -50,7 +50,8 @@ Note = tuple[str, dict[str, object]]
 #: command line says them in its language. On a page the file is the operator's, on the server: the page says the
 #: refusal in its own words and leaves the path and the details to the server's log.
 FILE_CODES = frozenset({"weights_file_missing", "weights_file_unreadable", "weights_file_objects",
-                        "weights_not_tensors", "weights_looks_like", "weights_mismatch", "hf_no_config"})
+                        "weights_not_tensors", "weights_looks_like", "weights_mismatch", "hf_no_config",
+                        "labels_missing", "labels_folder", "labels_not_utf8", "labels_unreadable"})
 
 
 class WeightsError(CodedError):
