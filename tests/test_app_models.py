@@ -105,6 +105,32 @@ def test_visitors_cannot_name_a_file(tmp_path, monkeypatch):
     assert any("model=" in i.value for i in at.info)  # reported as ignored from the link
 
 
+def test_a_model_whose_input_rules_refuse_when_chosen_is_one_sentence(monkeypatch):
+    """An operator's entry whose files changed after the menu listed it (here: its input rules now refuse, as a
+    processor turned non-square does) is refused in the page's words when chosen, with no error box; choosing
+    another model works."""
+    from vizhooks.errors import CodedError
+    from vizhooks.page import sidebar
+    from vizhooks.page.texts import EN
+
+    real = sidebar.architecture_layers
+
+    def listing(model):
+        if model == "resnet34":
+            raise CodedError(code="model_not_square", width=32, height=16)
+        return real(model)
+
+    monkeypatch.setattr(sidebar, "architecture_layers", listing)
+    at = open_page()
+    at.selectbox(key="model").set_value("resnet34").run()
+    assert not at.exception
+    reason = EN["err_model_not_square"].format(width=32, height=16)
+    assert [e.value for e in at.error] == [EN["bad_model"].format(reason=reason)]
+    at.selectbox(key="model").set_value("resnet18").run()
+    ok(at)
+    assert layer_headings(at)
+
+
 @pytest.mark.slow
 @pytest.mark.parametrize("damage", ["truncated", "other_architecture", "pickle_payload"])
 def test_a_broken_operator_checkpoint_is_one_sentence(tmp_path, monkeypatch, damage, fresh_caches):

@@ -85,7 +85,7 @@ def model_option(name: str, lang: str) -> str:
     """The selector's line for a model (see :func:`plain_option`); a taught model's names its
     backbone and its classes. An operator's entry whose files changed since the menu listed it (a
     processor now of non-square pictures, a config gone) is its bare name, kept out of the cache: the
-    menu stays, and choosing it says why it cannot be loaded."""
+    menu stays, and choosing it says why it cannot be loaded (vizhooks.page.sidebar)."""
     if is_taught(name):
         set_language(lang)
         return t("model_taught_option", name=backbone_name(name), classes=listed(names_of(name)) or "?")
@@ -94,7 +94,8 @@ def model_option(name: str, lang: str) -> str:
         return clip_option(name)
     try:
         return plain_option(name, lang)
-    except (ValueError, OSError):
+    except (ValueError, OSError) as exc:
+        LOG.warning("model %s listed without its details: %s", name, exc)
         return name
 
 

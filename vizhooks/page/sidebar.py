@@ -15,6 +15,7 @@ from vizhooks.models.registry import list_models, operator_models, resolve_entry
 from vizhooks.models.weights import checkpoint_path, fetch_command, said_notes
 from vizhooks.page.classes import followed_photo
 from vizhooks.page.clip import clip_choice, clip_controls
+from vizhooks.page.errors import LOG, reason
 from vizhooks.page.results import model_option
 from vizhooks.page.sources import SOURCES, photo_picker
 from vizhooks.page.sources.sample import default_sample
@@ -75,12 +76,17 @@ def sidebar() -> tuple[Choices, Any]:
         sb.slider(t("size"), SIZE_MIN, SIZE_MAX, step=SIZE_STEP, key="size", help=t("size_help"))
 
     model = st.session_state["model"]
-    infos = architecture_layers(model)
+    try:
+        infos, side = architecture_layers(model), reference_hw(model)[0]
+    except (ValueError, OSError) as exc:  # an operator's entry whose files changed since the menu listed it
+        LOG.warning("model refused: %s", exc)
+        st.error(t("bad_model", reason=reason(exc)))
+        st.stop()
     labels = {info.name: layer_label(info) for info in infos}
     # A layer chosen for another model may not exist in this one (resnet50 has conv3s).
     st.session_state["layers"] = [n for n in st.session_state.get("layers", []) if n in labels]
     if "layers" not in hidden:
-        layer_controls(sb, model, labels)
+        layer_controls(sb, model, labels, side)
     if "display" not in hidden:
         display_controls(sb)
     sb.caption(t("share_hint"))
@@ -100,14 +106,14 @@ def hidden_controls() -> tuple[str, ...]:
     return tuple(st.session_state.get("hide") or ())
 
 
-def layer_controls(sb: Any, model: str, labels: dict[str, str]) -> None:
-    """The quick picks, the layers and what of them to show."""
+def layer_controls(sb: Any, model: str, labels: dict[str, str], side: int) -> None:
+    """The quick picks, the layers and what of them to show (``side``: the model's usual input side)."""
     sb.subheader(t("layers_header"))
     sb.selectbox(t("quick_pick"), list(picks_for(model)), index=None, key="quick", on_change=apply_quick_pick,
                  placeholder=t("quick_pick_placeholder"),
                  format_func={p: pick_label(p, model) for p in picks_for(model)}.__getitem__)
     sb.multiselect(t("layers"), list(labels), key="layers", format_func=labels.__getitem__,
-                   help=t("layers_help", side=reference_hw(model)[0]))
+                   help=t("layers_help", side=side))
     sb.radio(t("what"), ("output", "input"), key="what", format_func=labels_for("what_"))
 
 
