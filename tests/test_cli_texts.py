@@ -376,12 +376,15 @@ def test_a_weights_file_the_model_cannot_use_is_said_in_chinese(tmp_path, capsys
     from vizhooks.page.texts import ZH
 
     state = torchvision.models.resnet18().state_dict()
-    files = {name: tmp_path / f"{name}.pth" for name in ("other", "plain", "objects", "short", "cut")}
+    files = {name: tmp_path / f"{name}.pth" for name in ("other", "plain", "objects", "short", "extra", "shape", "cut")}
     torch.save(torchvision.models.mobilenet_v2(num_classes=10).state_dict(), files["other"])
     torch.save({"a": 1}, files["plain"])
     torch.save({"fc.weight": torch.zeros(1), "x": _Payload()}, files["objects"])
     torch.save({**{k: v for k, v in state.items() if k != "layer4.1.conv2.weight"}, "extra.weight": torch.zeros(1)},
                files["short"])
+    torch.save({**state, "extra.weight": torch.zeros(1)}, files["extra"])
+    torch.save({**state, "conv1.weight": torch.zeros(64, 3, 5, 5), "layer1.0.conv1.weight": torch.zeros(64, 64, 1, 1)},
+               files["shape"])
     files["cut"].write_bytes(files["short"].read_bytes()[:5000])
     photo = str(ROOT / "sample_images" / "chelsea.jpg")
     expected = {
@@ -389,8 +392,14 @@ def test_a_weights_file_the_model_cannot_use_is_said_in_chinese(tmp_path, capsys
         files["other"]: ZH["err_weights_looks_like"].format(src=files["other"], name="resnet18", guess="mobilenet_v2"),
         files["plain"]: ZH["err_weights_not_tensors"].format(path=files["plain"]),
         files["objects"]: ZH["err_weights_file_objects"].format(path=files["objects"]),
-        files["short"]: ZH["err_weights_mismatch"].format(src=files["short"], name="resnet18", wrong=0, missing=1,
-                                                          unexpected=1, first="layer4.1.conv2.weight"),
+        # the first kind of mismatch is said: its count, its first key (and both shapes of a wrong shape)
+        files["short"]: ZH["err_weights_missing_keys"].format(src=files["short"], name="resnet18", missing=1,
+                                                              first="layer4.1.conv2.weight"),
+        files["extra"]: ZH["err_weights_unexpected_keys"].format(src=files["extra"], name="resnet18", unexpected=1,
+                                                                 first="extra.weight"),
+        files["shape"]: ZH["err_weights_wrong_shape"].format(src=files["shape"], name="resnet18", wrong=2,
+                                                             first="conv1.weight", file_shape=(64, 3, 5, 5),
+                                                             model_shape=(64, 3, 7, 7)),
     }
     i18n.set_language("zh")
     for path, sentence in expected.items():
@@ -456,6 +465,35 @@ def test_a_path_the_system_refuses_is_said_in_chinese(tmp_path, capsys):
         assert main([photo, "--weights", "none", "--layers", "conv1", *extra]) == 1
         assert capsys.readouterr().err.strip().splitlines()[-1] == f"vizhooks：错误：{path}：{ZH[key]}"
     assert _os_refusal(OSError(errno.EIO, "Input/output error", "/x")) == "/x：Input/output error"
+
+
+def test_the_systems_reason_for_a_photo_it_will_not_read_is_said_in_chinese(capsys, monkeypatch):
+    """A photo the system refuses to read (here: permission denied, as for a file of another user) is
+    `无法读取 PATH（没有权限）。`, the system's own words in English; the reason survives a pickle (Ray)."""
+    import errno
+    import pickle
+
+    from vizhooks.i18n import OSReason
+    from vizhooks.models import images
+    from vizhooks.page.texts import ZH
+
+    def refused(path, mode="r", *args, **kwargs):
+        raise PermissionError(errno.EACCES, "Permission denied", str(path))
+
+    photo = str(ROOT / "sample_images" / "chelsea.jpg")
+    monkeypatch.setattr(images, "open", refused, raising=False)
+    i18n.set_language("zh")
+    assert main([photo, "--weights", "none"]) == 2
+    assert capsys.readouterr().err.strip().splitlines()[-1] == \
+        f"vizhooks：错误：{ZH['err_unreadable'].format(path=photo, reason=ZH['os_error_EACCES'])}"
+    i18n.set_language("en")
+    assert main([photo, "--weights", "none"]) == 2
+    assert capsys.readouterr().err.strip().splitlines()[-1] == \
+        f"vizhooks: error: {photo} could not be read (Permission denied)."
+    with pytest.raises(images.InvalidImageError) as info:
+        images.load_image(photo)
+    again = pickle.loads(pickle.dumps(info.value))
+    assert isinstance(again.values["reason"], OSReason) and again.values["reason"].key == "os_error_EACCES"
 
 
 def test_a_code_the_catalogue_does_not_have_leaves_the_refusal_in_its_own_words():

@@ -101,3 +101,26 @@ def test_code_comments_follow_the_language_and_the_code_does_not():
             assert code_a == code_b  # the code is the same
             if comment_b is not None:
                 assert not ENGLISH_PHRASE.search(CODE_SPAN.sub(" ", comment_b)), comment_b  # the comment is not English
+
+
+def test_names_are_listed_in_the_language_and_other_tuples_stay_as_python_writes_them():
+    """A refusal's near names (i18n.Names) are listed as each language lists names; a tuple a user gave (a size)
+    is said as Python writes it, in English and in Chinese alike."""
+    import pickle
+
+    from vizhooks.errors import CodedError
+    from vizhooks.i18n import Names, english, said, set_language
+
+    names = Names(["resnet18", "resnet34"])
+    assert english("err_unknown_model_close", name="resnt", close=names) == \
+        "Unknown model “resnt”. Did you mean: resnet18, resnet34? `python -m vizhooks --list-models` lists them all."
+    size = {"low": 32, "high": 1024, "value": (224, 224)}
+    assert english("err_concepts_size", **size).endswith(", not (224, 224).")
+    set_language("zh")
+    try:
+        assert "resnet18、resnet34" in said("err_unknown_model_close", {"name": "resnt", "close": names})
+        assert "(224, 224)" in said("err_concepts_size", size)
+    finally:
+        set_language("en")
+    again = pickle.loads(pickle.dumps(CodedError(code="unknown_model_close", name="resnt", close=names)))
+    assert isinstance(again.values["close"], Names) and str(again).count("resnet18, resnet34") == 1

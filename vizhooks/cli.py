@@ -9,7 +9,6 @@ function that declares its arguments and the function that runs it. A new subcom
 from __future__ import annotations
 
 import argparse
-import errno
 import io
 import os
 import re
@@ -21,7 +20,7 @@ from typing import TYPE_CHECKING, NoReturn, cast
 
 from vizhooks import __version__
 from vizhooks.hooks.capture import capture
-from vizhooks.i18n import SOURCE, is_plural, language, listed, nt, said, sentences, t, table
+from vizhooks.i18n import SOURCE, OSReason, is_plural, language, listed, nt, said, sentences, t, table
 from vizhooks.models.images import MAX_SIZE, MIN_SIZE, InvalidImageError, load_image
 from vizhooks.models.layers import UnknownLayerError, default_layers, describe_layers, resolve_layers
 from vizhooks.models.registry import (
@@ -1108,9 +1107,7 @@ def _os_refusal(exc: OSError) -> str:
     language the catalogue's where it has the error's number (``os_error_ENOENT``...)."""
     if not (exc.filename and exc.strerror):
         return str(exc)
-    key = f"os_error_{errno.errorcode.get(exc.errno or 0, '')}"
-    said_here = language() != SOURCE and key in table(SOURCE)
-    return t("cli_os_error", path=exc.filename, reason=t(key) if said_here else exc.strerror)
+    return said("cli_os_error", {"path": exc.filename, "reason": OSReason.of(exc)})
 
 
 def _refusal(exc: Exception) -> str:

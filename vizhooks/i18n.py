@@ -37,6 +37,7 @@ every key the code uses; the tests check each of them is in the catalogue.
 from __future__ import annotations
 
 import contextvars
+import errno
 import functools
 import os
 from collections.abc import Callable, Iterable, Iterator, Mapping
@@ -212,7 +213,7 @@ def nt(key: str, count: int, /, **values: object) -> str:
 
 def english(key: str, **values: object) -> str:
     """The English text ``key`` whatever the page's language: library refusals and the command line. A plural
-    entry (see :func:`nt`) takes its form for ``values["n"]``; a tuple value is a list of names (``listed``)."""
+    entry (see :func:`nt`) takes its form for ``values["n"]``; :class:`Names` are listed ("a, b")."""
     if is_plural(key):
         return in_source(lambda: said(key, values))
     text = table(SOURCE)[key]
@@ -235,15 +236,41 @@ def in_source(make: Callable[[], str]) -> str:
 
 def said(key: str, values: Mapping[str, object]) -> str:
     """The text ``key`` in the current language filled with ``values``; a plural entry in its form for
-    ``values["n"]`` (a refusal's sentence, ``err_CODE``, whichever kind its entry is). A tuple value is a
-    list of names, said as the language lists them (:func:`listed`: "a, b" in English, "a、b" in Chinese)."""
+    ``values["n"]`` (a refusal's sentence, ``err_CODE``, whichever kind its entry is). :class:`Names` are
+    said as the language lists them (:func:`listed`: "a, b" in English, "a、b" in Chinese)."""
     values = _listed_values(values, t("list_separator"))
+    if language() != SOURCE:
+        values = {k: v.said() if isinstance(v, OSReason) else v for k, v in values.items()}
     return nt(key, _count(values), **values) if is_plural(key) else t(key, **values)
 
 
+class Names(tuple[str, ...]):
+    """A refusal's value that is a list of names (the near names of a mistyped one): :func:`said` and
+    :func:`english` list it as the language lists names; any other tuple (a size the user gave) stays as
+    Python writes it."""
+
+
+class OSReason(str):
+    """The operating system's reason for refusing a file, as a refusal's value: its own words (``strerror``)
+    in English, and in another language the catalogue's ``os_error_<errno name>`` where it has one
+    (:func:`said`)."""
+
+    key: str = ""
+
+    @classmethod
+    def of(cls, exc: OSError) -> OSReason:
+        reason = cls(exc.strerror or type(exc).__name__)
+        reason.key = f"os_error_{errno.errorcode.get(exc.errno or 0, '')}"
+        return reason
+
+    def said(self) -> str:
+        """The reason in the current language (the system's words where the catalogue lacks it)."""
+        return t(self.key) if self.key in table(SOURCE) else str(self)
+
+
 def _listed_values(values: Mapping[str, object], sep: str) -> dict[str, object]:
-    """``values`` with each tuple joined by ``sep``."""
-    return {k: sep.join(map(str, v)) if isinstance(v, tuple) else v for k, v in values.items()}
+    """``values`` with each :class:`Names` joined by ``sep``."""
+    return {k: sep.join(v) if isinstance(v, Names) else v for k, v in values.items()}
 
 
 def _count(values: Mapping[str, object]) -> int:

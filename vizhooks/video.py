@@ -33,6 +33,7 @@ from torch import nn  # noqa: E402
 
 from vizhooks.errors import CodedError  # noqa: E402
 from vizhooks.hooks.capture import capture_with_output  # noqa: E402
+from vizhooks.i18n import OSReason  # noqa: E402
 from vizhooks.models.images import MAX_PIXELS, MAX_SIZE, MIN_SIZE, preprocess, resize_for_model  # noqa: E402
 from vizhooks.models.registry import ModelBundle  # noqa: E402
 from vizhooks.render.figures import ORDERS, colormap_lut, grid_layout, retile  # noqa: E402
@@ -218,7 +219,7 @@ def _local_file(source: VideoSource) -> Iterator[tuple[str, str | None]]:
         except FileNotFoundError:
             raise InvalidVideoError(code="no_file", path=path) from None
         except OSError as exc:
-            raise InvalidVideoError(code="unreadable", path=path, reason=exc.strerror or type(exc).__name__) from None
+            raise InvalidVideoError(code="unreadable", path=path, reason=OSReason.of(exc)) from None
         yield path, _kind(head)
         return
     if isinstance(source, (bytes, bytearray, memoryview)):

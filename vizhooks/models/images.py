@@ -20,6 +20,7 @@ import torch
 from PIL import Image, ImageOps, UnidentifiedImageError
 
 from vizhooks.errors import CodedError
+from vizhooks.i18n import OSReason
 
 IMAGENET_MEAN: tuple[float, float, float] = (0.485, 0.456, 0.406)
 IMAGENET_STD: tuple[float, float, float] = (0.229, 0.224, 0.225)
@@ -211,8 +212,7 @@ def _read_bytes(source: ImageSource) -> bytes:
         except IsADirectoryError:
             raise InvalidImageError(code="image_folder", path=os.fspath(source)) from None
         except OSError as exc:
-            raise InvalidImageError(code="unreadable", path=os.fspath(source),
-                                    reason=exc.strerror or type(exc).__name__) from None
+            raise InvalidImageError(code="unreadable", path=os.fspath(source), reason=OSReason.of(exc)) from None
     if hasattr(source, "read"):
         data = source.read()
         if not isinstance(data, (bytes, bytearray)):

@@ -19,7 +19,7 @@ import torch
 from torch import nn
 
 from vizhooks._hooks import first_tensor, hooked, model_device
-from vizhooks.i18n import t
+from vizhooks.i18n import Names, t
 from vizhooks.models.maps import maps_of
 
 #: Class names of the repeated units of each family; the outermost one wins when they nest
@@ -290,7 +290,7 @@ def resolve_layers(model: nn.Module, layers: str | Iterable[str]) -> list[str]:
             raise UnknownLayerError(
                 f"The model has no layer named {name!r}.{hint} "
                 "List the names with `python -m vizhooks --list-layers --model NAME`.",
-                "unknown_layer_close" if close else "unknown_layer", name=str(name), close=tuple(close),
+                "unknown_layer_close" if close else "unknown_layer", name=str(name), close=Names(close),
             )
     return list(dict.fromkeys(names))
 

@@ -30,7 +30,7 @@ from torch import nn
 from torchvision import models as tvm
 
 from vizhooks.errors import CodedError
-from vizhooks.i18n import t
+from vizhooks.i18n import Names, OSReason, t
 from vizhooks.models.architectures import (
     CLIP_PREFIX,
     HF_PREFIX,
@@ -425,7 +425,7 @@ def resolve_entry(name: str) -> ModelEntry:
     close = difflib.get_close_matches(str(name), list_models(), n=3, cutoff=0.6)
     hint = f" Did you mean: {', '.join(close)}?" if close else ""
     raise CodedError(f"Unknown model {name!r}.{hint} `python -m vizhooks --list-models` lists them all.",
-                     "unknown_model_close" if close else "unknown_model", name=str(name), close=tuple(close))
+                     "unknown_model_close" if close else "unknown_model", name=str(name), close=Names(close))
 
 
 # ----------------------------------------------------------------------------------------------
@@ -534,7 +534,7 @@ def read_labels(path: str | os.PathLike, classes: int | None = None) -> list[str
         code = {FileNotFoundError: "labels_missing", IsADirectoryError: "labels_folder",
                 UnicodeDecodeError: "labels_not_utf8"}.get(type(exc), "labels_unreadable")
         raise WeightsError(f"Labels file {path} could not be read ({exc.__class__.__name__}).", code, source=str(path),
-                           reason=exc.__class__.__name__) from None
+                           reason=OSReason.of(exc) if isinstance(exc, OSError) else exc.__class__.__name__) from None
     return parse_labels(text, str(path), classes)
 
 

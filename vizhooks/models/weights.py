@@ -50,7 +50,8 @@ Note = tuple[str, dict[str, object]]
 #: command line says them in its language. On a page the file is the operator's, on the server: the page says the
 #: refusal in its own words and leaves the path and the details to the server's log.
 FILE_CODES = frozenset({"weights_file_missing", "weights_file_unreadable", "weights_file_objects",
-                        "weights_not_tensors", "weights_looks_like", "weights_mismatch", "hf_no_config",
+                        "weights_not_tensors", "weights_looks_like", "weights_wrong_shape", "weights_missing_keys",
+                        "weights_unexpected_keys", "hf_no_config",
                         "labels_missing", "labels_folder", "labels_not_utf8", "labels_unreadable"})
 
 
@@ -211,11 +212,14 @@ def apply_state_dict(model: nn.Module, name: str, state: Mapping[str, torch.Tens
         if unexpected:
             parts.append(f"{len(unexpected)} keys are unexpected (first: {unexpected[0]})")
         # the sentence above for library users; a command line in another language says the likely architecture,
-        # or else the counts
-        raise WeightsError(f"Weights file {src} does not fit {name}: {'; '.join(parts)}.",
-                           "weights_looks_like" if guess and guess != name else "weights_mismatch",
-                           src=src, name=name, guess=guess, wrong=len(wrong), missing=len(missing),
-                           unexpected=len(unexpected), first=(wrong or missing or unexpected)[0])
+        # or else the first kind of mismatch: its count and first key (with both shapes for a wrong shape)
+        first = (wrong or missing or unexpected)[0]
+        code = ("weights_looks_like" if guess and guess != name else "weights_wrong_shape" if wrong
+                else "weights_missing_keys" if missing else "weights_unexpected_keys")
+        raise WeightsError(f"Weights file {src} does not fit {name}: {'; '.join(parts)}.", code, src=src, name=name,
+                           guess=guess, wrong=len(wrong), missing=len(missing), unexpected=len(unexpected),
+                           first=first, file_shape=tuple(state[first].shape) if wrong else (),
+                           model_shape=expected[first] if wrong else ())
     model.load_state_dict(state, strict=True)
 
 
