@@ -122,5 +122,16 @@ def test_names_are_listed_in_the_language_and_other_tuples_stay_as_python_writes
         assert "(224, 224)" in said("err_concepts_size", size)
     finally:
         set_language("en")
+    # the methods a refusal offers are names too: listed in Chinese as Chinese lists them
+    from vizhooks.interpret import relevance
+
+    with pytest.raises(CodedError) as info:
+        relevance._check_method("nope")
+    set_language("zh")
+    try:
+        assert "、".join(relevance.METHODS) in said(f"err_{info.value.code}", info.value.values)
+    finally:
+        set_language("en")
+    assert ", ".join(relevance.METHODS) in str(info.value)
     again = pickle.loads(pickle.dumps(CodedError(code="unknown_model_close", name="resnt", close=names)))
     assert isinstance(again.values["close"], Names) and str(again).count("resnet18, resnet34") == 1

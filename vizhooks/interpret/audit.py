@@ -55,6 +55,7 @@ from torch import nn
 from vizhooks._hooks import first_tensor, hooked, keep, model_device
 from vizhooks._ray import actors, session
 from vizhooks.errors import CodedError
+from vizhooks.i18n import Names
 from vizhooks.interpret.cam import cam_from
 from vizhooks.interpret.methods import METHODS, default_layers, explain
 from vizhooks.models.images import IMAGENET_MEAN, IMAGENET_STD, InvalidImageError, load_image, preprocess
@@ -642,7 +643,7 @@ class _Store:
             if changed:
                 raise AuditError(f"{folder} holds an audit made with other settings ({', '.join(changed)}); give "
                                  "another folder or empty this one to start again.", "audit_store",
-                                 folder=str(folder), changed=", ".join(changed))
+                                 folder=str(folder), changed=Names(changed))
         else:
             for name in (ROWS, MAPS):
                 (folder / name).unlink(missing_ok=True)
@@ -702,7 +703,7 @@ class _Store:
 def _check(method: str, clusters: int | str, engine: str, batch_size: int, map_size: int, workers: int) -> None:
     if method not in METHODS:
         raise AuditError(f"Unknown explanation method {method!r}; choose from {', '.join(METHODS)}.",
-                         "audit_method", method=str(method), known=", ".join(METHODS))
+                         "audit_method", method=str(method), known=Names(METHODS))
     if clusters != "auto" and (isinstance(clusters, bool) or not isinstance(clusters, int) or clusters < 1):
         raise AuditError(f"clusters must be 'auto' or a whole number of at least 1, not {clusters!r}.",
                          "audit_clusters", value=str(clusters))

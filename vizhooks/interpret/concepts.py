@@ -49,6 +49,7 @@ from torch import nn
 from vizhooks._hooks import check_input, check_ran, first_tensor, hooked, model_device
 from vizhooks._ray import actors, session
 from vizhooks.errors import CodedError
+from vizhooks.i18n import Names
 from vizhooks.models.images import (
     IMAGENET_MEAN,
     IMAGENET_STD,
@@ -352,7 +353,7 @@ def _pass(spec: _Input, name: str, pieces: Iterable[tuple[int, Image.Image, list
 
 def _check_engine(engine: str) -> None:
     if engine not in ENGINES:
-        raise ConceptsError(code="concepts_engine", engine=repr(engine), engines=", ".join(ENGINES))
+        raise ConceptsError(code="concepts_engine", engine=repr(engine), engines=Names(ENGINES))
     if engine == "ray":
         import importlib.util
 

@@ -49,6 +49,7 @@ from torch import nn
 
 from vizhooks._hooks import check_input, first_tensor, hooked, model_device, private_copy
 from vizhooks.errors import CodedError
+from vizhooks.i18n import Names
 from vizhooks.interpret.cam import grad_cam
 from vizhooks.interpret.relevance import lrp_attribution
 from vizhooks.models.layers import find_layers, resolve_layers
@@ -97,7 +98,7 @@ def _check_methods(methods: str | Iterable[str]) -> list[str]:
     if unknown or not names:
         what = f"Unknown explanation method {unknown[0]!r}" if unknown else "No explanation method was chosen"
         raise ExplainError(f"{what}; choose from {', '.join(METHODS)}.", "explain_method",
-                           method=unknown[0] if unknown else "", known=", ".join(METHODS))
+                           method=unknown[0] if unknown else "", known=Names(METHODS))
     return list(dict.fromkeys(names))
 
 
@@ -399,7 +400,7 @@ def attribute(model: ModelBundle | nn.Module, x: torch.Tensor, target: Any = Non
     check_input(x)
     if method not in INPUT_METHODS:
         raise ExplainError(f"attribute computes an input attribution; choose from {', '.join(INPUT_METHODS)}, "
-                           f"not {method!r}.", "explain_method", method=str(method), known=", ".join(INPUT_METHODS))
+                           f"not {method!r}.", "explain_method", method=str(method), known=Names(INPUT_METHODS))
     _check_settings(batch_size, ig_steps, ig_baseline, smooth_samples, occlusion_window)
     names = resolve_layers(net, layers) if layers else default_layers(net)
     if target is None:

@@ -44,6 +44,7 @@ from torch import nn
 
 from vizhooks._hooks import check_input, first_tensor, hooked, model_device, private_copy, replace_first
 from vizhooks.errors import CodedError
+from vizhooks.i18n import Names
 from vizhooks.models.layers import is_token_model, resolve_layers
 from vizhooks.models.maps import channels_last_modules
 from vizhooks.models.registry import ModelBundle
@@ -108,7 +109,7 @@ def _net(model: ModelBundle | nn.Module) -> nn.Module:
 
 def _check_method(method: object) -> str:
     if method not in METHODS:
-        raise RelevanceError(code="relevance_method", method=str(method), known=", ".join(METHODS))
+        raise RelevanceError(code="relevance_method", method=str(method), known=Names(METHODS))
     return str(method)
 
 

@@ -33,6 +33,7 @@ import torch.nn.functional as F
 from torch import nn
 
 from vizhooks._hooks import check_input
+from vizhooks.i18n import Names
 from vizhooks.interpret.methods import METHODS, ExplainError, explain, private_copy
 from vizhooks.models.registry import ModelBundle
 from vizhooks.render.scale import min_max
@@ -210,7 +211,7 @@ def sanity_check(
     unknown = [m for m in names if m not in METHODS]
     if unknown:
         raise ExplainError(f"Unknown method {unknown[0]!r}; choose from {', '.join(METHODS)}.", "explain_method",
-                           method=unknown[0], known=", ".join(METHODS))
+                           method=unknown[0], known=Names(METHODS))
     private = private_copy(model)
     modules = dict(private.named_modules())
     steps = list(stages) if stages is not None else randomisation_stages(private)
