@@ -25,7 +25,7 @@ from vizhooks.page.classes import (
     send_photo_button,
     teacher_panel,
 )
-from vizhooks.page.errors import shown_errors
+from vizhooks.page.errors import reason, shown_errors
 from vizhooks.page.folders import use_root
 from vizhooks.page.menu import view_menu
 from vizhooks.page.metrics import routes, script_run
@@ -57,6 +57,9 @@ def main() -> None:
     if bad:
         st.info(t("url_notice", items=", ".join(f"{k}={v}" for k, v in bad)))
     class_bar()
+    if choices.refused is not None:  # the chosen model's layers cannot be listed: said as a load failure is
+        st.error(t("bad_model", reason=reason(choices.refused)))
+        st.stop()
 
     with shown_errors(), st.spinner(t("loading_model", name=choices.model), show_time=True):
         bundle = get_bundle(choices.model)  # an operator's broken checkpoint: one sentence, page stays

@@ -106,29 +106,34 @@ def test_visitors_cannot_name_a_file(tmp_path, monkeypatch):
 
 
 def test_a_model_whose_input_rules_refuse_when_chosen_is_one_sentence(monkeypatch):
-    """An operator's entry whose files changed after the menu listed it (here: its input rules now refuse, as a
-    processor turned non-square does) is refused in the page's words when chosen, with no error box; choosing
-    another model works."""
+    """An operator's entry whose files changed after the menu listed it (here: its layers cannot be listed, as
+    when its processor turned non-square) is refused in the page's words when chosen, under the page's title and
+    its Present switch, with no error box; choosing another model works; a link naming it opens the default
+    model and says the link's model was not used."""
     from vizhooks.errors import CodedError
-    from vizhooks.page import sidebar
+    from vizhooks.page import urlstate
     from vizhooks.page.texts import EN
 
-    real = sidebar.architecture_layers
+    real = urlstate.architecture_layers
 
-    def listing(model):
+    def listing(model, *args):
         if model == "resnet34":
             raise CodedError(code="model_not_square", width=32, height=16)
-        return real(model)
+        return real(model, *args)
 
-    monkeypatch.setattr(sidebar, "architecture_layers", listing)
+    monkeypatch.setattr(urlstate, "architecture_layers", listing)
     at = open_page()
     at.selectbox(key="model").set_value("resnet34").run()
     assert not at.exception
     reason = EN["err_model_not_square"].format(width=32, height=16)
     assert [e.value for e in at.error] == [EN["bad_model"].format(reason=reason)]
+    assert [x.value for x in at.title] == [EN["title"]] and len(at.toggle) >= 1
     at.selectbox(key="model").set_value("resnet18").run()
     ok(at)
     assert layer_headings(at)
+    link = open_page(model="resnet34")
+    assert not link.exception and not link.error and link.query_params["model"] == "resnet18"
+    assert any("model=resnet34" in i.value for i in link.info)  # reported as not used
 
 
 @pytest.mark.slow

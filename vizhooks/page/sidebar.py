@@ -10,12 +10,12 @@ import streamlit as st
 
 import vizhooks as vz
 from vizhooks.i18n import SOURCE
-from vizhooks.models.layers import architecture_layers, reference_hw
+from vizhooks.models.layers import reference_hw
 from vizhooks.models.registry import list_models, operator_models, resolve_entry
 from vizhooks.models.weights import checkpoint_path, fetch_command, said_notes
 from vizhooks.page.classes import followed_photo
 from vizhooks.page.clip import clip_choice, clip_controls
-from vizhooks.page.errors import LOG, reason
+from vizhooks.page.errors import LOG
 from vizhooks.page.results import model_option
 from vizhooks.page.sources import SOURCES, photo_picker
 from vizhooks.page.sources.sample import default_sample
@@ -23,7 +23,16 @@ from vizhooks.page.sources.video import video_sidebar
 from vizhooks.page.state import Choices, apply_quick_pick, keep_a_language, model_changed, picks_for
 from vizhooks.page.taught import offered_models, switch_pending
 from vizhooks.page.texts import LANGUAGE_NAMES, language, listed, t
-from vizhooks.page.urlstate import CHANNEL_CHOICES, DEFAULTS, LANGS, PAGE_ORDERS, SIZE_MAX, SIZE_MIN, SIZE_STEP
+from vizhooks.page.urlstate import (
+    CHANNEL_CHOICES,
+    DEFAULTS,
+    LANGS,
+    PAGE_ORDERS,
+    SIZE_MAX,
+    SIZE_MIN,
+    SIZE_STEP,
+    layers_of,
+)
 from vizhooks.page.widgets import keep_valid, labels_for, layer_label, pick_label
 from vizhooks.render.figures import CMAPS, NORMS
 
@@ -76,17 +85,14 @@ def sidebar() -> tuple[Choices, Any]:
         sb.slider(t("size"), SIZE_MIN, SIZE_MAX, step=SIZE_STEP, key="size", help=t("size_help"))
 
     model = st.session_state["model"]
-    try:
-        infos, side = architecture_layers(model), reference_hw(model)[0]
-    except (ValueError, OSError) as exc:  # an operator's entry whose files changed since the menu listed it
-        LOG.warning("model refused: %s", exc)
-        st.error(t("bad_model", reason=reason(exc)))
-        st.stop()
+    infos, refused = layers_of(model)  # an operator's entry whose files changed: said by the page (app.main)
+    if refused is not None:
+        LOG.warning("model refused: %s", refused)
     labels = {info.name: layer_label(info) for info in infos}
     # A layer chosen for another model may not exist in this one (resnet50 has conv3s).
     st.session_state["layers"] = [n for n in st.session_state.get("layers", []) if n in labels]
-    if "layers" not in hidden:
-        layer_controls(sb, model, labels, side)
+    if "layers" not in hidden and refused is None:
+        layer_controls(sb, model, labels, reference_hw(model)[0])
     if "display" not in hidden:
         display_controls(sb)
     sb.caption(t("share_hint"))
@@ -97,7 +103,7 @@ def sidebar() -> tuple[Choices, Any]:
         model=s["model"], source=source, sample=s.get("sample", default_sample()), size=int(s["size"]),
         layers=tuple(sorted(s["layers"], key=order.__getitem__)), what=s["what"],
         channels=None if s["channels"] == "all" else int(s["channels"]), order=s["order"],
-        cmap=s["cmap"], norm=s["norm"], columns=int(s["columns"]) or None,
+        cmap=s["cmap"], norm=s["norm"], columns=int(s["columns"]) or None, refused=refused,
     ), model_slot
 
 

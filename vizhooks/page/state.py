@@ -13,7 +13,7 @@ from vizhooks.analysis import Analysis
 from vizhooks.models.layers import architecture_layers, quick_picks, token_model
 from vizhooks.page.sources.sample import default_sample, samples
 from vizhooks.page.texts import language_from_locale
-from vizhooks.page.urlstate import DEFAULTS, LANGS, VIEW_KEYS, parse_query, to_query
+from vizhooks.page.urlstate import DEFAULTS, LANGS, VIEW_KEYS, layers_of, parse_query, to_query
 from vizhooks.page.widgets import keep_valid
 
 
@@ -32,6 +32,8 @@ class Choices:
     cmap: str
     norm: str
     columns: int | None
+    #: the chosen model's refusal where its layers cannot be listed (an operator's entry whose files changed)
+    refused: Exception | None = None
 
     @property
     def grid_order(self) -> str:
@@ -124,7 +126,10 @@ def apply_quick_pick() -> None:
 def model_changed() -> None:
     """A new model keeps the layers it also has; with none left, it starts on its own tour."""
     model = st.session_state["model"]
-    names = {info.name for info in architecture_layers(model)}
+    infos, refused = layers_of(model)
+    if refused is not None:  # the sidebar says why; the layers stay for the next model
+        return
+    names = {info.name for info in infos}
     kept = [n for n in st.session_state.get("layers", []) if n in names]
     st.session_state["layers"] = kept or picks_for(model)["tour"]
 

@@ -10,10 +10,11 @@ import re
 from collections.abc import Mapping, Sequence
 
 from vizhooks.classroom.core import ALPHABET, CODE_LENGTH, normalise_code
+from vizhooks.errors import CodedError
 from vizhooks.i18n import languages
 from vizhooks.interpret.methods import METHODS as EXPLAIN_METHODS
 from vizhooks.lesson.steps import HIDEABLE, STEPS, parse_plan
-from vizhooks.models.layers import architecture_layers
+from vizhooks.models.layers import LayerInfo, architecture_layers
 from vizhooks.models.registry import list_models
 from vizhooks.page.clip import offered as clip_offered
 from vizhooks.page.sources import SOURCES
@@ -69,6 +70,16 @@ def _span(text: str) -> tuple[int, int] | None:
     if len(parts) == 2 and parts[0] is not None and parts[1] is not None and 0 <= parts[0] < parts[1] <= 100:
         return parts[0], parts[1]
     return None
+
+
+def layers_of(model: str) -> tuple[tuple[LayerInfo, ...], Exception | None]:
+    """``model``'s layers, or no layers and the refusal where its listing refuses (an operator's entry whose
+    files changed since the menu listed it: a processor now of non-square pictures, a config gone). The
+    sidebar says the refusal; the link's parser and a model change leave the layers alone."""
+    try:
+        return architecture_layers(model), None
+    except (CodedError, OSError) as exc:
+        return (), exc
 
 
 def parse_query(
@@ -175,8 +186,12 @@ def parse_query(
         bad.extend(("hide", n) for n in dict.fromkeys(names) if n not in HIDEABLE)
         if hidden := tuple(n for n in dict.fromkeys(names) if n in HIDEABLE):
             good["hide"] = hidden
-    valid = {c.name for c in architecture_layers(str(good.get("model", DEFAULTS["model"])))}
-    convs = {c.name for c in architecture_layers(str(good.get("model", DEFAULTS["model"]))) if c.kind == "conv"}
+    infos, refused = layers_of(str(good.get("model", DEFAULTS["model"])))
+    if refused is not None and "model" in good:  # an operator's entry whose files no longer load: not used
+        bad.append(("model", str(good.pop("model"))))
+        infos, _ = layers_of(str(DEFAULTS["model"]))
+    valid = {c.name for c in infos}
+    convs = {c.name for c in infos if c.kind == "conv"}
     # one layer each (cv_layer: a conv)
     for key in ("insp_layer", "atlas_layer", "iv_layer", "cv_layer", "pt_layer", "sr_layer"):
         if key in params:
