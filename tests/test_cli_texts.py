@@ -496,6 +496,45 @@ def test_the_systems_reason_for_a_photo_it_will_not_read_is_said_in_chinese(caps
     assert isinstance(again.values["reason"], OSReason) and again.values["reason"].key == "os_error_EACCES"
 
 
+def test_the_systems_reason_for_a_weights_file_it_will_not_read_is_said_in_chinese(tmp_path, capsys, monkeypatch):
+    """A checkpoint torch cannot open (permission denied): the reason in Chinese, not torch's `[Errno 13] ...`
+    with the path again; the English sentence as it was (torch's first line)."""
+    import errno
+
+    import torch
+
+    from vizhooks.page.texts import ZH
+
+    weights = tmp_path / "w.pth"
+    weights.write_bytes(b"x")
+
+    def refused(path, *args, **kwargs):
+        raise PermissionError(errno.EACCES, "Permission denied", str(path))
+
+    monkeypatch.setattr(torch, "load", refused)
+    photo = str(ROOT / "sample_images" / "chelsea.jpg")
+    i18n.set_language("zh")
+    assert main([photo, "--weights", str(weights), "--out", str(tmp_path / "o")]) == 2
+    assert capsys.readouterr().err.strip().splitlines()[-1] == \
+        f"vizhooks：错误：{ZH['err_weights_file_unreadable'].format(path=weights, reason=ZH['os_error_EACCES'])}"
+    i18n.set_language("en")
+    assert main([photo, "--weights", str(weights), "--out", str(tmp_path / "o")]) == 2
+    assert capsys.readouterr().err.strip().splitlines()[-1] == (
+        f"vizhooks: error: Weights file {weights} could not be read as a PyTorch state_dict ([Errno 13] Permission "
+        f"denied: '{weights}').")
+
+
+def test_an_unknown_audit_method_lists_the_methods_as_chinese_lists_them(tmp_path, capsys):
+    from vizhooks.interpret.methods import METHODS
+
+    for name in ("cat", "cup"):
+        (tmp_path / name).mkdir()
+        (tmp_path / name / "a.jpg").write_bytes((ROOT / "sample_images" / "chelsea.jpg").read_bytes())
+    i18n.set_language("zh")
+    assert main(["audit", str(tmp_path), "--method", "nope", "--out", str(tmp_path / "o")]) == 2
+    assert "、".join(METHODS) in capsys.readouterr().err
+
+
 def test_a_code_the_catalogue_does_not_have_leaves_the_refusal_in_its_own_words():
     """Another library's error may carry a ``code`` attribute of its own (an HTTP status, a name): the CLI
     says its own words then, instead of failing to find a sentence."""

@@ -808,7 +808,7 @@ def _audit(args: argparse.Namespace) -> int:
     folder, out = Path(args.folder), Path(args.out)
     class_folders(folder)  # the folder's and the method's refusals before a model is loaded
     if args.method not in METHODS:
-        raise UsageError(t("cli_audit_unknown_method", method=args.method, methods=", ".join(METHODS)))
+        raise UsageError(t("cli_audit_unknown_method", method=args.method, methods=listed(METHODS)))
     clusters: int | str = args.clusters
     if clusters != "auto":
         if not str(clusters).isdigit() or int(clusters) < 1:

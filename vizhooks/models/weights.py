@@ -27,7 +27,7 @@ import torch
 from torch import nn
 
 from vizhooks.errors import CodedError
-from vizhooks.i18n import english, said
+from vizhooks.i18n import OSReason, english, said
 from vizhooks.models.architectures import HFClassifier, hf_file, imagenet_weights, meta_build
 
 #: Seconds the automatic download may wait for a connection and for each chunk of data.
@@ -149,7 +149,10 @@ def read_state_dict(path: str | os.PathLike) -> dict[str, torch.Tensor]:
         if "weights_only" in str(exc) or "Unsupported global" in str(exc):
             raise WeightsError(code="weights_file_objects", path=str(path)) from None
         reason = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
-        raise WeightsError(code="weights_file_unreadable", path=str(path), reason=reason[:160]) from None
+        # the system's reason (a file it will not let us read) is said in the CLI's language; torch's own stays
+        spoken = OSReason.of(exc) if isinstance(exc, OSError) and exc.strerror else reason[:160]
+        raise WeightsError(english("err_weights_file_unreadable", path=str(path), reason=reason[:160]),
+                           "weights_file_unreadable", path=str(path), reason=spoken) from None
     if isinstance(obj, Mapping):
         for key in ("state_dict", "model"):
             if isinstance(obj.get(key), Mapping):
