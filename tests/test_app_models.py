@@ -105,23 +105,24 @@ def test_visitors_cannot_name_a_file(tmp_path, monkeypatch):
     assert any("model=" in i.value for i in at.info)  # reported as ignored from the link
 
 
-def test_a_model_whose_input_rules_refuse_when_chosen_is_one_sentence(monkeypatch):
-    """An operator's entry whose files changed after the menu listed it (here: its layers cannot be listed, as
-    when its processor turned non-square) is refused in the page's words when chosen, under the page's title and
-    its Present switch, with no error box; choosing another model works; a link naming it opens the default
-    model and says the link's model was not used."""
+@pytest.mark.parametrize("refusing", ["architecture_layers", "reference_hw"])
+def test_a_model_whose_input_rules_refuse_when_chosen_is_one_sentence(monkeypatch, refusing):
+    """An operator's entry whose files changed after the menu listed it (its layers cannot be listed, as when its
+    processor turned non-square; or its layers were kept from before and its input rules refuse now) is refused
+    in the page's words when chosen, under the page's title and its Present switch, with no error box; choosing
+    another model works; a link naming it opens the default model and says the link's model was not used."""
     from vizhooks.errors import CodedError
     from vizhooks.page import urlstate
     from vizhooks.page.texts import EN
 
-    real = urlstate.architecture_layers
+    real = getattr(urlstate, refusing)
 
     def listing(model, *args):
         if model == "resnet34":
             raise CodedError(code="model_not_square", width=32, height=16)
         return real(model, *args)
 
-    monkeypatch.setattr(urlstate, "architecture_layers", listing)
+    monkeypatch.setattr(urlstate, refusing, listing)
     at = open_page()
     at.selectbox(key="model").set_value("resnet34").run()
     assert not at.exception

@@ -14,7 +14,7 @@ from vizhooks.errors import CodedError
 from vizhooks.i18n import languages
 from vizhooks.interpret.methods import METHODS as EXPLAIN_METHODS
 from vizhooks.lesson.steps import HIDEABLE, STEPS, parse_plan
-from vizhooks.models.layers import LayerInfo, architecture_layers
+from vizhooks.models.layers import LayerInfo, architecture_layers, reference_hw
 from vizhooks.models.registry import list_models
 from vizhooks.page.clip import offered as clip_offered
 from vizhooks.page.sources import SOURCES
@@ -77,7 +77,9 @@ def layers_of(model: str) -> tuple[tuple[LayerInfo, ...], Exception | None]:
     files changed since the menu listed it: a processor now of non-square pictures, a config gone). The
     sidebar says the refusal; the link's parser and a model change leave the layers alone."""
     try:
-        return architecture_layers(model), None
+        infos = architecture_layers(model)  # kept per model name: its input rules are asked again below
+        reference_hw(model)
+        return infos, None
     except (CodedError, OSError) as exc:
         return (), exc
 
