@@ -18,6 +18,7 @@ from PIL import Image
 import vizhooks as vz
 from vizhooks.analysis import Analysis, analyse
 from vizhooks.atlas import Atlas, load_atlas, visualize_channels
+from vizhooks.errors import CodedError
 from vizhooks.hooks.budget import check_capture
 from vizhooks.hooks.gradients import BackwardRecord, backward_report, gradient_pass
 from vizhooks.hooks.summary import summary_dataframe, summary_totals
@@ -85,7 +86,7 @@ def model_option(name: str, lang: str) -> str:
     """The selector's line for a model (see :func:`plain_option`); a taught model's names its
     backbone and its classes. An operator's entry whose files changed since the menu listed it (a
     processor now of non-square pictures, a config gone) is its bare name, kept out of the cache: the
-    menu stays, and choosing it says why it cannot be loaded (vizhooks.page.sidebar)."""
+    menu stays, and choosing it says why it cannot be loaded (vizhooks.page.urlstate.layers_of, app.main)."""
     if is_taught(name):
         set_language(lang)
         return t("model_taught_option", name=backbone_name(name), classes=listed(names_of(name)) or "?")
@@ -94,7 +95,7 @@ def model_option(name: str, lang: str) -> str:
         return clip_option(name)
     try:
         return plain_option(name, lang)
-    except (ValueError, OSError) as exc:
+    except (CodedError, OSError) as exc:  # the refusals layers_of answers; another ValueError is a bug
         LOG.warning("model %s listed without its details: %s", name, exc)
         return name
 
