@@ -39,11 +39,14 @@ XDIST := -n auto --dist loadgroup
 # failing fails the target. Its page servers run torch on one thread, as the workers do (tests/conftest.py):
 # beside the busy workers, a second OpenMP thread mostly spins, and test_present's server took 34 core-seconds
 # with two threads against 21 with one for the same pages.
+# The browser run collects only the files that hold browser tests (BROWSER_FILES; tests/test_markers.py checks
+# that no browser test lives elsewhere): collecting the whole suite to keep 78 of its tests took 17-20 s of a core.
 # --durations=20: the slowest tests of each run are printed at its end, where the suite's time goes.
+BROWSER_FILES := tests/e2e tests/test_packaging.py tests/test_render.py tests/test_network_guard.py
 TESTENV := PYTHONPATH=$(CURDIR)/tests/netguard$${PYTHONPATH:+:$$PYTHONPATH}
 test: lint chromium redis
 	@log=$$(mktemp); \
-	$(TESTENV) OMP_NUM_THREADS=1 MKL_NUM_THREADS=1 $(PY) -m pytest -m browser --durations=20 > $$log 2>&1 & browser=$$!; \
+	$(TESTENV) OMP_NUM_THREADS=1 MKL_NUM_THREADS=1 $(PY) -m pytest -m browser $(BROWSER_FILES) --durations=20 > $$log 2>&1 & browser=$$!; \
 	$(TESTENV) nice -n 10 $(PY) -m pytest -m "not browser" $(XDIST) --durations=20; rest=$$?; \
 	wait $$browser; shown=$$?; echo "== the browser tests (run beside the others) =="; cat $$log; rm -f $$log; \
 	exit $$(( rest || shown ))

@@ -140,6 +140,23 @@ def test_every_browser_test_is_marked_and_every_marked_one_drives_chromium(tests
         t.name for t in tests if "browser" in t.marks}
 
 
+def _browser_files() -> list[str]:
+    makefile = (ROOT / "Makefile").read_text("utf-8")
+    (files,) = re.findall(r"^BROWSER_FILES := (.+)$", makefile, re.M)
+    assert re.search(r"pytest -m browser \$\(BROWSER_FILES\)", makefile), "the browser run ignores BROWSER_FILES"
+    return files.split()
+
+
+def test_the_browser_run_collects_every_browser_test(tests):
+    """`make test` runs the browser tests in a pytest of their own that collects BROWSER_FILES only, and
+    the other run leaves every browser test out: a browser test in another file would run in neither."""
+    files = _browser_files()
+    assert all((ROOT / f).exists() for f in files), files
+    lost = [f"{t.module}::{t.name}" for t in tests if "browser" in t.marks
+            and not any(t.module == f or t.module.startswith(f.rstrip("/") + "/") for f in files)]
+    assert not lost, f"browser tests outside the Makefile's BROWSER_FILES (add their file there): {lost}"
+
+
 def test_packaging_and_bench_marks_are_the_wheel_and_the_benchmark_run(tests):
     bench = {f"{t.module}::{t.name}" for t in tests if "bench" in t.marks}
     assert bench == {"tests/test_benchmarks.py::test_quick_benchmark_runs"}  # one per group of benchmarks
