@@ -1,7 +1,8 @@
 """The Audit view through AppTest, in both languages: an operator's folder (VIZHOOKS_AUDIT_DIRS) audited
 with the session's model shows the library's per-class accuracy, a confusion matrix, a cell picker
 whose pictures are that cell's, and the clusters of a class; a folder the model cannot read is one
-sentence; the Teach view's photos are offered only once two classes have names and photos."""
+sentence; the Teach view's photos are offered only once two classes have names and photos; the sample
+folders' classes, which an ImageNet model was never taught, are offered to the Teach view first."""
 
 from __future__ import annotations
 
@@ -9,10 +10,14 @@ import numpy as np
 import pytest
 from PIL import Image
 
-from tests.helpers import choose_view, ok, open_page
+from tests.helpers import ROOT, choose_view, ok, open_page
 from vizhooks.interpret.audit import OTHER, audit
+from vizhooks.lesson.i18n import in_language
 from vizhooks.page.results import get_bundle
-from vizhooks.page.texts import EN, ZH
+from vizhooks.page.texts import EN, ZH, listed, nt
+
+#: The Clever Hans lesson's photos to teach from, as the repository ships them.
+LESSON = ROOT / "sample_images" / "shortcut" / "teach"
 
 
 def _folder(root):
@@ -89,6 +94,59 @@ def test_the_teach_photos_need_two_named_classes(monkeypatch, tmp_path):
     at.radio(key="audit_source").set_value(EN["audit_source_teach"]).run()
     ok(at)
     assert [i.value for i in at.info] == [EN["audit_no_teach_photos"]]
+
+
+def _lesson_classes() -> dict[str, int]:
+    """The lesson's class folders and how many pictures each holds, read from the disk here."""
+    return {d.name: sum(1 for p in d.iterdir() if p.suffix == ".jpg") for d in sorted(LESSON.iterdir()) if d.is_dir()}
+
+
+@pytest.mark.parametrize("lang", ["en", "zh"])
+def test_a_sample_folder_of_untaught_classes_offers_to_teach_them_first(lang, monkeypatch):
+    """QA 2026-12-06: the sample folders (circle, triangle) with the default ImageNet model were a red
+    error naming the server's path. Now a sentence says to teach them first, and its button opens the
+    Teach view holding the lesson's classes and photos, its notices in the page's language."""
+    monkeypatch.setenv("VIZHOOKS_AUDIT_DIRS", "")
+    texts = EN if lang == "en" else ZH
+    classes = _lesson_classes()
+    assert sorted(classes) == ["circle", "triangle"] and all(classes.values())
+    at = choose_view(open_page(lang=lang, size="128"), "audit")
+    ok(at)
+    assert at.radio(key="audit_source").value == texts["audit_source_sample"].format(name="shortcut/teach")
+    said = in_language(lang, lambda: listed(classes))
+    assert [i.value for i in at.info] == [texts["audit_teach_first"].format(model="resnet18", classes=said)]
+    assert not [b for b in at.button if b.key == "audit_run"]  # nothing to run that can only fail
+    at.button(key="audit_teach_example").click().run()
+    ok(at)
+    assert at.session_state["view"] == "teach" and at.session_state["teach_n"] == len(classes)
+    assert [at.text_input(key=f"teach_name_{i}").value for i in range(len(classes))] == list(classes)
+    assert [len(group) for group in at.session_state["_teach_photos"][:len(classes)]] == list(classes.values())
+    notices = [i.value for i in at.info]
+    assert notices == [in_language(lang, lambda n=n, c=c: nt("teach_added", n, name=c)) for c, n in classes.items()]
+    assert at.button(key="teach_example").label == texts["teach_example"]  # the Teach view's own way in
+
+
+@pytest.mark.slow
+def test_the_lessons_classes_taught_from_the_button_are_audited(monkeypatch):
+    """The way the sentence shows, to its end: teach the lesson's classes, train, and the Audit view then
+    audits the sample folder with the taught model, as the library does with that model."""
+    monkeypatch.setenv("VIZHOOKS_AUDIT_DIRS", "")
+    at = choose_view(open_page(lang="en", size="128"), "audit")
+    at.button(key="audit_teach_example").click().run()
+    at.button(key="teach_train").click().run()
+    ok(at)
+    taught = at.session_state["model"]
+    assert taught != "resnet18"
+    choose_view(at, "audit").run()
+    ok(at)
+    assert not at.info
+    at.button(key="audit_run").click().run()
+    ok(at)
+    want = audit(get_bundle(taught), LESSON, size=224)
+    captions = [c.value for c in at.caption]
+    for name, accuracy in want.accuracy().items():
+        n = int(want.confusion[want.classes.index(name)].sum())
+        assert EN["audit_accuracy"].format(name=name, acc=accuracy, n=n) in captions
 
 
 @pytest.mark.slow

@@ -19,13 +19,14 @@ import numpy as np
 import streamlit as st
 from PIL import Image
 
-from vizhooks.interpret.audit import OTHER, Audit, audit
+from vizhooks.interpret.audit import OTHER, Audit, AuditError, audit, class_folders, match_classes
 from vizhooks.models.images import load_image
 from vizhooks.page.errors import shown_errors
 from vizhooks.page.folders import samples_dir
 from vizhooks.page.results import cached, get_bundle
 from vizhooks.page.texts import listed, nt, t
 from vizhooks.page.views import View
+from vizhooks.page.views.teach import use_example
 from vizhooks.page.widgets import fraction, keep_valid, progress_bar
 from vizhooks.render.figures import channel_overlay, confusion_figure, figure_to_png, image_to_png
 
@@ -114,6 +115,10 @@ def show(model: str) -> None:
         st.session_state.pop("audit_folder", None)
         st.info(t("audit_no_teach_photos"))
         return
+    if isinstance(folder, Path) and folder in shipped_dirs() and not _knows(model, folder):
+        st.session_state.pop("audit_folder", None)
+        _teach_first(model, folder)
+        return
     key = ("audit", model, str(folder) if isinstance(folder, Path) else "teach", _signature(folder), SIZE)
     if not (st.session_state.get("_audit_run") == key or linked == ident) and not st.button(
             t("audit_run"), type="primary", key="audit_run"):
@@ -132,6 +137,23 @@ def show(model: str) -> None:
         _summary(found)
         _cells(found, folder)
         _clusters(found, folder)
+
+
+def _knows(model: str, folder: Path) -> bool:
+    """Whether the model has an output for each class of ``folder`` (as the audit will match them)."""
+    categories = get_bundle(model).categories
+    try:
+        match_classes(list(class_folders(folder)), categories, len(categories or []), folder)
+    except AuditError:
+        return False
+    return True
+
+
+def _teach_first(model: str, folder: Path) -> None:
+    """The lesson's sample folders hold classes an ImageNet model was never taught (circle, triangle): the
+    way on is to teach them first, which one button prepares in the Teach view."""
+    st.info(t("audit_teach_first", model=model, classes=listed(class_folders(folder))))
+    st.button(t("audit_teach_example"), key="audit_teach_example", on_click=use_example, type="primary")
 
 
 def _summary(found: Audit) -> None:

@@ -19,9 +19,11 @@ from PIL import Image
 import vizhooks as vz
 from vizhooks.analysis import image_digest
 from vizhooks.exporting import KINDS, export_files, onnx_bytes, photos_zip, torchscript_bytes, usage_snippet
+from vizhooks.interpret.audit import class_folders
 from vizhooks.models.registry import backbone_name
 from vizhooks.page.classes import teacher
 from vizhooks.page.errors import reason, shown_errors
+from vizhooks.page.folders import samples_dir
 from vizhooks.page.results import get_bundle, plain_bundle
 from vizhooks.page.sources.sample import read_sample, samples
 from vizhooks.page.sources.upload import PHOTO_MB
@@ -107,6 +109,34 @@ def clear(i: int) -> None:
     photos()[i].clear()
 
 
+def example_dir() -> Path:
+    """The Clever Hans lesson's photos to teach from (sample_images/shortcut/teach): a folder per class."""
+    return samples_dir() / "shortcut" / "teach"
+
+
+def use_example() -> None:
+    """A button's callback: the Teach view opens with the lesson's classes (:func:`_fill_example`, in the
+    run, where sentences are in the page's language). The Audit view offers it when its sample folders hold
+    classes the model was not taught."""
+    st.session_state["_teach_example"] = True
+    st.session_state["view"] = "teach"
+
+
+def _fill_example() -> None:
+    """The lesson's classes (its folders' names, each with its photos) become the first classes; the
+    photos held before are let go. Runs before the class widgets are drawn."""
+    folders = class_folders(example_dir())
+    st.session_state["teach_n"] = max(len(folders), MIN_CLASSES)
+    for group in photos():
+        group.clear()
+    notices = []
+    for i, (name, paths) in enumerate(folders.items()):
+        st.session_state[f"teach_name_{i}"] = name
+        add(i, [(path.name, path.read_bytes()) for path in paths])
+        notices += st.session_state["_teach_notices"]
+    st.session_state["_teach_notices"] = notices
+
+
 def signature(n: int) -> tuple:
     """What a training saw: names and photo digests; a change makes the result stale."""
     return tuple((class_name(i), tuple(d for d, _ in photos()[i])) for i in range(n))
@@ -121,6 +151,8 @@ def show(model: str) -> None:
         bundle = plain_bundle(backbone)
         find_head(bundle.model, len(bundle.categories))  # a model that cannot be taught says so first
         st.markdown(t("teach_intro", model=backbone))
+        if st.session_state.pop("_teach_example", False):
+            _fill_example()
         # a choice of 2..6, not a number field: a typed 7 stayed in the field with only a tooltip saying no
         st.session_state.setdefault("teach_n", 2)
         n = int(st.segmented_control(t("teach_classes"), list(range(MIN_CLASSES, MAX_CLASSES + 1)), key="teach_n",
@@ -178,6 +210,9 @@ def _add_photos(n: int) -> None:
     if sample.button(t("teach_add_sample"), key="teach_add_sample") and name:
         add(i, [(name, read_sample(name))])
         st.rerun()
+    if example_dir().is_dir():
+        sample.button(t("teach_example"), key="teach_example", on_click=use_example,
+                      help=t("teach_example_help", classes=listed(class_folders(example_dir()))))
     if shot is not None:
         add(i, [("snapshot", shot.getvalue())])
         st.rerun()
