@@ -64,3 +64,35 @@ def test_nothing_runs_before_the_toggle_and_the_view_speaks_chinese(monkeypatch)
     assert ZH["concepts_intro"] in [m.value for m in at.markdown]
     assert at.toggle(key="cc_run").value is False
     assert not [s for s in at.subheader if s.value[:1].isdigit()] and calls == []
+
+
+@pytest.mark.parametrize("lang", ["en", "zh"])
+def test_an_upload_that_is_no_picture_is_named_and_left_out(lang):
+    """QA 2026-12-06: a text file among the uploads stopped the whole discovery with a sentence that named
+    no file. It is one warning naming it (the library's reason, in the page's language), and the
+    discovery counts the pictures only."""
+    import io
+
+    from PIL import Image
+
+    from vizhooks import InvalidImageError
+    from vizhooks.lesson.i18n import in_language
+    from vizhooks.page.errors import reason
+    from vizhooks.page.texts import EN, ZH, t
+
+    texts = EN if lang == "en" else ZH
+    picture = io.BytesIO()
+    Image.new("RGB", (64, 48), (200, 30, 30)).save(picture, "PNG")
+    notes = b"not a picture, a note"
+    with pytest.raises(InvalidImageError) as refused:
+        load_image(notes)
+    at = open_page(view="concepts", size=str(SIZE), layers="conv1", lang=lang)
+    at.radio(key="cc_photos").set_value("upload").run()
+    at.file_uploader(key="cc_upload").set_value([("notes.png", notes, "image/png"),
+                                                 ("red.png", picture.getvalue(), "image/png")])
+    at.run()
+    ok(at)
+    why = in_language(lang, lambda: reason(refused.value))
+    named = [w.value for w in at.warning if ".png" in w.value]  # the other warning: the random weights' banner
+    assert named == [texts["concepts_not_image"].format(file="notes.png", reason=why)]
+    assert at.toggle(key="cc_run").label == in_language(lang, lambda: t("concepts_run", n=1))

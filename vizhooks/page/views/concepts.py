@@ -9,8 +9,9 @@ from typing import TYPE_CHECKING
 import streamlit as st
 
 from vizhooks.interpret.concepts import ablate, concept_maps
-from vizhooks.models.images import load_image
+from vizhooks.models.images import InvalidImageError, load_image
 from vizhooks.models.layers import block_layers
+from vizhooks.page.errors import reason
 from vizhooks.page.results import get_concepts
 from vizhooks.page.sources.sample import read_sample, samples
 from vizhooks.page.sources.upload import PHOTO_MB
@@ -38,8 +39,28 @@ def _photos() -> list[tuple[str, bytes]]:
                                  accept_multiple_files=True, max_upload_size=PHOTO_MB) or []
         if len(files) > MAX_PHOTOS:
             st.info(t("concepts_too_many", n=MAX_PHOTOS))
-        chosen = [f.getvalue() for f in files[:MAX_PHOTOS]]
+        return _readable([(f.name, f.getvalue()) for f in files[:MAX_PHOTOS]])
     return [(hashlib.sha256(data).hexdigest(), data) for data in chosen]
+
+
+def _readable(files: list[tuple[str, bytes]]) -> list[tuple[str, bytes]]:
+    """(digest, bytes) of the uploads that are pictures; each other one is a warning naming it, and the
+    discovery runs on the rest. Each upload is read once a session (kept by digest: None or its reason)."""
+    checked = st.session_state.setdefault("_cc_checked", {})
+    readable = []
+    for name, data in files:
+        digest = hashlib.sha256(data).hexdigest()
+        if digest not in checked:
+            try:
+                load_image(data)
+                checked[digest] = None
+            except InvalidImageError as exc:
+                checked[digest] = exc
+        if checked[digest] is None:
+            readable.append((digest, data))
+        else:
+            st.warning(t("concepts_not_image", file=name, reason=reason(checked[digest])))
+    return readable
 
 
 def show(ctx: Context) -> None:
