@@ -163,7 +163,7 @@ def test_bad_prompts_arch_and_weights_are_refused_with_a_sentence():
 
 def test_a_clip_name_carries_its_class_names_and_the_registry_knows_its_layers():
     from vizhooks.models.layers import architecture_layers, reference_hw
-    from vizhooks.models.registry import clip_name, clip_parts, family, load_model, meta_model
+    from vizhooks.models.registry import clip_name, clip_parts, display_name, family, load_model, meta_model
 
     names = ["猫", "a photo of a dog", "红色的杯子"]
     bundle = zero_shot("vizhooks-tiny-vit", names, weights="none", device="cpu")
@@ -174,6 +174,8 @@ def test_a_clip_name_carries_its_class_names_and_the_registry_knows_its_layers()
     assert [i.name for i in architecture_layers(bundle.name) if i.kind == "block"] == [
         b.name for b in block_layers(bundle.model)]
     assert reference_hw(bundle.name) == (32, 32) and family(bundle.name) == "CLIP"
+    # in a sentence: the architecture without the class names; any other model as it is named
+    assert display_name(bundle.name) == "CLIP vizhooks-tiny-vit" and display_name("resnet18") == "resnet18"
     with pytest.raises(ValueError, match=r"vizhooks.zero_shot\('vizhooks-tiny-vit'"):
         load_model(bundle.name)
 
@@ -245,6 +247,8 @@ def _page_top5(names: list[str], size: int, arch: str = "vizhooks-tiny-vit") -> 
 ])
 def test_the_pages_own_class_names_choice_shows_zero_shots_top5(monkeypatch, lang, names):
     from tests.helpers import choose_view, ok, open_page
+    from vizhooks.lesson.i18n import in_language
+    from vizhooks.page.results import get_bundle
 
     monkeypatch.setenv("VIZHOOKS_CLIP", "vizhooks-tiny-vit")
     at = open_page(lang=lang)
@@ -257,6 +261,10 @@ def test_the_pages_own_class_names_choice_shows_zero_shots_top5(monkeypatch, lan
     shown = [p.proto.text for p in at.get("progress")]
     assert shown == _page_top5(names, int(at.slider(key="size").value))
     assert any("CLIP" in c.value and ("英文" if lang == "zh" else "English") in c.value for c in at.caption)
+    # the input's note names the model as a sentence does (QA: "clip:RN50 猫 狗 咖啡 需要 ...", the class names in it)
+    note = in_language(lang, lambda: get_bundle(at.session_state["model"]).input_note())
+    assert note and note.startswith("CLIP vizhooks-tiny-vit ") and note in [c.value for c in at.caption]
+    assert not any(name in note for name in names)
     # Chinese names for a model that reads English only: a warning names the first, and says what to do
     told = [w.value for w in at.warning if "VIZHOOKS_CLIP" in w.value]
     assert told == ([f"“{names[0]}”不是英文，而这个 CLIP 模型只读得懂英文：请改用英文输入（可以借助翻译工具），"

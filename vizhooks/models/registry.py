@@ -193,9 +193,9 @@ class ModelBundle:
         to ``size``, else None."""
         spec = self.input
         if spec.fixed_size:
-            return t("input_fixed", name=self.name, side=spec.fixed_size)
+            return t("input_fixed", name=display_name(self.name), side=spec.fixed_size)
         if size < spec.min_size:
-            return t("input_min", name=self.name, side=spec.min_size)
+            return t("input_min", name=display_name(self.name), side=spec.min_size)
         return None
 
 
@@ -379,6 +379,12 @@ def clip_parts(name: str) -> tuple[str, tuple[str, ...]]:
     """(open_clip arch, class names) of a :func:`clip_name`."""
     first, *prompts = name.split("\n")
     return first.removeprefix(CLIP_PREFIX), tuple(prompts)
+
+
+def display_name(name: str) -> str:
+    """A model's name as a sentence shows it: a CLIP model's is "CLIP ARCH" (its name holds the class names
+    too, one a line, which the page lists elsewhere); any other name is itself."""
+    return f"CLIP {clip_parts(name)[0]}" if is_clip(name) else name
 
 
 def taught_name(backbone: str, key: str) -> str:

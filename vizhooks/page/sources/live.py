@@ -26,7 +26,7 @@ import streamlit as st
 
 from vizhooks.live import CHANNEL_PICKS, MODES, LiveProcessor, LiveSettings, limit_torch_threads_here
 from vizhooks.models.layers import architecture_layers, quick_picks, token_model
-from vizhooks.models.registry import ModelBundle
+from vizhooks.models.registry import ModelBundle, display_name
 from vizhooks.ops import is_out_of_memory
 from vizhooks.page.errors import reason
 from vizhooks.page.taught import is_taught
@@ -162,7 +162,7 @@ def _controls(model: str, bundle: ModelBundle, layers: tuple[str, ...], cmap: st
     st.session_state.setdefault("live_size", 160)
     size = int(left.select_slider(t("live_size"), SIZES, key="live_size", help=t("live_size_help")))
     if bundle.input.fixed_size:
-        st.caption(t("live_fixed", name=bundle.name, side=bundle.input.fixed_size))
+        st.caption(t("live_fixed", name=display_name(bundle.name), side=bundle.input.fixed_size))
     # a taught model's classes are the student's own: each frame also runs to the end and is named
     return LiveSettings(layer=layer, channels=pick, mode=mode, channel=channel, cmap=cmap, size=size,
                         opacity=opacity, classify=is_taught(model))

@@ -21,10 +21,12 @@ from PIL import Image
 
 from vizhooks.interpret.audit import OTHER, Audit, AuditError, audit, class_folders, match_classes
 from vizhooks.models.images import load_image
+from vizhooks.models.registry import display_name
 from vizhooks.page.errors import shown_errors
 from vizhooks.page.folders import samples_dir
-from vizhooks.page.results import cached, get_bundle
-from vizhooks.page.texts import listed, nt, t
+from vizhooks.page.results import cached, get_bundle, model_option
+from vizhooks.page.taught import is_taught
+from vizhooks.page.texts import language, listed, nt, t
 from vizhooks.page.views import View
 from vizhooks.page.views.teach import use_example
 from vizhooks.page.widgets import fraction, keep_valid, progress_bar
@@ -152,7 +154,8 @@ def _knows(model: str, folder: Path) -> bool:
 def _teach_first(model: str, folder: Path) -> None:
     """The lesson's sample folders hold classes an ImageNet model was never taught (circle, triangle): the
     way on is to teach them first, which one button prepares in the Teach view."""
-    st.info(t("audit_teach_first", model=model, classes=listed(class_folders(folder))))
+    shown = model_option(model, language()) if is_taught(model) else display_name(model)
+    st.info(t("audit_teach_first", model=shown, classes=listed(class_folders(folder))))
     st.button(t("audit_teach_example"), key="audit_teach_example", on_click=use_example, type="primary")
 
 
