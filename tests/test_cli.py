@@ -331,3 +331,25 @@ def test_an_output_that_cannot_be_written_is_one_line_naming_the_path_asked(tmp_
     code, out, err = _run(capsys, PHOTO, "--weights", "none", "--layers", "conv1", "--out", tmp_path / "d")
     assert code == 1 and err.endswith(f"\nvizhooks: error: {tmp_path / 'd' / 'conv1.png'}: Is a directory\n"), err
     assert [p.name for p in (tmp_path / "d").iterdir()] == ["conv1.png"]  # no temporary file left
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("lang", ["en", "zh"])
+def test_visualize_a_vit_at_its_own_size_and_says_so(tmp_path, capsys, monkeypatch, lang):
+    """QA 2026-12-06: `visualize` on a ViT at the default --size (128) was a 45-line traceback (torchvision's
+    "Wrong image height! Expected 224"). A model of one input size makes its pictures at that size, in a
+    sentence of the language."""
+    from PIL import Image
+
+    from vizhooks.i18n import set_language, t
+    from vizhooks.models.registry import input_spec
+
+    monkeypatch.setenv("VIZHOOKS_LANG", lang)
+    side = input_spec("vit_b_32").fixed_size
+    assert side == 224  # torchvision's ViT: one size
+    code, out, err = _run(capsys, "visualize", "--model", "vit_b_32", "--weights", "none", "--layer",
+                          "encoder.layers.encoder_layer_0", "--channels", "0", "--steps", "1", "--out", tmp_path)
+    assert code == 0 and "Traceback" not in err, err
+    set_language(lang)
+    assert t("cli_visualize_size_used", name="vit_b_32", side=side, asked=128) in err.splitlines()
+    assert Image.open(out.split()[0]).size == (side, side)

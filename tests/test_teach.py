@@ -309,3 +309,37 @@ def test_cli_refuses_a_folder_with_one_class(tmp_path, capsys):
 def test_held_out_predictions_are_counted_once(taught):
     assert np.all(taught.confusion >= 0)
     assert len(taught.per_class) == 3 and all(0 <= a <= 1 for a in taught.per_class)
+
+
+@pytest.mark.parametrize("out,needle", [(".", "names the folder"), ("m.txt", "ends in .txt")])
+def test_cli_refuses_an_out_that_would_lose_the_model_before_reading_a_photo(tmp_path, capsys, monkeypatch, out,
+                                                                              needle):
+    """QA 2026-12-06: --out NAME.txt wrote the class names over the checkpoint (the labels go to the .txt
+    beside it) and exited 0; --out FOLDER was a traceback once the training was over. Both are one line
+    now, before any photo is read or model built."""
+    import vizhooks.cli as cli
+
+    monkeypatch.setattr(cli, "load_model", lambda *a, **k: pytest.fail("a model was built"))
+    for name, group in shape_photos(2).items():
+        (tmp_path / "photos" / name).mkdir(parents=True)
+        for i, image in enumerate(group):
+            image.save(tmp_path / "photos" / name / f"{i}.png")
+    code, stdout, stderr = run_cli(capsys, "teach", tmp_path / "photos", "--weights", "none", "--out", tmp_path / out)
+    assert code == 2 and stdout == "" and len(stderr.strip().splitlines()) == 1 and needle in stderr, stderr
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["photos"]
+
+
+def test_save_refuses_a_txt_path_and_says_a_refused_write_as_an_oserror(taught, tmp_path):
+    """The library's own save: a .txt checkpoint would be replaced by its class names' file; a folder where
+    the file should be is the operating system's refusal (an OSError naming the path, which the command line
+    says in one line), not torch's RuntimeError."""
+    with pytest.raises(ValueError, match=r"ends in \.txt"):
+        taught.save(tmp_path / "m.txt")
+    assert list(tmp_path.iterdir()) == []
+    (tmp_path / "m.pth").mkdir()
+    with pytest.raises(OSError) as refused:
+        taught.save(tmp_path / "m.pth")
+    assert refused.value.filename == str(tmp_path / "m.pth")
+    weights, labels = taught.save(tmp_path / "ok" / "m.pth")
+    assert torch.load(weights, weights_only=True).keys() == taught.state_dict().keys()
+    assert labels.read_text().split() == list(taught.bundle.categories)

@@ -24,6 +24,7 @@ from vizhooks.i18n import SOURCE, OSReason, is_plural, language, listed, nt, sai
 from vizhooks.models.images import MAX_SIZE, MIN_SIZE, InvalidImageError, load_image
 from vizhooks.models.layers import UnknownLayerError, default_layers, describe_layers, resolve_layers
 from vizhooks.models.registry import (
+    display_name,
     family,
     list_models,
     load_model,
@@ -522,7 +523,10 @@ def _visualize(args: argparse.Namespace) -> int:
                          f"[{'#' * filled}{'.' * (30 - filled)}] " + t("cli_visualize_step", step=step, steps=steps))
         sys.stderr.flush()
 
-    images = visualize_channels(bundle.model, args.layer, channels, size=args.size, steps=args.steps, seed=args.seed,
+    size = bundle.input.fixed_size or max(args.size, bundle.input.min_size)  # a ViT's size, another's least
+    if size != args.size:
+        print(t("cli_visualize_size_used", name=display_name(bundle.name), side=size, asked=args.size), file=sys.stderr)
+    images = visualize_channels(bundle.model, args.layer, channels, size=size, steps=args.steps, seed=args.seed,
                                 progress=bar if args.steps else None, mean=bundle.mean, std=bundle.std)
     if args.steps:
         sys.stderr.write("\n")
@@ -534,18 +538,21 @@ def _visualize(args: argparse.Namespace) -> int:
     return 0
 
 
-def _export_path(flag: str, suffixes: tuple[str, ...]) -> Callable[[str], str]:
-    """An export file to write after teaching: checked before the photos are read, so a typo costs no run."""
+def _export_path(flag: str, suffixes: tuple[str, ...] = ()) -> Callable[[str], str]:
+    """A file to write after teaching: checked before the photos are read, so a typo costs no run. Without
+    ``suffixes``, the checkpoint (``--out``): any ending but .txt, its class names' file beside it."""
     def parse(text: str) -> str:
         from pathlib import Path
 
         path = Path(text)
         if path.is_dir():
             raise argparse.ArgumentTypeError(t("cli_export_folder", flag=flag, text=text,
-                                               example=path / ("my_model" + suffixes[0])))
-        if path.suffix.lower() not in suffixes:
+                                               example=path / ("my_model" + (suffixes or (".pth",))[0])))
+        if suffixes and path.suffix.lower() not in suffixes:
             raise argparse.ArgumentTypeError(t("cli_export_suffix", flag=flag, suffixes=t("cli_or").join(suffixes),
                                                text=text))
+        if not suffixes and path.suffix.lower() == ".txt":
+            raise argparse.ArgumentTypeError(t("cli_teach_out_txt", text=text, example=path.with_suffix(".pth")))
         folder = next((p for p in [path.parent, *path.parent.parents] if p.exists()), Path("."))
         if not folder.is_dir():
             raise argparse.ArgumentTypeError(t("cli_export_not_folder", flag=flag, folder=folder))
@@ -566,7 +573,8 @@ def _teach_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("folder", metavar="FOLDER", help=t("cli_teach_folder"))
     p.add_argument("--model", default="resnet18", metavar="NAME", help=t("cli_teach_model"))
     p.add_argument("--weights", default="auto", help=t("cli_weights"))
-    p.add_argument("--out", default="my_model.pth", metavar="FILE", help=t("cli_teach_out"))
+    p.add_argument("--out", type=_export_path("--out"), default="my_model.pth", metavar="FILE",
+                   help=t("cli_teach_out"))
     p.add_argument("--onnx", type=_export_path("--onnx", (".onnx",)), metavar="FILE", help=t("cli_teach_onnx"))
     p.add_argument("--torchscript", type=_export_path("--torchscript", (".pt",)), metavar="FILE",
                    help=t("cli_teach_torchscript"))

@@ -28,6 +28,7 @@ from __future__ import annotations
 import copy
 import dataclasses
 import hashlib
+import io
 import os
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
@@ -43,6 +44,7 @@ from vizhooks.errors import CodedError
 from vizhooks.hooks.capture import capture
 from vizhooks.models.images import fit_to_model, to_tensor
 from vizhooks.models.registry import ModelBundle, taught_name
+from vizhooks.render.export import write_atomic
 
 #: A class needs at least this many photos; the page offers at most MAX_CLASSES classes.
 MIN_PHOTOS, MAX_PHOTOS, MIN_CLASSES, MAX_CLASSES = 2, 200, 2, 6
@@ -106,12 +108,21 @@ class Taught:
 
     def save(self, path: str | os.PathLike) -> tuple[Path, Path]:
         """Write the whole model's state_dict to ``path`` and the class names, one per line, beside it
-        (``.txt``); ``load_model(arch, weights=path, labels=labels_path)`` gives the same logits."""
+        (``.txt``); ``load_model(arch, weights=path, labels=labels_path)`` gives the same logits.
+
+        Raises:
+            ValueError: ``path`` ends in ``.txt`` (the class names' file would replace the checkpoint).
+            OSError: a file or its folder cannot be written (its ``filename`` is the path asked).
+        """
         weights = Path(path)
         labels = weights.with_suffix(".txt")
-        weights.parent.mkdir(parents=True, exist_ok=True)
-        torch.save(self.state_dict(), weights)
-        labels.write_text("\n".join(self.bundle.categories) + "\n", encoding="utf-8")
+        if weights.suffix.lower() == ".txt":  # the class names would replace the checkpoint
+            raise ValueError(f"{weights} ends in .txt, the name of the class names' file beside the checkpoint; "
+                             f"give the checkpoint another ending, such as {weights.with_suffix('.pth')}.")
+        buffer = io.BytesIO()  # torch.save to a path says a refused write as a RuntimeError; this is an OSError
+        torch.save(self.state_dict(), buffer)
+        write_atomic(weights, buffer.getvalue())
+        write_atomic(labels, ("\n".join(self.bundle.categories) + "\n").encode("utf-8"))
         return weights, labels
 
     def state_dict(self) -> dict[str, torch.Tensor]:
