@@ -102,6 +102,24 @@ def test_unmatched_class_folder_names_it(tmp_path, capsys):
     (photos / "1").rename(photos / "zebra crossing")
     code, _, err = run_cli(capsys, "audit", photos, "--weights", "none", "--size", SIZE, "--out", tmp_path / "o")
     assert code == 2 and "zebra crossing" in err and "matches no output" in err
+    # QA 2026-12-06: the refused run left progress/ (its settings), which refused the corrected run as "an
+    # audit made with other settings"; a refusal before the first picture now leaves no output folder
+    assert not (tmp_path / "o").exists()
+    code, _, err = run_cli(capsys, "audit", photos, "--weights", "none", "--size", SIZE, "--layer", "layer4.1.conv9",
+                           "--out", tmp_path / "o")
+    assert code == 2 and "layer4.1.conv9" in err and not (tmp_path / "o").exists()
+    (photos / "zebra crossing").rename(photos / "1")
+    code, _, err = run_cli(capsys, "audit", photos, "--weights", "none", "--size", SIZE, "--out", tmp_path / "o")
+    assert code == 0, err
+
+
+def test_the_library_refuses_an_unmatched_folder_before_its_store_keeps_anything(tmp_path):
+    """The same order in the library: a store folder is made only for classes the model has."""
+    photos = _folder(tmp_path / "photos")
+    (photos / "1").rename(photos / "zebra crossing")
+    with pytest.raises(audit_module.AuditError, match="zebra crossing"):
+        audit(load_model("resnet18", weights="none", device="cpu"), photos, size=SIZE, store=tmp_path / "store")
+    assert not (tmp_path / "store").exists()
 
 
 def test_the_same_command_after_a_stop_does_only_the_rest(tmp_path, capsys, monkeypatch):

@@ -810,7 +810,7 @@ def _audit(args: argparse.Namespace) -> int:
     import pyarrow as pa
     import pyarrow.parquet as pq
 
-    from vizhooks.interpret.audit import audit, class_folders
+    from vizhooks.interpret.audit import audit, class_folders, match_classes
     from vizhooks.interpret.methods import METHODS
 
     folder, out = Path(args.folder), Path(args.out)
@@ -830,6 +830,10 @@ def _audit(args: argparse.Namespace) -> int:
         raise UsageError(t("cli_labels_need_path"))
     bundle = load_model(args.model, weights=args.weights, device=args.device, labels=labels)
     print(model_line(bundle), file=sys.stderr)
+    if args.layer:  # refusals before the output folder is made: a corrected run then starts afresh there
+        resolve_layers(bundle.model, [args.layer])
+    if bundle.categories:
+        match_classes(list(class_folders(folder)), bundle.categories, len(bundle.categories), folder)
     out.mkdir(parents=True, exist_ok=True)
     columns = ["path", "label", "predicted", "predicted_index", "confidence", "correct"]
     writer: list[pq.ParquetWriter] = []

@@ -781,6 +781,8 @@ def audit(
     net = _net(model, categories, size, mean_std)
     layer = resolve_layers(net.model, [layer])[0] if layer else default_layers(net.model)[0]
     names = list(files)
+    if net.categories:  # a class folder that matches no output is refused before the store keeps anything
+        match_classes(names, net.categories, len(net.categories), root)
     todo = [(rel, source, name) for name in names for rel, source in files[name]]
     saved = None if store is None else _Store(Path(store), {
         "classes": names, "method": method, "layer": layer, "size": size, "map_size": map_size,
