@@ -2,9 +2,10 @@
 
 from __future__ import annotations
 
+import errno
 import io
 import os
-import tempfile
+import secrets
 from pathlib import Path
 
 import numpy as np
@@ -32,7 +33,10 @@ def _chw(t: torch.Tensor) -> np.ndarray:
 
 
 def write_atomic(path: str | os.PathLike, data: bytes) -> Path:
-    """Write ``data`` to ``path`` through a temporary file, so a crash never leaves half a file.
+    """Write ``data`` to ``path`` through a temporary file, so a crash never leaves half a file. The file
+    gets the permissions any new file gets here (0666 less the umask: readable by the group and others
+    under the usual 022), not the owner-only ones of ``tempfile.mkstemp``: an atlas or a lesson written
+    into a shared folder stays readable by whoever shares it.
 
     Raises:
         OSError: the folder cannot be made or written to; its ``filename`` is ``path`` (or the folder),
@@ -42,7 +46,7 @@ def write_atomic(path: str | os.PathLike, data: bytes) -> Path:
     path.parent.mkdir(parents=True, exist_ok=True)
     tmp = None
     try:
-        fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".part")
+        fd, tmp = _new_file(path)
         with os.fdopen(fd, "wb") as fh:
             fh.write(data)
         os.replace(tmp, path)
@@ -53,3 +57,14 @@ def write_atomic(path: str | os.PathLike, data: bytes) -> Path:
             raise OSError(exc.errno, exc.strerror, os.fspath(path)) from None
         raise
     return path
+
+
+def _new_file(path: Path) -> tuple[int, str]:
+    """A new file beside ``path`` (``.NAME.RANDOM.part``), opened for writing, made as ``open`` makes files."""
+    for _ in range(100):
+        tmp = os.fspath(path.parent / f".{path.name}.{secrets.token_hex(6)}.part")
+        try:
+            return os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_BINARY", 0), 0o666), tmp
+        except FileExistsError:
+            continue
+    raise FileExistsError(errno.EEXIST, "no free name for a temporary file", os.fspath(path))
