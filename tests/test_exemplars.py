@@ -31,6 +31,7 @@ from vizhooks.atlas import (
 )
 from vizhooks.atlas.exemplars import list_images, read_progress
 from vizhooks.cli import main
+from vizhooks.i18n import t
 from vizhooks.ops import hook_count
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -501,6 +502,20 @@ def test_cli_bad_input_exits_2_with_one_line(folder, tmp_path, capsys, argv, nee
 
 
 @pytest.mark.slow
+def test_cli_a_folder_of_unreadable_pictures_is_no_atlas(tmp_path, capsys):
+    """QA 2026-12-06: a folder where no picture can be read gave an empty atlas and exit 0, which a script
+    takes for success; it is exit 2 with explain's and concepts' sentence, after the skipped files."""
+    (tmp_path / "bad").mkdir()
+    (tmp_path / "bad" / "a.jpg").write_bytes(b"not a picture")
+    (tmp_path / "bad" / "b.png").write_bytes(b"\x89PNG\r\n\x1a\n cut")
+    code, out, err = run_cli(capsys, "exemplars", tmp_path / "bad", "--size", "64", "--layers", "conv1", "--weights",
+                             "none", "--workers", "0", "--out", tmp_path / "o")
+    lines = err.strip().splitlines()
+    assert code == 2 and out == "" and "Traceback" not in err, err
+    assert lines[-1] == "vizhooks: error: " + t("cli_none_readable", n=2, folder=tmp_path / "bad")
+    assert sum("a.jpg" in line or "b.png" in line for line in lines[:-1]) == 2  # each skipped file, said first
+
+
 def test_cli_help_and_light_import(capsys):
     with pytest.raises(SystemExit) as info:
         main(["exemplars", "--help"])

@@ -12,6 +12,7 @@ import pytest
 import vizhooks as vz
 import vizhooks.cli as cli
 from tests.helpers import ROOT
+from vizhooks.i18n import t
 from vizhooks.interpret.faithfulness import faithfulness, reference_maps
 from vizhooks.interpret.methods import explain
 
@@ -115,3 +116,15 @@ def test_empty_missing_and_unreadable_folders_and_another_csv_exit_2(tmp_path, p
     assert _run("explain", photos, "--out", other) == 2
     err = capsys.readouterr().err
     assert "was written with other metrics" in err and len(err.strip().splitlines()) == 1
+
+
+@pytest.mark.parametrize("content", [b"\xff\xd8\xff\xe0 a JPEG's first bytes", b"a,b\n1,2\n"], ids=["photo", "csv"])
+def test_an_out_that_is_no_scores_table_is_one_sentence_and_left_as_it_is(photos, tmp_path, capsys, content):
+    """QA 2026-12-06: --out naming a photo was Python's "'utf-8' codec can't decode byte 0xff", and another
+    program's CSV was said to have "other metrics' columns", as if explain had written it."""
+    victim = tmp_path / "victim.jpg"
+    victim.write_bytes(content)
+    assert _run("explain", photos, "--out", victim) == 2
+    err = capsys.readouterr().err
+    assert err.strip() == "vizhooks: error: " + t("cli_explain_not_scores", path=victim)
+    assert victim.read_bytes() == content

@@ -484,6 +484,8 @@ def _exemplars(args: argparse.Namespace) -> int:
         return 1
     for item in atlas.manifest["skipped"]:
         print(t("cli_skipped", path=item["path"], reason=item["reason"]), file=sys.stderr)
+    if not atlas.manifest["images"]:  # an atlas of nothing is no success (explain and concepts say the same)
+        raise UsageError(t("cli_none_readable", n=len(atlas.manifest["skipped"]), folder=folder))
     print(t("cli_exemplars_done", images=atlas.manifest["images"], skipped=len(atlas.manifest["skipped"]),
             layers=len(atlas.layers), top=args.top), file=sys.stderr)
     print(atlas.path)
@@ -681,10 +683,15 @@ def _done_rows(path: os.PathLike[str], header: list[str]) -> set[tuple[str, str]
     """(photo, method) pairs already in ``path``, which must have ``header`` (else one sentence)."""
     import csv
 
-    with open(path, newline="", encoding="utf-8") as f:
-        rows = list(csv.reader(f))
+    try:
+        with open(path, newline="", encoding="utf-8") as f:
+            rows = list(csv.reader(f))
+    except (UnicodeDecodeError, csv.Error):  # a photo or another binary file given as --out: left as it is
+        raise UsageError(t("cli_explain_not_scores", path=path)) from None
     if not rows:
         return set()
+    if rows[0][:3] != header[:3]:  # another program's table
+        raise UsageError(t("cli_explain_not_scores", path=path))
     if rows[0] != header:
         raise UsageError(t("cli_explain_other_columns", path=path))
     return {(r[0], r[1]) for r in rows[1:] if len(r) == len(header)}
