@@ -333,7 +333,9 @@ def test_the_names_people_mistype_most_are_said_in_chinese(capsys, monkeypatch, 
             (["--device", "cuda:1"], "指定了设备 cuda:1，但这台机器没有 CUDA GPU。"),
             (["--model", "nosuch"], "没有名为“nosuch”的模型。`python -m vizhooks --list-models` 会列出全部模型。"),
             (["--model", "resnt18"], "没有名为“resnt18”的模型。是不是想找：resnet18、resnet152、resnet101？"),
-            (["--weights", "none", "--layers", "nope"], "模型中没有名为“nope”的层。")):
+            # with where the names are listed, as the English sentence says it (QA 2026-12-06: it was left out)
+            (["--weights", "none", "--layers", "nope"],
+             "模型中没有名为“nope”的层。用 `python -m vizhooks --list-layers --model NAME` 可以列出所有层名。")):
         assert main([str(photo), *argv]) == 2
         err = capsys.readouterr().err.strip().splitlines()
         assert err[-1].startswith(f"vizhooks：错误：{line}") and "Unknown" not in err[-1], err

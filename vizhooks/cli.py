@@ -1136,5 +1136,7 @@ def _refusal(exc: Exception) -> str:
     code = getattr(exc, "code", "")
     key = f"err_{code}" if isinstance(code, str) and code else ""
     if language() != SOURCE and key and (key in table(SOURCE) or is_plural(key)):
-        return said(key, getattr(exc, "values", {}))
+        sentence = said(key, getattr(exc, "values", {}))
+        # the library's English sentence ends with where the names are listed; the page's texts do not
+        return sentence + t("cli_list_layers_hint") if code.startswith("unknown_layer") else sentence
     return str(exc)
