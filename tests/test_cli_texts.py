@@ -362,6 +362,11 @@ def test_a_skipped_file_is_said_in_chinese(tmp_path, capsys):
     assert main(["teach", str(tmp_path)]) == 2  # then refused: each class needs two photos
     err = capsys.readouterr().err.strip().splitlines()
     assert err[0] == f"已跳过 {tmp_path / 'cat' / 'notes.png'}：这是文本文件，不是图片。", err
+    # exemplars too (QA 2026-12-06: its atlas keeps the English reason, which it printed as it was)
+    assert main(["exemplars", str(tmp_path), "--size", "64", "--layers", "conv1", "--weights", "none", "--workers",
+                 "0", "--top", "1", "--out", str(tmp_path / "atlas")]) == 0
+    err = capsys.readouterr().err.strip().splitlines()
+    assert "已跳过 cat/notes.png：这是文本文件，不是图片。" in err, err
 
 
 class _Payload:  # an object in a checkpoint: weights_only=True refuses to unpickle it

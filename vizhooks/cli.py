@@ -483,7 +483,8 @@ def _exemplars(args: argparse.Namespace) -> int:
         print(t("cli_exemplars_failed", first=first, out=args.out), file=sys.stderr)
         return 1
     for item in atlas.manifest["skipped"]:
-        print(t("cli_skipped", path=item["path"], reason=item["reason"]), file=sys.stderr)
+        print(t("cli_skipped", path=item["path"], reason=_skip_reason(folder / item["path"], item["reason"])),
+              file=sys.stderr)
     if not atlas.manifest["images"]:  # an atlas of nothing is no success (explain and concepts say the same)
         raise UsageError(t("cli_none_readable", n=len(atlas.manifest["skipped"]), folder=folder))
     print(t("cli_exemplars_done", images=atlas.manifest["images"], skipped=len(atlas.manifest["skipped"]),
@@ -1127,6 +1128,20 @@ def _os_refusal(exc: OSError) -> str:
     if not (exc.filename and exc.strerror):
         return str(exc)
     return said("cli_os_error", {"path": exc.filename, "reason": OSReason.of(exc)})
+
+
+def _skip_reason(path: os.PathLike[str], kept: str) -> str:
+    """Why a file was skipped, in the current language: the atlas keeps the library's English sentence (its
+    manifest is data), so in another language the file is read again for its refusal; ``kept`` otherwise."""
+    if language() == SOURCE:
+        return kept
+    try:
+        load_image(path)
+    except InvalidImageError as exc:
+        return _refusal(exc)
+    except OSError as exc:
+        return _os_refusal(exc)
+    return kept
 
 
 def _refusal(exc: Exception) -> str:
