@@ -353,3 +353,29 @@ def test_visualize_a_vit_at_its_own_size_and_says_so(tmp_path, capsys, monkeypat
     set_language(lang)
     assert t("cli_visualize_size_used", name="vit_b_32", side=side, asked=128) in err.splitlines()
     assert Image.open(out.split()[0]).size == (side, side)
+
+
+@pytest.mark.parametrize(("command", "heavy", "argv"), [
+    ("visualize", "vizhooks.atlas.visualize_channels", ["--layer", "conv1", "--steps", "1"]),
+    ("exemplars", "vizhooks.atlas.build_atlas", ["{photos}", "--layers", "conv1", "--workers", "0"]),
+    ("concepts", "vizhooks.interpret.concepts.discover", ["{photos}", "--layer", "layer1"]),
+])
+def test_an_out_that_cannot_be_a_folder_is_said_before_the_long_work(tmp_path, capsys, monkeypatch, command, heavy,
+                                                                      argv):
+    """QA 2026-12-06: visualize's optimisation, concepts' activations and a whole exemplars scan ran before an
+    --out that is a file was refused. It is the system's refusal of that path (exit 1, one line) first."""
+    module, name = heavy.rsplit(".", 1)
+    monkeypatch.setattr(module + "." + name, lambda *a, **k: pytest.fail(f"{name} ran"))
+    photos = tmp_path / "photos"
+    photos.mkdir()
+    Image.open(ROOT / "sample_images" / "chelsea.jpg").save(photos / "a.jpg")
+    taken = tmp_path / "taken.png"
+    taken.write_bytes(b"a file of the user's")
+    code, out, err = _run(capsys, command, *[a.format(photos=photos) for a in argv], "--weights", "none", "--size",
+                          "64", "--out", taken)
+    assert code == 1 and out == "" and "Traceback" not in err, err
+    assert err.strip().splitlines()[-1].startswith(f"vizhooks: error: {taken}: "), err
+    code, _, err = _run(capsys, command, *[a.format(photos=photos) for a in argv], "--weights", "none", "--size",
+                        "64", "--out", taken / "under")  # under a file: no folder can be made there
+    assert code == 1 and err.strip().splitlines()[-1].startswith(f"vizhooks: error: {taken / 'under'}: "), err
+    assert taken.read_bytes() == b"a file of the user's"

@@ -471,6 +471,7 @@ def _exemplars(args: argparse.Namespace) -> int:
         raise UsageError(t("cli_exemplars_target_range", model=bundle.name, n=len(bundle.categories),
                            last=len(bundle.categories) - 1, target=args.target))
     print(model_line(bundle), file=sys.stderr)
+    _output_folder(args.out)
     try:
         atlas = build_atlas(folder, bundle, layers, args.out, top=args.top, size=args.size, engine=args.engine,
                             batch=args.batch, workers=args.workers, checkpoint_every=args.checkpoint_every,
@@ -526,6 +527,7 @@ def _visualize(args: argparse.Namespace) -> int:
                          f"[{'#' * filled}{'.' * (30 - filled)}] " + t("cli_visualize_step", step=step, steps=steps))
         sys.stderr.flush()
 
+    _output_folder(args.out)
     size = bundle.input.fixed_size or max(args.size, bundle.input.min_size)  # a ViT's size, another's least
     if size != args.size:
         print(t("cli_visualize_size_used", name=display_name(bundle.name), side=size, asked=args.size), file=sys.stderr)
@@ -964,6 +966,7 @@ def _concepts(args: argparse.Namespace) -> int:
     resolve_layers(bundle.model, [args.layer])
     target = None if args.target is None else _class_index(args.target, bundle.categories)
     print(model_line(bundle), file=sys.stderr)
+    _output_folder(out)
     paths = [folder / key for key in kept]
 
     def bar(done: int, total: int, stage: str) -> None:
@@ -1128,6 +1131,23 @@ def _os_refusal(exc: OSError) -> str:
     if not (exc.filename and exc.strerror):
         return str(exc)
     return said("cli_os_error", {"path": exc.filename, "reason": OSReason.of(exc)})
+
+
+def _output_folder(path: str | os.PathLike[str]) -> None:
+    """The command's --out folder, checked before its long work and made by it later (a stopped run writes
+    nothing): a path that cannot be a folder (a file there, or above it; no permission) is the system's
+    refusal in one line (exit 1) before the work, not after it."""
+    import errno
+    from pathlib import Path
+
+    folder = Path(path)
+    if folder.exists() and not folder.is_dir():
+        raise FileExistsError(errno.EEXIST, os.strerror(errno.EEXIST), str(folder))
+    above = next((p for p in [folder, *folder.parents] if p.exists()), Path("."))
+    if not above.is_dir():
+        raise NotADirectoryError(errno.ENOTDIR, os.strerror(errno.ENOTDIR), str(folder))
+    if not os.access(above, os.W_OK | os.X_OK):
+        raise PermissionError(errno.EACCES, os.strerror(errno.EACCES), str(folder))
 
 
 def _skip_reason(path: os.PathLike[str], kept: str) -> str:
