@@ -116,6 +116,8 @@ def test_scores_are_the_librarys_on_the_button(lang, media, fresh_results):
     names = [texts[f"ex_method_{m}"] for m in ("gradcam", "saliency")] + [texts["ex_ref_random"],
                                                                           texts["ex_ref_gaussian"]]
     assert list(table[texts["ex_col_method"]]) == names
+    # the verdict beside the method (QA 2026-12-06: last, it was cut off at 1024 pixels), then the numbers
+    assert list(table.columns)[:3] == [texts["ex_col_method"], texts["ex_col_verdict"], texts["ex_col_deletion"]]
     for i, m in enumerate(maps.values()):
         expected = faithfulness(bundle, analysis.x, target, m, steps=10, baseline="blur")
         row = table.iloc[i]

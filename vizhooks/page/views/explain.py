@@ -173,8 +173,10 @@ def _formats(row: dict[str, Any]) -> dict[str, Any]:
     """Numbers shown to a few digits (areas and correlations to 4 decimals, percentages to 1, infidelity
     to 4 significant digits); the table keeps them whole, so a download or a test reads them exactly."""
     digits = {t("ex_col_drop"): "%.1f", t("ex_col_increase"): "%.0f", t("ex_col_infidelity"): "%.4g"}
-    return {k: st.column_config.NumberColumn(format=digits.get(k, "%.4f")) for k, v in row.items()
-            if isinstance(v, float)}
+    columns: dict[str, Any] = {k: st.column_config.NumberColumn(format=digits.get(k, "%.4f")) for k, v in row.items()
+                               if isinstance(v, float)}
+    columns[t("ex_col_verdict")] = st.column_config.TextColumn(width="large")
+    return columns
 
 
 def beaten_by(scores: dict[str, Faithfulness], method: str) -> list[tuple[str, str]]:
@@ -206,11 +208,12 @@ def _score_rows(scores: dict[str, Faithfulness], names: dict[str, str],
                 infidelity: dict[str, float] | None) -> list[dict[str, Any]]:
     rows = []
     for name, f in scores.items():
-        row = {t("ex_col_method"): names[name], t("ex_col_deletion"): f.deletion_auc,
-               t("ex_col_insertion"): f.insertion_auc, t("ex_col_drop"): f.avg_drop, t("ex_col_increase"): f.increase}
+        # the verdict next to the method: at 1024 pixels the last column of a wide table was cut off
+        row = {t("ex_col_method"): names[name], t("ex_col_verdict"): _verdict(scores, name, names),
+               t("ex_col_deletion"): f.deletion_auc, t("ex_col_insertion"): f.insertion_auc,
+               t("ex_col_drop"): f.avg_drop, t("ex_col_increase"): f.increase}
         if infidelity is not None:
             row[t("ex_col_infidelity")] = infidelity[name]
-        row[t("ex_col_verdict")] = _verdict(scores, name, names)
         rows.append(row)
     return rows
 
