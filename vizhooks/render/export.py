@@ -67,4 +67,4 @@ def _new_file(path: Path) -> tuple[int, str]:
             return os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_BINARY", 0), 0o666), tmp
         except FileExistsError:
             continue
-    raise FileExistsError(errno.EEXIST, "no free name for a temporary file", os.fspath(path))
+    raise FileExistsError(errno.EEXIST, os.strerror(errno.EEXIST), os.fspath(path))  # 100 names taken: no way on
