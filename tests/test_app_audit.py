@@ -126,6 +126,25 @@ def test_a_sample_folder_of_untaught_classes_offers_to_teach_them_first(lang, mo
     assert at.button(key="teach_example").label == texts["teach_example"]  # the Teach view's own way in
 
 
+def test_the_button_asks_before_it_replaces_photos_and_a_locked_view_offers_none(monkeypatch):
+    """Review 2026-12-06: the button replaces the Teach view's classes and photos, so with photos held it sits
+    in a pop-over that says so; a teacher's link that fixes the view (?hide=view) gets the sentence without
+    a button that would lead where the visitor cannot come back from."""
+    monkeypatch.setenv("VIZHOOKS_AUDIT_DIRS", "")
+    at = choose_view(open_page(lang="en", size="128"), "audit")
+    assert EN["teach_example_replaces"] not in [c.value for c in at.caption]  # nothing to lose: a plain button
+    at.session_state["_teach_photos"] = [[("d1", b"x")], [], [], [], [], []]
+    at.run()
+    ok(at)
+    assert EN["teach_example_replaces"] in [c.value for c in at.caption]
+    assert at.button(key="audit_teach_example").label == EN["audit_teach_example"]
+    locked = open_page(lang="en", size="128", view="audit", hide="view")
+    ok(locked)
+    said = listed(_lesson_classes())
+    assert [i.value for i in locked.info] == [EN["audit_teach_first_locked"].format(model="resnet18", classes=said)]
+    assert not [b for b in locked.button if b.key == "audit_teach_example"]
+
+
 @pytest.mark.slow
 def test_the_lessons_classes_taught_from_the_button_are_audited(monkeypatch):
     """The way the sentence shows, to its end: teach the lesson's classes, train, and the Audit view then

@@ -96,3 +96,7 @@ def test_an_upload_that_is_no_picture_is_named_and_left_out(lang):
     named = [w.value for w in at.warning if ".png" in w.value]  # the other warning: the random weights' banner
     assert named == [texts["concepts_not_image"].format(file="notes.png", reason=why)]
     assert at.toggle(key="cc_run").label == in_language(lang, lambda: t("concepts_run", n=1))
+    # the session keeps each upload's answer, never a traceback (its frames hold every upload's bytes)
+    kept = at.session_state["_cc_checked"]
+    assert sorted(v is None for v in kept.values()) == [False, True]
+    assert all(v is None or v.__traceback__ is None for v in kept.values())

@@ -379,3 +379,22 @@ def test_an_out_that_cannot_be_a_folder_is_said_before_the_long_work(tmp_path, c
                         "64", "--out", taken / "under")  # under a file: no folder can be made there
     assert code == 1 and err.strip().splitlines()[-1].startswith(f"vizhooks: error: {taken / 'under'}: "), err
     assert taken.read_bytes() == b"a file of the user's"
+
+
+def test_visualize_below_a_models_least_size_says_at_least(tmp_path, capsys, monkeypatch):
+    """Review 2026-12-06: a --size under the model's least size is raised to it, which is not "needs N x N"
+    (a ViT's one size): the line says "at least"."""
+    from PIL import Image
+
+    from vizhooks.i18n import t
+    from vizhooks.models.registry import input_spec
+
+    least = input_spec("inception_v3").min_size
+    assert not input_spec("inception_v3").fixed_size and least > 64
+    monkeypatch.setattr("vizhooks.atlas.visualize_channels",
+                        lambda model, layer, channels, size, **k: [Image.new("RGB", (size, size))] * len(channels))
+    code, out, err = _run(capsys, "visualize", "--model", "inception_v3", "--weights", "none", "--layer",
+                          "Conv2d_1a_3x3", "--size", "64", "--steps", "1", "--out", tmp_path)
+    assert code == 0, err
+    assert t("cli_visualize_size_least", name="inception_v3", side=least, asked=64) in err.splitlines()
+    assert Image.open(out.split()[0]).size == (least, least)

@@ -36,7 +36,7 @@ def _run(*argv: object) -> int:
 
 
 def _rows(path) -> list[dict[str, str]]:
-    with open(path, newline="", encoding="utf-8") as f:
+    with open(path, newline="", encoding="utf-8-sig") as f:  # -sig: a table a spreadsheet saved again, too
         return list(csv.DictReader(f))
 
 
@@ -81,6 +81,8 @@ def test_a_second_run_continues_where_the_first_stopped(photos, tmp_path, monkey
     monkeypatch.setattr(cli, "_explain_rows", failing_second)
     assert _run(*args) == 130
     assert [r["photo"] for r in _rows(out)] == ["cats/chelsea.jpg"]  # the finished photo is kept
+    # opened and saved again by a spreadsheet, which starts UTF-8 with a byte-order mark: still the table
+    out.write_text(out.read_text(encoding="utf-8"), encoding="utf-8-sig")
     monkeypatch.setattr(cli, "_explain_rows", lambda *a: calls.append(a[2]) or real(*a))
     calls.clear()
     assert _run(*args) == 0

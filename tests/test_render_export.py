@@ -33,6 +33,14 @@ def test_a_new_file_has_the_permissions_open_gives_it(tmp_path, umask, mask):
     assert stat.S_IMODE(written.stat().st_mode) == 0o666 & ~mask
 
 
+def test_a_file_written_again_keeps_its_permissions(tmp_path, umask):
+    umask(0o022)
+    target = write_atomic(tmp_path / "my_model.pth", b"first")
+    target.chmod(0o600)  # the owner made it private
+    write_atomic(target, b"second")
+    assert stat.S_IMODE(target.stat().st_mode) == 0o600 and target.read_bytes() == b"second"
+
+
 def test_the_file_is_replaced_whole_and_no_part_file_is_left(tmp_path):
     target = tmp_path / "grid.png"
     target.write_bytes(b"old")

@@ -530,7 +530,8 @@ def _visualize(args: argparse.Namespace) -> int:
     _output_folder(args.out)
     size = bundle.input.fixed_size or max(args.size, bundle.input.min_size)  # a ViT's size, another's least
     if size != args.size:
-        print(t("cli_visualize_size_used", name=display_name(bundle.name), side=size, asked=args.size), file=sys.stderr)
+        key = "cli_visualize_size_used" if bundle.input.fixed_size else "cli_visualize_size_least"
+        print(t(key, name=display_name(bundle.name), side=size, asked=args.size), file=sys.stderr)
     images = visualize_channels(bundle.model, args.layer, channels, size=size, steps=args.steps, seed=args.seed,
                                 progress=bar if args.steps else None, mean=bundle.mean, std=bundle.std)
     if args.steps:
@@ -687,7 +688,7 @@ def _done_rows(path: os.PathLike[str], header: list[str]) -> set[tuple[str, str]
     import csv
 
     try:
-        with open(path, newline="", encoding="utf-8") as f:
+        with open(path, newline="", encoding="utf-8-sig") as f:  # -sig: the table saved again by a spreadsheet
             rows = list(csv.reader(f))
     except (UnicodeDecodeError, csv.Error):  # a photo or another binary file given as --out: left as it is
         raise UsageError(t("cli_explain_not_scores", path=path)) from None

@@ -6,6 +6,7 @@ import errno
 import io
 import os
 import secrets
+import stat
 from pathlib import Path
 
 import numpy as np
@@ -33,10 +34,11 @@ def _chw(t: torch.Tensor) -> np.ndarray:
 
 
 def write_atomic(path: str | os.PathLike, data: bytes) -> Path:
-    """Write ``data`` to ``path`` through a temporary file, so a crash never leaves half a file. The file
-    gets the permissions any new file gets here (0666 less the umask: readable by the group and others
-    under the usual 022), not the owner-only ones of ``tempfile.mkstemp``: an atlas or a lesson written
-    into a shared folder stays readable by whoever shares it.
+    """Write ``data`` to ``path`` through a temporary file, so a stopped or failed program never leaves half
+    a file. A new file gets the permissions any new file gets here (0666 less the umask: readable by the
+    group and others under the usual 022), not the owner-only ones of ``tempfile.mkstemp``, so an atlas or a
+    lesson written into a shared folder stays readable by whoever shares it; a file written again keeps its
+    own.
 
     Raises:
         OSError: the folder cannot be made or written to; its ``filename`` is ``path`` (or the folder),
@@ -47,6 +49,8 @@ def write_atomic(path: str | os.PathLike, data: bytes) -> Path:
     tmp = None
     try:
         fd, tmp = _new_file(path)
+        if path.is_file():
+            os.chmod(fd, stat.S_IMODE(path.stat().st_mode))
         with os.fdopen(fd, "wb") as fh:
             fh.write(data)
         os.replace(tmp, path)

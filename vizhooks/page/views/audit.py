@@ -28,7 +28,7 @@ from vizhooks.page.results import cached, get_bundle, model_option
 from vizhooks.page.taught import is_taught
 from vizhooks.page.texts import language, listed, nt, t
 from vizhooks.page.views import View
-from vizhooks.page.views.teach import use_example
+from vizhooks.page.views.teach import example_button
 from vizhooks.page.widgets import fraction, keep_valid, progress_bar
 from vizhooks.render.figures import channel_overlay, confusion_figure, figure_to_png, image_to_png
 
@@ -155,8 +155,12 @@ def _teach_first(model: str, folder: Path) -> None:
     """The lesson's sample folders hold classes an ImageNet model was never taught (circle, triangle): the
     way on is to teach them first, which one button prepares in the Teach view."""
     shown = model_option(model, language()) if is_taught(model) else display_name(model)
-    st.info(t("audit_teach_first", model=shown, classes=listed(class_folders(folder))))
-    st.button(t("audit_teach_example"), key="audit_teach_example", on_click=use_example, type="primary")
+    classes = listed(class_folders(folder))
+    if "view" in (st.session_state.get("hide") or ()):  # a teacher's link fixed the view: no way to Teach and back
+        st.info(t("audit_teach_first_locked", model=shown, classes=classes))
+        return
+    st.info(t("audit_teach_first", model=shown, classes=classes))
+    example_button(st, t("audit_teach_example"), "audit_teach_example", type="primary")
 
 
 def _summary(found: Audit) -> None:

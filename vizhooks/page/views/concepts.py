@@ -54,8 +54,8 @@ def _readable(files: list[tuple[str, bytes]]) -> list[tuple[str, bytes]]:
             try:
                 load_image(data)
                 checked[digest] = None
-            except InvalidImageError as exc:
-                checked[digest] = exc
+            except InvalidImageError as exc:  # kept without its traceback, whose frames hold every upload's bytes
+                checked[digest] = exc.with_traceback(None)
         if checked[digest] is None:
             readable.append((digest, data))
         else:

@@ -12,6 +12,7 @@ from __future__ import annotations
 import functools
 import io
 from pathlib import Path
+from typing import Any
 
 import streamlit as st
 from PIL import Image
@@ -114,6 +115,17 @@ def example_dir() -> Path:
     return samples_dir() / "shortcut" / "teach"
 
 
+def example_button(slot: Any, label: str, key: str, **kwargs: Any) -> None:
+    """The button that brings the lesson's classes (:func:`use_example`). It replaces the classes and photos
+    held: when there are some, it sits in a pop-over that says so, so one stray click loses nothing."""
+    if not any(photos()):
+        slot.button(label, key=key, on_click=use_example, **kwargs)
+        return
+    with slot.popover(label):
+        st.caption(t("teach_example_replaces"))
+        st.button(label, key=key, on_click=use_example, **kwargs)
+
+
 def use_example() -> None:
     """A button's callback: the Teach view opens with the lesson's classes (:func:`_fill_example`, in the
     run, where sentences are in the page's language). The Audit view offers it when its sample folders hold
@@ -211,8 +223,8 @@ def _add_photos(n: int) -> None:
         add(i, [(name, read_sample(name))])
         st.rerun()
     if example_dir().is_dir():
-        sample.button(t("teach_example"), key="teach_example", on_click=use_example,
-                      help=t("teach_example_help", classes=listed(class_folders(example_dir()))))
+        example_button(sample, t("teach_example"), "teach_example",
+                       help=t("teach_example_help", classes=listed(class_folders(example_dir()))))
     if shot is not None:
         add(i, [("snapshot", shot.getvalue())])
         st.rerun()
