@@ -825,7 +825,7 @@ def _audit(args: argparse.Namespace) -> int:
     from vizhooks.interpret.methods import METHODS
 
     folder, out = Path(args.folder), Path(args.out)
-    class_folders(folder)  # the folder's and the method's refusals before a model is loaded
+    classes = list(class_folders(folder))  # the folder's and the method's refusals before a model is loaded
     if args.method not in METHODS:
         raise UsageError(t("cli_audit_unknown_method", method=args.method, methods=listed(METHODS)))
     clusters: int | str = args.clusters
@@ -844,7 +844,7 @@ def _audit(args: argparse.Namespace) -> int:
     if args.layer:  # refusals before the output folder is made: a corrected run then starts afresh there
         resolve_layers(bundle.model, [args.layer])
     if bundle.categories:
-        match_classes(list(class_folders(folder)), bundle.categories, len(bundle.categories), folder)
+        match_classes(classes, bundle.categories, len(bundle.categories), folder)
     out.mkdir(parents=True, exist_ok=True)
     columns = ["path", "label", "predicted", "predicted_index", "confidence", "correct"]
     writer: list[pq.ParquetWriter] = []
