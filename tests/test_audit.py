@@ -203,6 +203,7 @@ def test_wordnet_ids_and_indices_name_classes(tmp_path):
     ("make", "words"),
     [
         (lambda root: root / "nowhere", "no folder"),
+        (lambda root: picture(0).save(root / "a.png") or root / "a.png", "a.png is a file; give a folder"),
         (lambda root: root, "no class sub-folders"),
         (lambda root: (root / "cat").mkdir() or root, "holds no pictures"),
         (lambda root: (root / "zebra").mkdir() or picture(0).save(root / "zebra" / "a.png") or root,

@@ -82,6 +82,7 @@ def test_a_stopped_run_keeps_the_batches_it_finished(tmp_path, capsys, monkeypat
     ("argv", "words"),
     [
         (["nowhere"], "There is no folder at"),
+        (["{photos}/0/p0.png"], "p0.png is a file; give a folder with one sub-folder"),
         (["{empty}"], "has no class sub-folders"),
         (["{photos}", "--clusters", "many"], "--clusters must be auto"),
         (["{photos}", "--engine", "spark"], "invalid choice"),

@@ -85,6 +85,8 @@ def test_default_layers(tmp_path, capsys):
     (["{photo}", "--frobnicate"], "unrecognized"),
     ([], "Give an image"),
     (["--download-weights", "vgg17"], "--list-models"),
+    (["explian"], "did you mean `python -m vizhooks explain`?"),
+    (["exemplar", "{missing}"], "did you mean `python -m vizhooks exemplars`?"),
 ])
 def test_bad_input_exits_2_with_one_line(tmp_path, capsys, argv, needle):
     text = tmp_path / "notes.jpg"
@@ -99,6 +101,15 @@ def test_bad_input_exits_2_with_one_line(tmp_path, capsys, argv, needle):
     assert len(lines) == 1 and lines[0].startswith("vizhooks: error:"), err
     assert needle.lower() in lines[0].lower()
     assert not (tmp_path / "o").exists()
+
+
+def test_a_file_named_like_a_command_is_the_photo_not_a_misspelling(tmp_path, capsys, monkeypatch):
+    """Only a first word that names no file is taken for a mistyped command: a file `explian` is the maps form's
+    photo (here a text file, refused as one)."""
+    monkeypatch.chdir(tmp_path)
+    Path("explian").write_text("notes\n")
+    code, out, err = _run(capsys, "explian", "--weights", "none", "--out", str(tmp_path / "o"))
+    assert code == 2 and "text file" in err and "did you mean" not in err
 
 
 def test_failed_download_exits_2(monkeypatch, capsys):

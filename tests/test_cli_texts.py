@@ -399,6 +399,7 @@ def test_a_weights_file_the_model_cannot_use_is_said_in_chinese(tmp_path, capsys
         files["other"]: ZH["err_weights_looks_like"].format(src=files["other"], name="resnet18", guess="mobilenet_v2"),
         files["plain"]: ZH["err_weights_not_tensors"].format(path=files["plain"]),
         files["objects"]: ZH["err_weights_file_objects"].format(path=files["objects"]),
+        ROOT / "sample_images" / "chelsea.jpg": ZH["err_weights_file_not_torch"].format(path=photo),  # the photo
         # the first kind of mismatch is said: its count, its first key (and both shapes of a wrong shape)
         files["short"]: ZH["err_weights_missing_keys"].format(src=files["short"], name="resnet18", missing=1,
                                                               first="layer4.1.conv2.weight"),
@@ -418,7 +419,8 @@ def test_a_weights_file_the_model_cannot_use_is_said_in_chinese(tmp_path, capsys
     i18n.set_language("en")
     for path, sentence in ((tmp_path / "none.pth", f"Weights file {tmp_path / 'none.pth'} does not exist."),
                            (files["other"], f"Weights file {files['other']} does not fit resnet18: it looks like a "
-                                            "mobilenet_v2 checkpoint; ")):
+                                            "mobilenet_v2 checkpoint; "),
+                           (Path(photo), f"Weights file {photo} is not a PyTorch checkpoint (a .pth or .pt file")):
         assert main([photo, "--weights", str(path), "--layers", "layer1", "--out", str(tmp_path / "o")]) == 2
         assert capsys.readouterr().err.strip().splitlines()[-1].startswith(f"vizhooks: error: {sentence}")
 
@@ -557,7 +559,8 @@ def test_a_code_the_catalogue_does_not_have_leaves_the_refusal_in_its_own_words(
 
 #: Bad command lines that make argparse itself refuse, and argparse's own words for each (Python 3.11).
 ARGPARSE_REFUSALS = (
-    (["--size", "abc"], "argument --size: --size must be a whole number"),  # our sentence after its frame
+    (["--size", "abc"], "--size must be a whole number"),  # our sentence names the flag: no frame repeating it
+    (["--size", "100000"], "--size must be from 32 to 1024, not 100000 ("),
     (["--order", "zz"], "argument --order: invalid choice: 'zz' (choose from 'index', 'mean', 'max')"),
     (["exemplars"], "the following arguments are required: folder"),
     (["--bogus"], "unrecognized arguments: --bogus"),
@@ -576,7 +579,8 @@ def _refusal(capsys, argv: list[str]) -> str:
 @pytest.mark.parametrize(("argv", "words"), ARGPARSE_REFUSALS)
 def test_argparse_refusals_in_chinese_keep_no_english_frame(capsys, argv, words):
     """argparse's own words ("argument --size:", "invalid choice", "the following arguments are required")
-    are Chinese in a Chinese command line; in English the line is argparse's, word for word."""
+    are Chinese in a Chinese command line; in English the line is argparse's, word for word (a refusal of ours
+    that names its flag stands without argparse's "argument --size:" before it)."""
     i18n.set_language("en")
     assert _refusal(capsys, argv).startswith(f"vizhooks: error: {words}")
     i18n.set_language("zh")

@@ -395,6 +395,9 @@ def test_conv1_boxes_in_original_pixels(tmp_path, resnet18):
         made = build_atlas(tmp_path, resnet18, ["conv1"], inside, top=3, size=SIZE, progress=False)
         assert made.manifest["images"] == 3 and made.manifest["skipped"] == []
         assert [e.box for e in made.top("conv1", 5)] == [e[4] for e in top.entries(5)]
+    # QA 2026-12-06: a second atlas into another folder read the first one's 3 x 64 crops as photos
+    again = build_atlas(tmp_path, resnet18, ["conv1"], tmp_path / "atlas2", top=3, size=SIZE, progress=False)
+    assert again.manifest["images"] == 3
 
 
 def test_conv1_boxes_of_a_squashed_model_cover_the_whole_picture(tmp_path, resnet18):

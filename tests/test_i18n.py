@@ -41,6 +41,18 @@ def test_locale_decides_without_a_link():
         ["zh-Hant", "zh-Hant", "zh-Hant", "zh", "zh"]
 
 
+@pytest.mark.parametrize(("value", "lang"), [("zh", "zh"), ("zh_CN", "zh"), ("zh_CN.UTF-8", "zh"), ("ZH", "zh"),
+                                             ("zh-Hant", "zh-Hant"), ("zh_TW.UTF-8", "zh-Hant"), ("en_US", "en"),
+                                             ("fr", "en"), ("", "en")])
+def test_vizhooks_lang_is_read_as_a_locale(monkeypatch, value, lang):
+    """VIZHOOKS_LANG as a shell's locale writes it (zh_CN.UTF-8, ZH) is that language, not English in silence."""
+    from vizhooks import i18n
+
+    monkeypatch.setattr(i18n, "_current", i18n.contextvars.ContextVar("vizhooks_test_lang", default=None))
+    monkeypatch.setenv("VIZHOOKS_LANG", value)
+    assert i18n.language() == lang
+
+
 VIEWS = ("maps", "inspector", "atlas", "gradients", "gradcam", "backward", "table", "intervene", "compare", "code")
 
 

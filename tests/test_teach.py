@@ -306,6 +306,14 @@ def test_cli_refuses_a_folder_with_one_class(tmp_path, capsys):
     assert not (tmp_path / "m.pth").exists()
 
 
+def test_cli_says_a_photo_given_for_the_folder_is_a_file(tmp_path, capsys):
+    """QA 2026-12-06: a photo given where the class folder goes was "There is no folder at PHOTO"."""
+    shape_photos(2)["disc"][0].save(tmp_path / "a.png")
+    code, _, stderr = run_cli(capsys, "teach", tmp_path / "a.png", "--weights", "none", "--out", tmp_path / "m.pth")
+    assert code == 2 and stderr.strip() == (f"vizhooks: error: {tmp_path / 'a.png'} is a file; give a folder with one "
+                                            "sub-folder of pictures per class.")
+
+
 def test_held_out_predictions_are_counted_once(taught):
     assert np.all(taught.confusion >= 0)
     assert len(taught.per_class) == 3 and all(0 <= a <= 1 for a in taught.per_class)

@@ -4,6 +4,7 @@ Ray session and to size its pool of model actors, so the three engines behave al
 from __future__ import annotations
 
 import contextlib
+import logging
 import os
 from collections.abc import Callable, Iterator
 from pathlib import Path
@@ -25,14 +26,20 @@ def connect(workers: int, missing: Callable[[], Exception]) -> tuple[Any, bool]:
         return ray, False
     env = {"py_modules": [PACKAGE]}
     address = os.environ.get("RAY_ADDRESS")
-    # ray's hint says int, but it takes level names (its own default is "info")
+    # Ray's own lines (its token set-up, for one) are not the command's: the engines say their progress and
+    # their failures themselves. Ray's hint says int, but it takes level names.
     if address:
-        ray.init(address=address, runtime_env=env, logging_level="WARNING")  # type: ignore[arg-type]
+        ray.init(address=address, runtime_env=env, logging_level="ERROR")  # type: ignore[arg-type]
     else:
         ray.init(num_cpus=workers or None, include_dashboard=False, runtime_env=env,
-                 logging_level="WARNING",  # type: ignore[arg-type]
+                 logging_level="ERROR",  # type: ignore[arg-type]
                  _node_ip_address="127.0.0.1")  # a Ray of this machine only
     return ray, True
+
+
+def pool(ray: Any, count: int) -> dict[str, Any]:
+    """Ray Data's ``map_batches`` arguments for a fixed pool of ``count`` model actors, each on one CPU."""
+    return {"compute": ray.data.ActorPoolStrategy(size=count), "num_cpus": 1}
 
 
 def actors(ray: Any, workers: int) -> tuple[int, int]:
@@ -51,6 +58,8 @@ def session(workers: int, missing: Callable[[], Exception]) -> Iterator[Any]:
     from ray.data import DataContext
 
     DataContext.get_current().enable_progress_bars = False
+    # Ray Data's lines on stderr ("Starting execution of Dataset ...", "Progress bars disabled ...")
+    logging.getLogger("ray.data").setLevel(logging.ERROR)
     try:
         yield ray
     finally:

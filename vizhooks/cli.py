@@ -152,6 +152,8 @@ def _argparse_words(message: str) -> str:
             values = found.groupdict()
             if "message" in values:
                 values["message"] = _argparse_words(values["message"])
+                if values["message"].startswith(tuple(f"{flag} " for flag in values["flag"].split("/"))):
+                    return values["message"]  # our own refusal names its flag: "--size must be from 32 ..."
             return t(key, **values)
     return message
 
@@ -600,7 +602,8 @@ def _teach(args: argparse.Namespace) -> int:
 
     folder = Path(args.folder)
     if not folder.is_dir():
-        raise UsageError(t("cli_no_folder", folder=folder))
+        raise UsageError(t("err_audit_is_file", folder=folder) if folder.exists()
+                         else t("cli_no_folder", folder=folder))
     if args.torchscript and Path(args.torchscript).resolve() == Path(args.out).resolve():
         raise UsageError(t("cli_teach_same_file", out=args.out))
     classes = sorted(d for d in folder.iterdir() if d.is_dir() and not d.name.startswith("."))
@@ -1113,6 +1116,8 @@ def main(argv: Sequence[str] | None = None, commands: Sequence[Command] = COMMAN
             build_parser(commands).parse_args(argv)  # prints the help or the version and exits
         # A command name first selects it; any other first word (a file, an option) is the maps form.
         name = argv[0] if argv[:1] and argv[0] in by_name else commands[0].name
+        if argv[:1] and name != argv[0]:
+            _misspelt_command(argv[0], list(by_name))
         rest = argv[1:] if argv[:1] == [name] else argv
         return by_name[name].run(command_parser(name, commands).parse_args(rest))
     except (UsageError, InvalidImageError, InvalidVideoError, WeightsError, UnknownLayerError, ValueError) as exc:
@@ -1124,6 +1129,18 @@ def main(argv: Sequence[str] | None = None, commands: Sequence[Command] = COMMAN
     except KeyboardInterrupt:
         print(t("cli_interrupted"), file=sys.stderr)
         return 130
+
+
+def _misspelt_command(word: str, names: list[str]) -> None:
+    """Refuse a first word that is no file but close to a command's name (``explian``, ``exemplar``): the maps
+    form would call it a missing photo, or an unexpected argument, without naming the command meant."""
+    import difflib
+
+    if word.startswith("-") or os.path.lexists(word):
+        return
+    close = difflib.get_close_matches(word.lower(), names, n=1, cutoff=0.75)
+    if close:
+        raise UsageError(t("cli_misspelt_command", word=word, name=close[0], prog=PROG))
 
 
 def _os_refusal(exc: OSError) -> str:

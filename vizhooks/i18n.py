@@ -135,9 +135,15 @@ def set_language(lang: str) -> None:
 
 
 def language() -> str:
-    """This thread's language: the page's choice, else ``VIZHOOKS_LANG``, else English."""
-    lang = _current.get() or os.environ.get("VIZHOOKS_LANG", SOURCE)
-    return lang if lang in languages() else SOURCE
+    """This thread's language: the page's choice, else ``VIZHOOKS_LANG`` read as a locale (``zh``, ``zh_CN``,
+    ``zh_CN.UTF-8``, ``ZH``, ``zh_TW``: see :func:`language_from_locale`), else English."""
+    lang = _current.get()
+    return lang if lang in languages() else _env_language(os.environ.get("VIZHOOKS_LANG", SOURCE))
+
+
+@functools.lru_cache(maxsize=8)
+def _env_language(value: str) -> str:
+    return language_from_locale(value.split(".")[0].split("@")[0])
 
 
 def language_from_locale(locale: str | None) -> str:

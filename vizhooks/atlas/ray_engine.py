@@ -13,7 +13,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
-from vizhooks._ray import actors, session
+from vizhooks._ray import actors, pool, session
 from vizhooks.atlas.scan import scan_paths
 from vizhooks.atlas.state import AtlasError, Job, PartialAtlas, RateLine
 from vizhooks.models.registry import ModelBundle
@@ -95,7 +95,7 @@ def run_ray(job: Job, todo: list[str], state: PartialAtlas, *, workers: int, sav
         args = (str(job.root), job.names, job.top, job.size, job.batch, job.rank, job.target)
         dataset = ray.data.from_items([{"shard": i} for i in range(len(shards))], override_num_blocks=len(shards))
         parts = dataset.map_batches(
-            _ShardScanner, batch_size=1, concurrency=count, num_cpus=1, num_gpus=1 if gpus else 0,
+            _ShardScanner, batch_size=1, **pool(ray, count), num_gpus=1 if gpus else 0,
             fn_constructor_kwargs={"bundle_ref": ray.put(job.bundle), "gpu": bool(gpus), "shards": shards,
                                    "args": args})
         merged, handled, line = 0, 0, RateLine(len(todo), progress)

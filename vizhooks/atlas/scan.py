@@ -17,6 +17,9 @@ from vizhooks._hooks import check_ran, hooked, model_device
 from vizhooks.atlas.receptive import ReceptiveField, receptive_fields
 from vizhooks.atlas.state import (
     IMAGE_EXTENSIONS,
+    INDEX,
+    MANIFEST,
+    PROGRESS,
     AtlasError,
     Job,
     PartialAtlas,
@@ -36,8 +39,10 @@ __all__ = ["Buckets", "Files", "Prepare", "as_list", "fold", "list_images", "sca
 def list_images(folder: str | os.PathLike, exclude: str | os.PathLike | None = None) -> list[str]:
     """Image files under ``folder``, recursively, as sorted relative POSIX paths.
 
-    A file counts by its extension (``IMAGE_EXTENSIONS``, any case); hidden files and folders and
-    the folder ``exclude`` (an atlas being written inside ``folder``) are left out.
+    A file counts by its extension (``IMAGE_EXTENSIONS``, any case); hidden files and folders, the
+    folder ``exclude`` (an atlas being written inside ``folder``) and any other atlas inside it (a folder
+    holding an atlas's ``manifest.json`` and ``index.parquet``, or its unfinished ``progress.npz``: its crops
+    are not the photos) are left out.
 
     Args:
         folder: where to look.
@@ -55,10 +60,15 @@ def list_images(folder: str | os.PathLike, exclude: str | os.PathLike | None = N
     found = []
     for here, dirs, files in os.walk(root):
         base = Path(here)
-        dirs[:] = [d for d in dirs if not d.startswith(".") and (skip is None or (base / d).resolve() != skip)]
+        dirs[:] = [d for d in dirs if not d.startswith(".") and (skip is None or (base / d).resolve() != skip)
+                   and not _is_atlas(base / d)]
         found += [(base / f).relative_to(root).as_posix() for f in files
                   if not f.startswith(".") and f.lower().endswith(IMAGE_EXTENSIONS)]
     return sorted(found)
+
+
+def _is_atlas(folder: Path) -> bool:
+    return ((folder / MANIFEST).is_file() and (folder / INDEX).is_file()) or (folder / PROGRESS).is_file()
 
 
 class Prepare:

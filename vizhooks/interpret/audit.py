@@ -195,6 +195,9 @@ def class_folders(folder: str | Path) -> dict[str, list[Path]]:
         AuditError: no such folder, no class sub-folders, or a class sub-folder without pictures.
     """
     root = Path(folder)
+    if root.exists() and not root.is_dir():
+        raise AuditError(f"{root} is a file; give a folder with one sub-folder of pictures per class.",
+                         "audit_is_file", folder=str(root))
     if not root.is_dir():
         raise AuditError(f"There is no folder at {root}; give a folder with one sub-folder of pictures per class.",
                          "audit_no_folder", folder=str(root))

@@ -47,7 +47,7 @@ from PIL import Image
 from torch import nn
 
 from vizhooks._hooks import check_input, check_ran, first_tensor, hooked, model_device
-from vizhooks._ray import actors, session
+from vizhooks._ray import actors, pool, session
 from vizhooks.errors import CodedError
 from vizhooks.i18n import Names
 from vizhooks.models.images import (
@@ -450,7 +450,7 @@ def _ray_pass(spec: _Input, name: str, plan: list[tuple[int, ImageLike, list[Box
         shipped = spec.model if spec.device.type == "cpu" else copy.deepcopy(spec.model).cpu()
         worker_spec = dataclasses.replace(spec, model=shipped, device=torch.device("cpu"), bundle=None)
         parts = dataset.map_batches(
-            _ShardPass, batch_size=1, concurrency=min(count, len(shards)), num_cpus=1, num_gpus=1 if gpus else 0,
+            _ShardPass, batch_size=1, **pool(ray, min(count, len(shards))), num_gpus=1 if gpus else 0,
             fn_constructor_kwargs={"spec_ref": ray.put(worker_spec), "name": name, "batch_size": batch_size,
                                    "gpu": bool(gpus)})
         found: dict[int, np.ndarray] = {}

@@ -131,6 +131,16 @@ def fix_keys(state: Mapping[str, torch.Tensor]) -> dict[str, torch.Tensor]:
     return {(_DENSENET_OLD_KEY.sub(r"\1\2", k)): v for k, v in state.items()}
 
 
+def _looks_like_checkpoint(path: Path) -> bool:
+    """Whether ``path`` starts as torch.save's files do: a zip archive, or (before PyTorch 1.6) a pickle."""
+    try:
+        with path.open("rb") as fh:
+            start = fh.read(4)
+    except OSError:
+        return True
+    return start.startswith((b"PK\x03\x04", b"\x80"))
+
+
 def read_state_dict(path: str | os.PathLike) -> dict[str, torch.Tensor]:
     """Read a state_dict file safely (``weights_only=True``: no arbitrary unpickling).
 
@@ -147,7 +157,10 @@ def read_state_dict(path: str | os.PathLike) -> dict[str, torch.Tensor]:
         obj = torch.load(path, map_location="cpu", weights_only=True)
     except Exception as exc:  # torch raises many types for bad files; all mean "unusable"
         if "weights_only" in str(exc) or "Unsupported global" in str(exc):
-            raise WeightsError(code="weights_file_objects", path=str(path)) from None
+            # torch says "weights only load failed" for any file that is no pickle at all (a photo, a text): only a
+            # checkpoint (a zip from torch.save, or the old format's pickle) can hold Python objects
+            code = "weights_file_objects" if _looks_like_checkpoint(path) else "weights_file_not_torch"
+            raise WeightsError(code=code, path=str(path)) from None
         reason = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
         # the system's reason (a file it will not let us read) is said in the CLI's language; torch's own stays
         spoken = OSReason.of(exc) if isinstance(exc, OSError) and exc.strerror else reason[:160]
