@@ -14,6 +14,7 @@ from pathlib import Path
 import streamlit as st
 
 from vizhooks.analysis import image_digest
+from vizhooks.models.registry import list_models, operator_listed
 from vizhooks.page.classes import (
     apply_teacher,
     class_bar,
@@ -55,7 +56,11 @@ def main() -> None:
     header()  # title and the Present switch
     bad = st.session_state.get("_url_notices")
     if bad:
-        st.info(t("url_notice", items=", ".join(f"{k}={v}" for k, v in bad)))
+        # why, for the value a teacher's link most often holds: a model this server's menu lacks (an operator's entry
+        # that no longer loads is in the menu, and the sidebar says why)
+        model = next((v for k, v in bad if k == "model" and v not in list_models() and not operator_listed(v)), None)
+        st.info(t("url_notice", items=", ".join(f"{k}={v}" for k, v in bad))
+                + ("" if model is None else "\n\n" + t("url_model_not_offered", model=model)))
     class_bar()
     if choices.refused is not None:  # the chosen model's layers cannot be listed: said as a load failure is
         st.error(t("bad_model", reason=reason(choices.refused)))

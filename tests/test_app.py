@@ -161,16 +161,27 @@ def _exif_rotated_jpeg() -> bytes:
     return buf.getvalue()
 
 
-@pytest.mark.parametrize("name,data,expected", [
-    ("chelsea.jpg", (ROOT / "sample_images" / "chelsea.jpg").read_bytes(), "337 × 224"),
-    ("gray.png", _png("L", (100, 50), 128), "448 × 224"),
-    ("rgba.png", _png("RGBA", (50, 100), (255, 0, 0, 0)), "224 × 448"),
-    ("rotated.jpg", _exif_rotated_jpeg(), "448 × 224"),  # stored 40 x 80, shown 80 x 40
+@pytest.mark.parametrize("name,data,expected,source", [
+    ("chelsea.jpg", (ROOT / "sample_images" / "chelsea.jpg").read_bytes(), "337 × 224", None),
+    ("gray.png", _png("L", (100, 50), 128), "448 × 224", "100 × 50"),
+    ("rgba.png", _png("RGBA", (50, 100), (255, 0, 0, 0)), "224 × 448", "50 × 100"),
+    ("rotated.jpg", _exif_rotated_jpeg(), "448 × 224", "80 × 40"),  # stored 40 x 80, shown 80 x 40
+    ("dot.png", _png("RGB", (1, 1), (200, 0, 0)), "224 × 224", "1 × 1"),
 ])
-def test_good_uploads(name, data, expected):
+def test_good_uploads(name, data, expected, source):
+    """Each upload as the model saw it; one enlarged more than 4 times (QA 2026-12-06: a 1 x 1 upload became
+    a red square with no word) says how small it was."""
     at = _upload(open_page(), name, data)
     ok(at)
     assert saw(at) == f"What the model saw: {expected} pixels"
+    small = [c.value for c in at.caption if "it was enlarged to" in c.value]
+    width, height = expected.split(" × ")
+    if source is None:
+        assert small == []
+    else:
+        source_w, source_h = source.split(" × ")
+        assert small == [":material/warning: " + EN["input_upscaled"].format(source_w=source_w, source_h=source_h,
+                                                                             width=width, height=height)]
     assert layer_headings(at) == TOUR
     assert "sample" not in at.query_params  # an upload cannot be shared by link
 

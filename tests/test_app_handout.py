@@ -110,9 +110,10 @@ def test_the_lesson_offers_the_notebook_and_the_handout_in_its_language(offered,
     assert found["lesson_take_home_html"].label == texts["handout_download_html"]
     assert all(found[k].url for k in ("lesson_take_home_ipynb", "lesson_take_home_html"))
     assert any(m.value == f"**{texts['handout_download']}**" for m in at.markdown)
-    took = [c.value for c in at.caption if re.fullmatch(texts["follow_ready"].replace("{seconds:.0f}", r"\d+"),
-                                                            c.value)]
+    took = [c.value for c in at.caption if re.fullmatch(texts["follow_ready"].replace("{seconds:.0f}", r"[1-9]\d*"),
+                                                            c.value) or c.value == texts["follow_ready_quick"]]
     assert len(took) == 2  # each file says how long it took
+    assert texts["follow_ready"].format(seconds=0.2) not in [c.value for c in at.caption]  # QA: "made in 0 s"
     assert [fmt for fmt, _ in calls] == ["ipynb", "html"]
 
     notebook = offered["vizhooks_lesson_resnet18_chelsea.ipynb"]

@@ -84,3 +84,23 @@ def test_a_class_the_model_lacks_is_reported_and_leaves_the_link(lang):
     sentence = {"en": EN, "zh": ZH}[lang]["target_out_of_range"].format(target=99999, n=1000, last=999)
     assert sentence in [i.value for i in at.info]
     assert "target" not in at.query_params and at.selectbox(key="target").value is None
+
+
+@pytest.mark.parametrize(("view", "query", "said", "check"), [
+    ("inspector", {"insp_layer": "conv1", "insp_channel": "99999"}, "insp_channel=99999",
+     lambda at: at.number_input(key="insp_channel").value == 63),
+    ("compare", {"pt_on": "1", "pt_layer": "conv1", "pt_part": "channels", "pt_channels": "99999,3"},
+     "pt_channels=99999",
+     lambda at: at.multiselect(key="pt_channels").value == [3]),
+])
+def test_a_value_too_large_for_the_layer_is_said_as_the_links_other_refusals(view, query, said, check):
+    """QA 2026-12-06: a channel the link's layer lacks was dropped in silence (the inspector showed the last
+    channel, Compare kept the rest), while a size or step out of range is listed in the notice."""
+    from vizhooks.page.texts import EN
+
+    at = open_page(view=view, layers=LAYERS, size="128", **query)
+    ok(at)
+    assert EN["url_notice"].format(items=said) in [i.value for i in at.info]
+    assert check(at)
+    at.run()  # the page's own value from now on: said once
+    assert EN["url_notice"].format(items=said) not in [i.value for i in at.info]

@@ -105,6 +105,20 @@ def test_visitors_cannot_name_a_file(tmp_path, monkeypatch):
     assert any("model=" in i.value for i in at.info)  # reported as ignored from the link
 
 
+@pytest.mark.parametrize("lang", ["en", "zh"])
+def test_a_link_to_a_model_the_menu_lacks_says_who_adds_models(lang):
+    """QA 2026-12-06: `?model=timm:resnet18` and `?model=hf:...` were "ignored from the link" with no reason;
+    a teacher now reads that the server's operator adds models."""
+    from vizhooks.page.texts import EN, ZH
+
+    texts = {"en": EN, "zh": ZH}[lang]
+    at = open_page(model="timm:resnet18", lang=lang, size="128", layers="conv1")
+    ok(at)
+    assert at.selectbox(key="model").value == "resnet18"
+    assert [i.value for i in at.info] == [texts["url_notice"].format(items="model=timm:resnet18") + "\n\n"
+                                          + texts["url_model_not_offered"].format(model="timm:resnet18")]
+
+
 @pytest.mark.parametrize("refusing", ["architecture_layers", "reference_hw"])
 def test_a_model_whose_input_rules_refuse_when_chosen_is_one_sentence(monkeypatch, refusing):
     """An operator's entry whose files changed after the menu listed it (its layers cannot be listed, as when its

@@ -104,6 +104,10 @@ def test_intervene_steers_along_a_concept_direction_as_the_library_and_a_hook_do
     ok(at)
     assert any(c.value.startswith(_prefix(texts, "steer_concept_caption")) for c in at.caption)
     concept = int(at.selectbox(key="iv_concept").value)
+    options = at.selectbox(key="iv_concept").options  # numbered from 1 by importance, as the Concepts view's cards
+    head = texts["steer_concept_option"].split("{")[0]
+    assert [o.removeprefix(head).split("（")[0].split(" ")[0] for o in options] == \
+        [str(n) for n in range(1, STEER_CONCEPTS + 1)]
     bundle = vz.load_model("resnet18", weights="none", device="cpu")
     x = _photo(bundle)
     with torch.no_grad():

@@ -341,12 +341,21 @@ def test_a_store_of_other_settings_is_refused(model, folder, tmp_path):
     audit(model, folder, layer="features", size=SIDE, batch_size=16, store=tmp_path / "s")
     with pytest.raises(AuditError) as err:
         audit(model, folder, layer="features", size=SIDE, map_size=8, store=tmp_path / "s")
-    assert err.value.code == "audit_store" and "map_size" in str(err.value)
+    assert err.value.code == "audit_store" and "(the map size)" in str(err.value)
     other = Planted()
     with torch.no_grad():
         other.head.weight.mul_(2)
-    with pytest.raises(AuditError, match="model"):
+    with pytest.raises(AuditError) as err:
         audit(other, folder, layer="features", size=SIDE, store=tmp_path / "s")
+    assert "(the model or its weights)" in str(err.value)
+    # QA 2026-12-06: in Chinese the settings were the store's English keys ("categories、model")
+    from vizhooks import i18n
+
+    i18n.set_language("zh")
+    try:
+        assert "（模型或它的权重）" in i18n.said("err_audit_store", err.value.values)
+    finally:
+        i18n.set_language("en")
 
 
 def test_full_size_maps_live_no_longer_than_their_batch(model, folder, tmp_path, monkeypatch):
@@ -523,3 +532,25 @@ def test_workers_must_be_a_whole_number(model, folder):
     with pytest.raises(AuditError, match="workers must be a whole number of at least 0") as err:
         audit(model, folder, layer="features", size=SIDE, engine="ray", workers=-1)
     assert err.value.code == "audit_setting"
+
+
+def test_a_vits_tokens_give_each_pictures_grad_cam_over_the_patch_grid():
+    """QA 2026-12-06: the audit refused a ViT's layers ("(4, 197, 768) tensor"); a batch's maps over the tokens
+    of a block's first norm are now grad_cam's of each picture alone (which shows tokens as the page does)."""
+    import torchvision
+
+    from vizhooks.interpret.audit import gradcam_batch
+
+    torch.manual_seed(0)
+    vit = torchvision.models.VisionTransformer(image_size=32, patch_size=8, num_layers=2, num_heads=2, hidden_dim=16,
+                                               mlp_dim=32, num_classes=10).eval()
+    torch.nn.init.normal_(vit.heads.head.weight)  # torchvision starts the head at zero
+    x = torch.randn(3, 3, 32, 32, generator=torch.Generator().manual_seed(2))
+    layer = "encoder.layers.encoder_layer_1.ln_1"
+    logits, maps = gradcam_batch(vit, x, layer)
+    for i, got in enumerate(maps):
+        want = grad_cam(vit, x[i:i + 1], layer, target=int(logits[i].argmax()))
+        assert float(want.std()) > 0.01  # a map with a place in it, not a flat one
+        torch.testing.assert_close(got, want, atol=1e-5, rtol=1e-4)
+    with pytest.raises(AuditError, match="map over the picture"):
+        gradcam_batch(vit, x, "heads")

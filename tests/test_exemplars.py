@@ -266,8 +266,16 @@ def test_interrupted_run_resumes_to_the_same_index(folder, resnet18, oracle, atl
     after, _ = read_progress(killed)  # the checkpoint of the finished run names every file once
     assert sorted(after.done) == sorted(oracle) and set(after.skipped) == BAD
     assert len((killed / "progress.log").read_text().splitlines()) == 44
-    with pytest.raises(AtlasError, match="other settings"):
+    with pytest.raises(AtlasError, match=r"other settings \(--top\)") as refused:
         build_atlas(folder, resnet18, LAYERS, out, top=TOP + 1, size=SIZE, progress=False)
+    from vizhooks import i18n  # QA 2026-12-06: the Chinese command line said this refusal in English
+
+    i18n.set_language("zh")
+    try:
+        said = i18n.said(f"err_{refused.value.code}", refused.value.values)
+        assert said.startswith(f"{out} 里的图谱是用别的设置（--top）")
+    finally:
+        i18n.set_language("en")
     (killed / "progress.log").write_text("")
     with pytest.raises(AtlasError, match="damaged"):
         read_progress(killed)

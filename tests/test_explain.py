@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import copy
 import functools
+import math
 
 import pytest
 import torch
@@ -132,6 +133,36 @@ def test_cam_equals_torchcam(request, arch, method):
             ours = explain(bundle, x, cls, [method], [layer])[method]
             theirs, _, _ = _torchcam(kind, bundle.model, x, layer, cls)
             assert _corr(ours, _real(theirs)) > 0.99, (layer, cls)
+
+
+def _tokens_to_grid(t: torch.Tensor) -> torch.Tensor:
+    """A ViT block's (N, 1 + h*w, D) tokens as an (N, D, h, w) map, the class token left out: written here for the
+    test, as pytorch-grad-cam's and torch-cam's ViT tutorials write it."""
+    side = int(math.isqrt(t.shape[1] - 1))
+    return t[:, 1:, :].reshape(t.shape[0], side, side, t.shape[2]).permute(0, 3, 1, 2).clone()
+
+
+@pytest.mark.parametrize("method", ["gradcam", "xgradcam", "layercam"])
+def test_cams_of_a_vits_tokens_equal_torchcam_over_the_patch_grid(method):
+    """QA 2026-12-06: `explain --model vit_b_16` refused its own default layer (the last block: tokens, not a
+    map); every CAM now takes a ViT's tokens over its patch grid, as the page and grad_cam show them."""
+    import torchvision
+
+    torch.manual_seed(0)
+    vit = torchvision.models.VisionTransformer(image_size=32, patch_size=8, num_layers=2, num_heads=2, hidden_dim=16,
+                                               mlp_dim=32, num_classes=10).eval()
+    nn.init.normal_(vit.heads.head.weight)  # torchvision starts the head at zero: no class would have a gradient
+    x, layer = _picture(32, 32), "encoder.layers.encoder_layer_1.ln_1"  # the last block reaches the head only through
+    # its class token: the patch tokens of its output get no gradient, those of its first norm do
+    kind = {"gradcam": "GradCAM", "xgradcam": "XGradCAM", "layercam": "LayerCAM"}[method]
+    import torchcam.methods as tcm
+
+    for cls in _two_classes(vit, x):
+        ours = explain(vit, x, cls, [method], [layer])[method]
+        clone = copy.deepcopy(vit)
+        with tcm.__dict__[kind](clone, [layer], reshape_transform=_tokens_to_grid) as extractor:
+            theirs = _up(extractor(class_idx=cls, scores=clone(x))[0][0], x.shape[-2:])
+        assert ours.shape == (32, 32) and _corr(ours, _real(theirs)) > 0.99, cls
 
 
 def _gradcampp_weights(act: torch.Tensor, grad: torch.Tensor, lost_division: bool) -> torch.Tensor:
@@ -573,7 +604,8 @@ def test_bad_settings_are_one_sentence(resnet18, kwargs, code):
 @pytest.mark.parametrize(
     ("arch", "layer"),
     [("resnet18", "layer4.1"), ("resnet50", "layer4.2"), ("vgg16", "features.29"),
-     ("efficientnet_b0", "features.8.0"), ("convnext_tiny", "features.7.2"), ("googlenet", "inception5b")],
+     ("efficientnet_b0", "features.8.0"), ("convnext_tiny", "features.7.2"), ("googlenet", "inception5b"),
+     ("vit_b_16", "encoder.layers.encoder_layer_11.ln_1"), ("swin_t", "features.7.1")],
 )
 def test_default_layer_is_the_last_block_or_a_later_conv(arch, layer):
     from vizhooks.models.architectures import build

@@ -50,6 +50,7 @@ class Analysis:
         activations: ``{layer name: (1, C, H, W) tensor}`` in network order.
         logits: (1, 1000) output of the same pass.
         what: "output" or "input".
+        source_size: ``(width, height)`` of the picture before it was resized (``(0, 0)``: not known).
     """
 
     picture: Image.Image
@@ -57,6 +58,7 @@ class Analysis:
     activations: dict[str, torch.Tensor]
     logits: torch.Tensor
     what: str
+    source_size: tuple[int, int] = (0, 0)
     _stats: dict[str, LayerStats] = field(default_factory=dict, compare=False, repr=False)
     _encoded: list[bytes] = field(default_factory=list, compare=False, repr=False)
 
@@ -141,7 +143,7 @@ def analyse(
     check_capture(bundle.name, names, (picture.height, picture.width), what)  # before any work
     x = to_tensor(picture, bundle.mean, bundle.std)
     acts, logits = capture_with_output(bundle.model, x, names, what=what, as_maps=True)
-    return Analysis(picture=picture, x=x, activations=acts, logits=logits, what=what)
+    return Analysis(picture=picture, x=x, activations=acts, logits=logits, what=what, source_size=image.size)
 
 
 def top_classes(logits: torch.Tensor, categories: list[str], k: int = 5) -> list[Prediction]:

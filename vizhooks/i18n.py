@@ -223,7 +223,7 @@ def english(key: str, **values: object) -> str:
     if is_plural(key):
         return in_source(lambda: said(key, values))
     text = table(SOURCE)[key]
-    return text.format(**_listed_values(values, table(SOURCE)["list_separator"])) if values else text
+    return text.format(**_listed_values(values, table(SOURCE)["list_separator"], SOURCE)) if values else text
 
 
 def is_plural(key: str, lang: str = SOURCE) -> bool:
@@ -244,7 +244,7 @@ def said(key: str, values: Mapping[str, object]) -> str:
     """The text ``key`` in the current language filled with ``values``; a plural entry in its form for
     ``values["n"]`` (a refusal's sentence, ``err_CODE``, whichever kind its entry is). :class:`Names` are
     said as the language lists them (:func:`listed`: "a, b" in English, "a、b" in Chinese)."""
-    values = _listed_values(values, t("list_separator"))
+    values = _listed_values(values, t("list_separator"), language())
     if language() != SOURCE:
         values = {k: v.said() if isinstance(v, OSReason) else v for k, v in values.items()}
     return nt(key, _count(values), **values) if is_plural(key) else t(key, **values)
@@ -274,9 +274,19 @@ class OSReason(str):
         return t(self.key) if self.key in table(SOURCE) else str(self)
 
 
-def _listed_values(values: Mapping[str, object], sep: str) -> dict[str, object]:
-    """``values`` with each :class:`Names` joined by ``sep``."""
-    return {k: sep.join(v) if isinstance(v, Names) else v for k, v in values.items()}
+class SettingNames(Names):
+    """A refusal's list of a store's settings that differ (``("audit_model", "audit_size")``): each said by
+    the catalogue's ``setting_<name>`` in the language (a flag such as ``--size``, or words), not by the
+    store's own key."""
+
+
+def _listed_values(values: Mapping[str, object], sep: str, lang: str) -> dict[str, object]:
+    """``values`` with each :class:`Names` joined by ``sep`` (:class:`SettingNames` in ``lang``'s words)."""
+    def words(v: Names) -> Iterable[str]:
+        return (table(lang).get(f"setting_{n}") or table(SOURCE).get(f"setting_{n}") or n for n in v) \
+            if isinstance(v, SettingNames) else v
+
+    return {k: sep.join(words(v)) if isinstance(v, Names) else v for k, v in values.items()}
 
 
 def _count(values: Mapping[str, object]) -> int:

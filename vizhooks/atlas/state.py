@@ -16,6 +16,7 @@ from typing import cast
 import numpy as np
 
 from vizhooks.atlas.receptive import ReceptiveField
+from vizhooks.errors import CodedError
 from vizhooks.models.images import MAX_SIZE, MIN_SIZE
 from vizhooks.models.registry import ModelBundle
 
@@ -29,8 +30,8 @@ FORMAT = 1
 KEYS = ("scores", "paths", "ys", "xs", "boxes")
 
 
-class AtlasError(ValueError):
-    """A folder, an atlas or a setting that cannot be used; the message says what to do."""
+class AtlasError(CodedError):
+    """A folder, an atlas or a setting that cannot be used; the message says what to do (a ValueError)."""
 
 
 @dataclass

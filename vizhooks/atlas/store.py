@@ -27,6 +27,7 @@ from vizhooks.atlas.state import (
     PartialAtlas,
     TopK,
 )
+from vizhooks.i18n import SettingNames
 from vizhooks.models.images import load_image
 from vizhooks.models.layers import UnknownLayerError
 from vizhooks.render.export import write_atomic
@@ -123,9 +124,9 @@ def resume(out: Path, config: dict, names: list[str], top: int) -> PartialAtlas:
         return PartialAtlas.empty(names, top)
     state, old = saved
     if old != config:
-        changed = ", ".join(k for k in config if old.get(k) != config[k])
-        raise AtlasError(f"{out} holds an atlas made with other settings ({changed}); choose another --out "
-                         f"or delete {out / PROGRESS} and {out / LOG} to start again.")
+        changed = SettingNames(f"atlas_{k}" for k in config if old.get(k) != config[k])
+        raise AtlasError(code="atlas_settings", out=str(out), changed=changed, progress=str(out / PROGRESS),
+                         log=str(out / LOG))
     lines = len(state.done) + len(state.skipped)
     with open(out / LOG, "r+b") as fh:  # drop lines written after the checkpoint
         fh.truncate(read_log(out / LOG, lines)[2])

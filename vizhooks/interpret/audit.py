@@ -55,11 +55,12 @@ from torch import nn
 from vizhooks._hooks import first_tensor, hooked, keep, model_device
 from vizhooks._ray import actors, session
 from vizhooks.errors import CodedError
-from vizhooks.i18n import Names
+from vizhooks.i18n import Names, SettingNames
 from vizhooks.interpret.cam import cam_from
 from vizhooks.interpret.methods import METHODS, default_layers, explain
 from vizhooks.models.images import IMAGENET_MEAN, IMAGENET_STD, InvalidImageError, load_image, preprocess
 from vizhooks.models.layers import resolve_layers
+from vizhooks.models.maps import maps_of
 from vizhooks.models.registry import ModelBundle
 
 #: File endings counted as pictures (torchvision's ImageFolder's).
@@ -327,13 +328,15 @@ def gradcam_batch(model: nn.Module, x: torch.Tensor, layer: str) -> tuple[torch.
             logits = first_tensor(model(xg))
             top = logits.argmax(dim=1, keepdim=True)
             torch.autograd.grad(logits.gather(1, top).sum(), xg)
-    a = kept.get("a")
+    a, size = kept.get("a"), (int(x.shape[-2]), int(x.shape[-1]))
+    shape = None if a is None else tuple(a.shape)
+    if a is not None and a.ndim in (3, 4):  # as the page shows it: a ViT's tokens over its patch grid, Swin's maps
+        g = kept.get("g", torch.zeros_like(a))
+        a, g = maps_of(model, {layer: a}, size)[layer], maps_of(model, {layer: g}, size)[layer]
     if a is None or a.ndim != 4:
-        got = "did not run" if a is None else f"gives a {tuple(a.shape)} tensor"
-        raise AuditError(f"Grad-CAM needs a layer whose output is an (N, C, h, w) map; {layer!r} {got}.",
-                         "audit_layer", layer=layer)
-    g = kept.get("g", torch.zeros_like(a))
-    size = (int(x.shape[-2]), int(x.shape[-1]))
+        got = "did not run" if shape is None else f"gives a {shape} tensor"
+        raise AuditError(f"Grad-CAM needs a layer whose output is a map over the picture ((N, C, h, w), or a ViT's "
+                         f"tokens); {layer!r} {got}.", "audit_layer", layer=layer)
     maps = [cam_from(a[i:i + 1], g[i:i + 1], size) for i in range(len(a))]
     return logits.detach().float().cpu(), maps
 
@@ -644,9 +647,8 @@ class _Store:
             old = json.loads(saved.read_text(encoding="utf-8"))
             changed = [k for k in settings if old.get(k) != settings[k]]
             if changed:
-                raise AuditError(f"{folder} holds an audit made with other settings ({', '.join(changed)}); give "
-                                 "another folder or empty this one to start again.", "audit_store",
-                                 folder=str(folder), changed=Names(changed))
+                raise AuditError(code="audit_store", folder=str(folder),
+                                 changed=SettingNames(f"audit_{key}" for key in changed))
         else:
             for name in (ROWS, MAPS):
                 (folder / name).unlink(missing_ok=True)

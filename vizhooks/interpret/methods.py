@@ -53,6 +53,7 @@ from vizhooks.i18n import Names
 from vizhooks.interpret.cam import grad_cam
 from vizhooks.interpret.relevance import lrp_attribution
 from vizhooks.models.layers import find_layers, resolve_layers
+from vizhooks.models.maps import channels_last_modules, maps_of
 from vizhooks.models.registry import ModelBundle
 from vizhooks.render.scale import min_max
 
@@ -121,9 +122,17 @@ def _check_settings(batch_size: int, ig_steps: int, ig_baseline: str, smooth_sam
                            name="ig_baseline", value=str(ig_baseline))
 
 
+#: A transformer block whose output reaches the head through its class token only, and its first norm: the
+#: patch tokens of the block's output get no gradient, those of the norm before its attention do (the layer
+#: pytorch-grad-cam's ViT tutorial takes, ``blocks[-1].norm1``). torchvision, Hugging Face, timm.
+_TOKEN_BLOCK_NORM = {"EncoderBlock": "ln_1", "ViTLayer": "layernorm_before", "DeiTLayer": "layernorm_before",
+                     "Block": "norm1"}
+
+
 def default_layers(model: ModelBundle | nn.Module) -> list[str]:
     """The layer a CAM uses when none is chosen: the network's last block, or its last conv when
-    that comes after the last block (EfficientNet's closing 1x1 conv, SqueezeNet's class conv).
+    that comes after the last block (EfficientNet's closing 1x1 conv, SqueezeNet's class conv); in a
+    ViT, the first norm of its last block (:data:`_TOKEN_BLOCK_NORM`).
 
     The last block is the usual choice (pytorch-grad-cam's ``model.layer4[-1]`` for a ResNet):
     its map is the coarsest, most semantic one that still has a place in the picture. The page's
@@ -138,14 +147,19 @@ def default_layers(model: ModelBundle | nn.Module) -> list[str]:
     if not blocks and not convs:
         raise ExplainError("The model has no Conv2d layer or block for a CAM; name a layer with layers=[...].",
                            "explain_layers")
-    if not convs:
-        return [blocks[-1].name]
+    if not convs or blocks and _token_norm(model, blocks[-1].name):
+        return [_token_norm(model, blocks[-1].name) or blocks[-1].name]
     if not blocks:
         return [convs[-1].name]
     order = {name: i for i, (name, _) in enumerate(model.named_modules())}
     block, conv = blocks[-1].name, convs[-1].name
     later_conv = order[conv] > order[block] and not conv.startswith(block + ".")
     return [conv if later_conv else block]
+
+
+def _token_norm(model: nn.Module, block: str) -> str | None:
+    norm = _TOKEN_BLOCK_NORM.get(type(model.get_submodule(block)).__name__)
+    return f"{block}.{norm}" if norm and hasattr(model.get_submodule(block), norm) else None
 
 
 # ----------------------------------------------------------------------------------------------
@@ -206,9 +220,14 @@ def _library_cam(model: nn.Module, x: torch.Tensor, target: int, method: str, la
 
     cls = _cam_class(method)
     module = model.get_submodule(layer)
+    hw, nchw = (int(x.shape[-2]), int(x.shape[-1])), layer not in channels_last_modules(model)
+
+    def as_maps(t: torch.Tensor) -> torch.Tensor:  # ViT tokens, Swin's channels-last maps: (N, C, h, w)
+        return _clone(t if t.ndim == 4 and nchw else maps_of(model, {layer: t}, hw)[layer])
+
     with hooked(model) as hooks:
         # the constructor registers the hooks and calls model.eval(); the block restores the flag
-        cam = cls(model, [module], reshape_transform=_clone)
+        cam = cls(model, [module], reshape_transform=as_maps)
         hooks.add(*cam.activations_and_grads.handles)  # owned here too: removed even if release is not reached
         try:
             cam.batch_size = batch_size
@@ -222,8 +241,9 @@ def _library_cam(model: nn.Module, x: torch.Tensor, target: int, method: str, la
 
 def _probe(model: nn.Module, x: torch.Tensor, layers: Sequence[str]) -> tuple[int, int, dict[str, int]]:
     """One forward pass: (top-1 class, number of classes, {layer: channels of its map}). The channel
-    counts give Score-CAM's batch count; a layer whose output is no (1, C, h, w) map (a pooled
-    vector, ViT tokens, a head) is refused."""
+    counts give Score-CAM's batch count. A layer's output is taken as the page shows it
+    (:func:`~vizhooks.models.maps.maps_of`: a ViT's tokens over its patch grid, Swin's channels-last
+    maps); one that is no map over the picture (a pooled vector, a head) is refused."""
     shapes: dict[str, torch.Size] = {}
 
     def keep(name: str) -> Callable[[nn.Module, Any, Any], None]:
@@ -235,13 +255,18 @@ def _probe(model: nn.Module, x: torch.Tensor, layers: Sequence[str]) -> tuple[in
         for name in layers:
             hooks.forward_hook(name, keep(name))
         logits = first_tensor(model(x.to(model_device(model))))
+    hw = (int(x.shape[-2]), int(x.shape[-1]))
+    channels: dict[str, int] = {}
     for layer in layers:
         shape = shapes.get(layer)
-        if shape is None or len(shape) != 4:
+        mapped = None if shape is None or len(shape) not in (3, 4) else \
+            maps_of(model, {layer: torch.empty(shape, device="meta")}, hw)[layer].shape
+        if mapped is None:
             got = "did not run" if shape is None else f"gives a {tuple(shape)} tensor"
-            raise ExplainError(f"A CAM needs a layer whose output is a (1, C, h, w) map; {layer!r} {got}.",
-                               "explain_layer", layer=layer)
-    return int(logits[0].argmax()), int(logits.shape[-1]), {layer: int(shapes[layer][1]) for layer in layers}
+            raise ExplainError(f"A CAM needs a layer whose output is a map over the picture ((1, C, h, w), or a "
+                               f"ViT's tokens); {layer!r} {got}.", "explain_layer", layer=layer)
+        channels[layer] = int(mapped[1])
+    return int(logits[0].argmax()), int(logits.shape[-1]), channels
 
 
 def _cam(model: nn.Module, x: torch.Tensor, target: int, method: str, layers: dict[str, int],

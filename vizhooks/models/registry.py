@@ -281,6 +281,11 @@ def operator_models() -> tuple[dict[str, ModelEntry], list[str]]:
     return {n: e for n, e in entries.items() if n not in unusable}, [*warnings, *unusable.values()]
 
 
+def operator_listed(name: str) -> bool:
+    """Whether ``VIZHOOKS_MODELS`` has an entry ``name``, one that cannot be offered now included."""
+    return name in _all_operator_models()[0]
+
+
 def _all_operator_models() -> tuple[dict[str, ModelEntry], list[str]]:
     """The ``VIZHOOKS_MODELS`` entries as the file gives them, an ``hf`` entry that cannot be built included."""
     return _operator_models(_models_file(), file_stamp(_models_file()))

@@ -63,8 +63,26 @@ def keep_valid(key: str, options: Sequence[Any], default: Any) -> None:
 
 
 def keep_below(key: str, count: int, default: int = 0) -> None:
-    """Keep a number input's value below ``count`` (a channel of a narrower layer, say)."""
-    st.session_state[key] = min(int(st.session_state.get(key, default)), count - 1)
+    """Keep a number input's value below ``count`` (a channel of a narrower layer, say); a link's value that
+    is too large for the layer is said as the link's other refused values are (the notice under the title)."""
+    value = int(st.session_state.get(key, default))
+    if value >= count:
+        link_refused(key, value)
+    st.session_state[key] = min(value, count - 1)
+
+
+def link_refused(key: str, value: Any, asked: Any = None) -> None:
+    """Say that the link's ``key=value`` was left out (``value`` a list: those of its values), when what the
+    view was ``asked`` (default ``value``) is the link's: checked in a view, where the layer or model it depends
+    on is known. A value set on the page is not the link's, and is not said."""
+    link, asked = st.query_params.get(key), value if asked is None else asked
+    if isinstance(asked, (list, tuple)):
+        from_link = link is not None and sorted(p for p in link.split(",") if p) == sorted(map(str, asked))
+    else:
+        from_link = link == str(asked)
+    if from_link:
+        shown = ",".join(map(str, value)) if isinstance(value, (list, tuple)) else str(value)
+        st.info(t("url_notice", items=f"{key}={shown}"))
 
 
 @contextmanager
@@ -139,6 +157,10 @@ def class_picker(bundle: vz.ModelBundle, analysis: Analysis) -> int:
     return top.index if picked is None else picked
 
 
+#: A picture whose shorter side was enlarged more than this many times is said to hold little for the model.
+UPSCALED = 4
+
+
 def input_and_predictions(analysis: Analysis, bundle: vz.ModelBundle, size: int) -> None:
     """The picture as the model saw it, beside its top-5 classes: small, so the view under them
     starts on the first screen."""
@@ -148,6 +170,9 @@ def input_and_predictions(analysis: Analysis, bundle: vz.ModelBundle, size: int)
     note = bundle.input_note(size)
     if note:
         left.caption(note)
+    sw, sh = analysis.source_size
+    if 0 < min(sw, sh) and min(sw, sh) * UPSCALED < min(w, h):  # a 1 x 1 upload became a 128 x 128 square in silence
+        left.caption(f":material/warning: {t('input_upscaled', source_w=sw, source_h=sh, width=w, height=h)}")
     top = right.container(gap="xxsmall", key="top5")
     top.subheader(t("top5"))  # a heading of the page's outline, set small (present.py)
     if not bundle.pretrained:

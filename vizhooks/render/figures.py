@@ -287,6 +287,8 @@ class _Pixels(Artist):
 _GRID_PX = 800
 _MIN_TILE_PX = 40
 _SEP_PX = 2
+#: The grid's heading line (layer, shape, channels shown, order) in its 34 px band: shown at about half size.
+_TITLE_FONT_PX = 20
 
 
 def _check_grid_args(channels: object, columns: object) -> None:
@@ -432,7 +434,11 @@ def _draw_text(page: np.ndarray, layout: GridLayout, box: _Ink, text: _Ink, titl
     draw = ImageDraw.Draw(img)
     if page.ndim == 2:
         draw.fontmode = "1"  # palette images: no anti-aliasing, every pixel is one of our colours
-    font = _font(int(max(8, min(14, min(th, tw) // 4))))
+    # The grid is drawn ~_GRID_PX wide and shown at 320-700 px (two grids side by side at 1024 x 768): a large
+    # tile gets a large number (a fifth of it, up to 36 px) so it still reads on a projector; a small one keeps
+    # up to a quarter of it (at most 14 px), as a "58 +0.31" must fit in it.
+    side = min(th, tw)
+    font = _font(int(max(8, min(14, side // 4), min(36, side // 5))))
     cols = layout.grid[1]
     for i, ch in enumerate(layout.channels):
         r, c = divmod(i, cols)
@@ -446,7 +452,8 @@ def _draw_text(page: np.ndarray, layout: GridLayout, box: _Ink, text: _Ink, titl
             fill = red if ink == NOTE_RED else blue if ink == NOTE_BLUE else None
             draw.text((x + 3 + draw.textlength(f"{ch} ", font=font), y + 2 - top // 2), note,
                       fill=text if fill is None else fill, font=font)
-    draw.text((6, layout.title_px // 2), layout.title, fill=title, font=_font(13, "DejaVu Sans"), anchor="lm")
+    draw.text((6, layout.title_px // 2), layout.title, fill=title, font=_font(_TITLE_FONT_PX, "DejaVu Sans"),
+              anchor="lm")
     page[...] = np.asarray(img)
 
 

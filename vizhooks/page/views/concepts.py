@@ -87,7 +87,7 @@ def show(ctx: Context) -> None:
                  label=names[target]))
     for rank, i in enumerate(found.order(), 1):
         with st.container(border=True, key=f"cc_card_{i}"):
-            st.subheader(t("concepts_card", rank=rank, i=i))
+            st.subheader(t("concepts_card", rank=rank))  # numbered as shown: 1 is the most important
             share = float(shares[i]) if shares is not None else 0.0
             st.progress(min(max(share, 0.0), 1.0), text=t("concepts_share", share=share, label=names[target]))
             crops = [load_image(photos[index][1]).crop(box) for index, box in found.top(i, TOP_CROPS)]

@@ -215,9 +215,10 @@ def steer_by_concept(ctx: Context, layer: str, scale: float, target: int, later:
     keep_valid("iv_concept", order, order[0])
     concept = int(st.selectbox(
         t("steer_concept"), order, key="iv_concept",
-        format_func=lambda i: t("steer_concept_option", i=i, share=float(shares[i]) if shares is not None else 0.0,
-                                label=labels[target])))
-    st.caption(t("steer_concept_caption", i=concept, k=found.k, photos=len(photos), layer=layer))
+        format_func=lambda i: t("steer_concept_option", i=order.index(i) + 1, label=labels[target],
+                                share=float(shares[i]) if shares is not None else 0.0)))
+    # numbered by importance from 1, as the Concepts view's cards are
+    st.caption(t("steer_concept_caption", i=order.index(concept) + 1, k=found.k, photos=len(photos), layer=layer))
     run_key = ("steer-concept", c.model, ctx.digest, c.size, layer, concept, scale, target,
                tuple(d for d, _ in photos), later)
 

@@ -198,7 +198,8 @@ def take_home(ctx: Context) -> None:
                                    file_name=file_name(choices, fmt),
                                    mime=FORMATS[fmt], key=f"lesson_take_home_{fmt}", on_click="ignore",
                                    icon=":material/download:")
-                st.caption(t("follow_ready", seconds=build.seconds()))
+                seconds = build.seconds()  # "made in 0 s" read as nothing made
+                st.caption(t("follow_ready", seconds=seconds) if seconds >= 0.5 else t("follow_ready_quick"))
             elif build is not None and build.running:
                 st.fragment(_building, run_every=TAKE_HOME_POLL)(key, fmt)
             else:
