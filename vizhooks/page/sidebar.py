@@ -33,7 +33,7 @@ from vizhooks.page.urlstate import (
     SIZE_STEP,
     layers_of,
 )
-from vizhooks.page.widgets import keep_valid, labels_for, layer_label, pick_label
+from vizhooks.page.widgets import keep_valid, labels_for, layer_label, pick_label, select_all
 from vizhooks.render.figures import CMAPS, NORMS
 
 
@@ -118,7 +118,7 @@ def layer_controls(sb: Any, model: str, labels: dict[str, str], side: int) -> No
     sb.selectbox(t("quick_pick"), list(picks_for(model)), index=None, key="quick", on_change=apply_quick_pick,
                  placeholder=t("quick_pick_placeholder"),
                  format_func={p: pick_label(p, model) for p in picks_for(model)}.__getitem__)
-    sb.multiselect(t("layers"), list(labels), key="layers", format_func=labels.__getitem__,
+    sb.multiselect(t("layers"), list(labels), key="layers", select_all=select_all(), format_func=labels.__getitem__,
                    help=t("layers_help", side=side))
     sb.radio(t("what"), ("output", "input"), key="what", format_func=labels_for("what_"))
 

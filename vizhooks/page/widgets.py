@@ -62,6 +62,13 @@ def keep_valid(key: str, options: Sequence[Any], default: Any) -> None:
         st.session_state[key] = default
 
 
+def select_all() -> int:
+    """A multiselect's ``select_all``: Streamlit's "Select all" row is English whatever the page's language,
+    so it is offered on the English page only, as Streamlit offers it (up to 1,000 options), and a Chinese page
+    lists the options alone (0)."""
+    return 1000 if language() == "en" else 0
+
+
 def keep_below(key: str, count: int, default: int = 0) -> None:
     """Keep a number input's value below ``count`` (a channel of a narrower layer, say); a link's value that
     is too large for the layer is said as the link's other refused values are (the notice under the title)."""

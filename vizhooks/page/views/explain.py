@@ -28,7 +28,7 @@ from vizhooks.page.results import (
 )
 from vizhooks.page.texts import language, t
 from vizhooks.page.views import View
-from vizhooks.page.widgets import class_picker, keep_valid, labels_for, progress_bar, shown_labels
+from vizhooks.page.widgets import class_picker, keep_valid, labels_for, progress_bar, select_all, shown_labels
 from vizhooks.render.figures import channel_overlay, image_to_png
 
 if TYPE_CHECKING:  # annotations only: a view never imports the page's state (urlstate reads the views)
@@ -79,14 +79,14 @@ def _choices(model: str) -> tuple[tuple[str, ...], tuple[str, ...], tuple[tuple[
     """Methods, CAM layers and the settings of explain() (name, value), from the view's widgets."""
     st.session_state.setdefault("ex_methods", list(DEFAULT_METHODS))
     st.session_state["ex_methods"] = [m for m in st.session_state["ex_methods"] if m in METHODS]
-    methods = st.multiselect(t("ex_methods"), METHODS, key="ex_methods", format_func=labels_for("ex_method_"),
-                             help=t("ex_methods_help"))
+    methods = st.multiselect(t("ex_methods"), METHODS, key="ex_methods", select_all=select_all(),
+                             format_func=labels_for("ex_method_"), help=t("ex_methods_help"))
     options = [info.name for info in architecture_layers(model)]
     default = list(cam_layers(model))
     chosen = st.session_state.get("ex_layers")
     if not isinstance(chosen, list) or not set(chosen) <= set(options):  # another model's layers, say
         st.session_state["ex_layers"] = [n for n in default if n in options]
-    layers = st.multiselect(t("ex_layers"), options, key="ex_layers", help=t("ex_layers_help",
+    layers = st.multiselect(t("ex_layers"), options, key="ex_layers", select_all=select_all(), help=t("ex_layers_help",
                                                                             default=", ".join(default)))
     with st.expander(t("ex_settings")):
         left, middle, right = st.columns(3)
@@ -225,7 +225,7 @@ def _show_sanity(ctx: Context, target: int, layers: tuple[str, ...], settings: t
     st.markdown(t("ex_sanity_intro"))
     st.session_state.setdefault("ex_sanity_methods", list(chosen or SANITY_DEFAULT))  # the methods chosen above
     st.session_state["ex_sanity_methods"] = [m for m in st.session_state["ex_sanity_methods"] if m in METHODS]
-    methods = tuple(st.multiselect(t("ex_sanity_methods"), METHODS, key="ex_sanity_methods",
+    methods = tuple(st.multiselect(t("ex_sanity_methods"), METHODS, key="ex_sanity_methods", select_all=select_all(),
                                    format_func=labels_for("ex_method_")))
     if not methods:
         st.info(t("ex_no_methods"))

@@ -35,6 +35,7 @@ from vizhooks.page.widgets import (
     labels_for,
     layer_columns,
     progress_bar,
+    select_all,
     shown_labels,
     top5_bars,
 )
@@ -96,7 +97,8 @@ def show(ctx: Context) -> None:
     else:
         kept = [ch for ch in st.session_state.get("iv_channels", list(range(min(4, count)))) if ch < count]
         st.session_state["iv_channels"] = kept
-        channels = tuple(sorted(right.multiselect(t("iv_channels"), list(range(count)), key="iv_channels")))
+        channels = tuple(sorted(right.multiselect(t("iv_channels"), list(range(count)), key="iv_channels",
+                                                  select_all=select_all())))
         k = 0
         if not channels:
             st.info(t("iv_no_channels"))

@@ -47,7 +47,7 @@ from vizhooks.page.taught import code_head
 from vizhooks.page.texts import language, nt, sentences, t
 from vizhooks.page.views import View, backward, compare, convolution, gradcam, gradients, intervene, maps, table
 from vizhooks.page.views.code import chosen_target, image_path
-from vizhooks.page.widgets import class_picker, shown_labels
+from vizhooks.page.widgets import class_picker, select_all, shown_labels
 from vizhooks.render.figures import channel_overlay, image_to_png
 
 if TYPE_CHECKING:  # annotations only: a view never imports the page's state (urlstate reads the views)
@@ -273,8 +273,8 @@ def plan_form() -> None:
         st.selectbox(t("plan_preset"), presets, index=None, key="lesson_preset", on_change=_picked_preset,
                      format_func=preset_option)
         st.session_state["lesson_plan_pick"] = list(the_plan())
-        st.multiselect(t("plan_steps"), range(1, len(STEPS) + 1), key="lesson_plan_pick", on_change=_picked_plan,
-                       format_func=option)
+        st.multiselect(t("plan_steps"), range(1, len(STEPS) + 1), key="lesson_plan_pick", select_all=select_all(),
+                       on_change=_picked_plan, format_func=option)
         steps = plan_steps(the_plan())
         if the_plan():
             st.caption(t("plan_total", steps=len(steps), minutes=plan_minutes(steps)))
