@@ -481,10 +481,13 @@ def test_capture_over_the_memory_budget_is_refused_with_a_sentence(forward_passe
 
 
 @pytest.mark.parametrize("lang", ["en", "zh"])
-def test_streamlits_english_select_all_is_offered_on_the_english_page_only(lang):
-    """QA 2026-12-06: every multiselect of the Chinese page opened on Streamlit's English "Select all" row
-    (its own text, not in any catalogue); the Chinese page lists the options alone."""
+def test_streamlits_english_words_are_left_to_the_english_page(lang):
+    """QA 2026-12-06: every multiselect of the Chinese page opened on Streamlit's English "Select all" row, and
+    a number box typed out of its range said only "Press Enter to apply" (Streamlit's own texts, in no
+    catalogue); the Chinese page lists the options alone and hides that hint."""
     at = open_page(view="explain", lang=lang, size="128", layers="conv1")
     ok(at)
     menus = [at.multiselect(key=k).proto.select_all for k in ("layers", "ex_methods", "ex_layers")]
     assert menus == ([1000] * 3 if lang == "en" else [0] * 3), menus
+    hidden = [h for h in at.get("html") if '[data-testid="InputInstructions"] { display: none' in h.proto.body]
+    assert len(hidden) == (0 if lang == "en" else 1)

@@ -178,3 +178,29 @@ def test_step7_text_says_what_its_table_shows(lang):
     assert dc > sc and dh * dw < sh * sw  # resnet18: more channels on smaller maps, as the table shows
     # the old claim the table contradicts is gone
     assert "fewer, smaller" not in page_text and "越少、越小" not in page_text
+
+
+def test_in_present_mode_a_steps_table_and_chart_grow_with_the_type():
+    """QA 2026-12-06: on a projector the steps' tables (a data grid drawn on a canvas at 13 px) and the patching
+    step's chart (Vega's 10-11 px axis labels) stayed small while the text grew to 22 px. In present mode a step's
+    table is a plain table holding the same rows, and a chart's axes are drawn in the body's type."""
+    import json
+
+    from vizhooks.lesson.display import top_relevance
+    from vizhooks.page.present import BODY_PX
+    from vizhooks.page.results import get_bundle
+
+    at = open_page(view="lesson", step=step_of("relevance"), size=SIZE, lang="en", present="1")
+    ok(at)
+    assert not at.dataframe and len(at.table) == 1
+    bundle = get_bundle("resnet18")
+    layers = list(at.session_state["layers"])
+    analysis = analyse(bundle, vz.load_image(str(ROOT / "sample_images" / "chelsea.jpg")), int(SIZE), layers)
+    want = top_relevance(bundle, analysis.x, layers[-1], int(analysis.logits.argmax()))
+    rows = at.table[0].value.to_dict("records")
+    assert [r[EN["lesson_col_channel"]] for r in rows] == [c for c, _ in want]
+    assert [r[EN["lesson_col_relevance"]] for r in rows] == pytest.approx([s for _, s in want], rel=1e-5)
+    at = open_page(view="lesson", step=step_of("patching"), size=SIZE, lang="en", present="1")
+    ok(at)
+    spec = json.loads(at.get("vega_lite_chart")[0].proto.spec)
+    assert spec["config"]["axis"]["labelFontSize"] == BODY_PX - 4

@@ -35,6 +35,7 @@ from vizhooks.classroom import (
     open_store,
 )
 from vizhooks.page.errors import reason, store_back, store_down
+from vizhooks.page.present import chart_for_screen
 from vizhooks.page.taught import head_blob, is_taught, keep_blob, names_of
 from vizhooks.page.texts import t, use_session_language
 
@@ -744,8 +745,6 @@ def _reveal(step_id: str) -> None:
 
 @st.fragment(run_every=TEACHER_SECONDS)
 def _poll_totals(code: str, step_id: str) -> None:
-    import pandas as pd
-
     use_session_language()
     choices = poll_choices(step_id)
     try:
@@ -777,10 +776,22 @@ def _poll_totals(code: str, step_id: str) -> None:
             st.caption(t("poll_totals", n=sum(totals)))
             # letters on the axis (whole choices were cut off there), the choices in full under the chart
             letters = [chr(65 + i) for i in range(len(choices))]
-            frame = pd.DataFrame({t("poll_answers_axis"): totals},
-                                 index=pd.Index(letters, name=t("poll_choice_axis")))
-            st.bar_chart(frame, horizontal=True, height=60 + 36 * len(letters))
+            st.altair_chart(_poll_chart(letters, totals), width="stretch")
             st.caption("  \n".join(f"**{letter}.** {text}" for letter, text in zip(letters, choices, strict=True)))
+
+
+def _poll_chart(letters: list[str], totals: list[int]) -> Any:
+    """A poll's answers as horizontal bars, a choice's letter beside each (whole numbers on the count axis);
+    in present mode in the body's type, as the class reads it off the projector."""
+    import altair as alt
+    import pandas as pd
+
+    frame = pd.DataFrame({"choice": letters, "answers": totals})
+    chart = alt.Chart(frame).mark_bar().encode(
+        y=alt.Y("choice:N", sort=letters, title=t("poll_choice_axis")),
+        x=alt.X("answers:Q", title=t("poll_answers_axis"), axis=alt.Axis(tickMinStep=1, format="d")),
+        tooltip=["choice", "answers"]).properties(height=36 * len(letters))
+    return chart_for_screen(chart)
 
 
 def _send_answer(code: str, step_id: str) -> None:

@@ -8,11 +8,12 @@ Also what every lesson reader gets: each step change brings the new step's headi
 from __future__ import annotations
 
 import json
+from typing import Any
 
 import streamlit as st
 
 from vizhooks.lesson.steps import STEPS
-from vizhooks.page.texts import t
+from vizhooks.page.texts import language, t
 
 #: The view menu's container (vizhooks.page.menu): present mode hides it while the lesson takes the screen.
 MENU_KEY = "view_menu"
@@ -31,6 +32,9 @@ _STYLE = f"""
 [data-testid="stMain"] .st-key-{MENU_KEY} button p,
 [data-testid="stMain"] .st-key-top5 [data-testid="stProgress"] p {{ font-size: {BODY_PX - 2}px !important; }}
 [data-testid="stMain"] h3 {{ font-size: {BODY_PX * 1.6:.0f}px !important; }}
+/* a step's table (vizhooks.page.views.lesson.step_table): a plain table, in the body's type */
+[data-testid="stMain"] [data-testid="stTable"] :is(th, td) {{ font-size: {BODY_PX}px !important;
+    padding: 0.3rem 1rem !important; }}
 [data-testid="stMain"] pre, [data-testid="stMain"] pre code, [data-testid="stMain"] code {{
     font-size: {CODE_PX}px !important; white-space: pre-wrap !important; overflow-wrap: anywhere; }}
 /* the step first: no gap for this style and the scripts, no rule between the hidden view menu and the step */
@@ -49,6 +53,14 @@ _MENU_STYLE = f"""
 .st-key-{MENU_KEY} button[aria-checked="true"] {{
     background-color: #2f6f9f !important; border-color: #2f6f9f !important; }}
 .st-key-{MENU_KEY} button[aria-checked="true"] :is(p, span) {{ color: #ffffff !important; font-weight: 600; }}
+</style>
+"""
+
+#: Not in English: Streamlit's own hint under a box being typed in ("Press Enter to apply"; a number box out of
+#: its range shows it in red) is English in every language; the box's red outline still says "not taken".
+_ENGLISH_HINTS_HIDDEN = """
+<style>
+[data-testid="InputInstructions"] { display: none !important; }
 </style>
 """
 
@@ -163,6 +175,14 @@ def step_anchor(step: int) -> str:
     return f"lesson-step-{step}"
 
 
+def chart_for_screen(chart: Any) -> Any:
+    """An Altair chart as the screen needs it: in present mode its axes' labels and titles in the body's type
+    (Vega draws 10-11 px ones, which the back row cannot read), the layer names whole."""
+    if not present_on():
+        return chart
+    return chart.configure_axis(labelFontSize=BODY_PX - 4, titleFontSize=BODY_PX - 2, labelLimit=400)
+
+
 def present_on() -> bool:
     return bool(st.session_state.get("present", False))
 
@@ -208,13 +228,14 @@ def header() -> None:
     """The page's head: title and subtitle (not in present mode, where the step comes first) and the
     "Present" switch. Compact: with the view
     menu and the photo under it, the first feature-map grid still fits a 1024 x 768 screen."""
+    menu = _MENU_STYLE + ("" if language() == "en" else _ENGLISH_HINTS_HIDDEN)
     if present_on():
         _, switch = st.columns([5, 1])
         present_toggle(switch)
         present_style()
-        st.html(_MENU_STYLE)
+        st.html(menu)
         return
-    st.html(_MENU_STYLE + _COMPACT)
+    st.html(menu + _COMPACT)
     title, switch = st.columns([4, 1], vertical_alignment="center")
     title.title(t("title"))
     present_toggle(switch)

@@ -13,6 +13,7 @@ from PIL import ImageDraw
 from vizhooks.analysis import Analysis, compare_maps, image_digest
 from vizhooks.hooks.patching import EditResult, PatchResult, mean_direction, steer, sweep
 from vizhooks.models.images import to_tensor
+from vizhooks.page.present import chart_for_screen
 from vizhooks.page.results import cached, conv_infos, get_analysis, get_bundle, grid_png, tensor_bytes
 from vizhooks.page.sources import PHOTO_SOURCES, photo_bytes, photo_picker
 from vizhooks.page.texts import nt, sentences, t
@@ -192,7 +193,7 @@ def show_sweep(runs: list[PatchResult], labels: list[str]) -> None:
     chart = alt.Chart(frame).mark_line(point=True).encode(
         x=alt.X("layer:N", sort=names, title=x_title), y=alt.Y("restored:Q", title=y_title),
         tooltip=["layer", alt.Tooltip("restored:Q", format=".0%")])
-    st.altair_chart(chart, width="stretch")
+    st.altair_chart(chart_for_screen(chart), width="stretch")
     st.caption(t("patching_chart_caption", label=labels[runs[0].target]))
 
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from dataclasses import replace
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 from urllib.parse import urlencode
 
 import streamlit as st
@@ -282,6 +282,17 @@ def plan_form() -> None:
             st.caption(t("plan_empty"))
 
 
+def step_table(rows: list[dict[str, Any]], key: str) -> None:
+    """A step's small table: Streamlit's data grid (sorted by a click), or in present mode a plain table whose
+    type grows with the page's (the grid draws on a canvas at its own 13 px, which the back row cannot read)."""
+    if present_on():
+        import pandas as pd
+
+        st.table(pd.DataFrame(rows), hide_index=True, width="content")
+    else:
+        st.dataframe(rows, hide_index=True, key=key)
+
+
 def show_live_part(step: Step, ctx: Context) -> None:
     """The step's live part, on this photo and these layers."""
     analysis, c, digest = ctx.analysis, ctx.choices, ctx.digest
@@ -289,9 +300,9 @@ def show_live_part(step: Step, ctx: Context) -> None:
     if step.live == "hello":
         st.caption(t("lesson_hello_caption"))
         modules = dict(ctx.bundle.model.named_modules())
-        st.dataframe([{t("lesson_col_layer"): name, t("lesson_col_module"): type(modules[name.split("#")[0]]).__name__,
-                       t("lesson_col_shape"): "×".join(map(str, analysis.activations[name].shape))}
-                      for name in layers], hide_index=True, key="lesson_hello")
+        step_table([{t("lesson_col_layer"): name, t("lesson_col_module"): type(modules[name.split("#")[0]]).__name__,
+                     t("lesson_col_shape"): "×".join(map(str, analysis.activations[name].shape))}
+                    for name in layers], "lesson_hello")
     elif step.live == "maps":
         maps.show(ctx)
     elif step.live == "prepost":
@@ -326,8 +337,8 @@ def show_live_part(step: Step, ctx: Context) -> None:
         rows = cached(("lesson-relevance", c.model, digest, c.size, layer, target),
                       lambda: top_relevance(get_bundle(c.model), analysis.x, layer, target), lambda _: 256)
         st.caption(t("lesson_relevance_caption", layer=layer, label=shown_labels(ctx.bundle)[target]))
-        st.dataframe([{t("lesson_col_channel"): channel, t("lesson_col_relevance"): score} for channel, score in rows],
-                     hide_index=True, key="lesson_relevance")
+        step_table([{t("lesson_col_channel"): channel, t("lesson_col_relevance"): score} for channel, score in rows],
+                   "lesson_relevance")
     elif step.live == "concepts":
         show_concepts(ctx, layers[-1])
     elif step.live == "audit":
@@ -336,7 +347,7 @@ def show_live_part(step: Step, ctx: Context) -> None:
                        lambda: sticker_heat(get_bundle(c.model), analysis.x, layer, target), lambda _: 256)
         st.caption(t("lesson_audit_caption", layer=layer, label=shown_labels(ctx.bundle)[target]))
         headers, rows = sticker_table(found, shown_labels(ctx.bundle))
-        st.dataframe([dict(zip(headers, row, strict=True)) for row in rows], hide_index=True, key="lesson_audit")
+        step_table([dict(zip(headers, row, strict=True)) for row in rows], "lesson_audit")
     elif step.live == "remove":
         layer = layers[0]
         counts = cached(("hook-calls", c.model, digest, c.size, layer),
