@@ -132,7 +132,7 @@ BEFORE = {
     '\n'
     'options:\n'
     '  -h, --help            show this help message and exit\n'
-    '  --model NAME          model name, as for the main command\n'
+    '  --model NAME          model name, as for the main command (default: resnet18)\n'
     '  --weights WEIGHTS     auto | imagenet | none | PATH (default: auto)\n'
     '  --layer NAME          the module whose channels to visualize\n'
     '  --channels N [N ...]  channel numbers (default: 0)\n'
