@@ -651,6 +651,8 @@ def test_the_model_line_in_chinese_says_where_the_weights_came_from_in_chinese(m
                 "torch cache. Until then, feature maps show an untrained network.")
     cases = {"asked": _bundle(), "fallback": _bundle(weights_status=fallback),
              "cache": _bundle(pretrained=True, weights_source="cache", weights_status="ImageNet weights from /x."),
+             "file": _bundle(pretrained=True, weights_source="file",
+                             weights_status="Weights for resnet18 from /x.pth."),
              "offline": _bundle(weights_status=fallback, weights_notes=(
                  ("downloads_off", {"variable": "VIZHOOKS_OFFLINE"}), ("download_failed", {"reason": "timed out"})))}
     i18n.set_language("en")
@@ -663,10 +665,12 @@ def test_the_model_line_in_chinese_says_where_the_weights_came_from_in_chinese(m
     assert lines["asked"].endswith(i18n.t("cli_weights_as_asked"))
     assert "`python -m vizhooks --download-weights resnet18`" in lines["fallback"]
     assert lines["cache"].endswith(i18n.t("weights_from_cache"))
+    # QA 2026-12-06: a checkpoint given with --weights was "this server's own checkpoint file" (the page's words)
+    assert lines["file"].endswith("resnet18 的权重来自用 --weights 指定的检查点文件。")
     # and, where the loader kept them, the reasons it met, in Chinese with their values as code
     assert lines["offline"] == (lines["fallback"]
                                 + "原因：下载已关闭（设置了环境变量 `VIZHOOKS_OFFLINE`）；下载失败（`timed out`）。")
-    assert len(set(lines.values())) == 4
+    assert len(set(lines.values())) == len(cases)
 
 
 def test_every_random_as_asked_status_is_recognised():

@@ -495,6 +495,7 @@ def test_cli_writes_parquet_manifest_and_crops(folder, tmp_path, capsys, atlas):
     (["{folder}", "--target", "3"], "--rank relevance"),
     (["{folder}", "--rank", "relevance", "--target", "1000"], "from 0 to 999"),
     (["{folder}", "--rank", "relevance", "--target", "-1"], "--target"),
+    (["{folder}", "--rank", "relevance", "--target", "zebra crossing"], "no class 'zebra crossing'"),
     (["{folder}", "--rank", "peak"], "invalid choice"),
 ])
 def test_cli_bad_input_exits_2_with_one_line(folder, tmp_path, capsys, argv, needle):
@@ -658,3 +659,19 @@ def test_cli_rank_relevance_writes_the_relevance_atlas(folder, by_relevance, tmp
     for channel in range(want.channels(LAYERS[0])):
         assert [(e.path, e.y, e.x) for e in got.top(LAYERS[0], channel)] == \
             [(e.path, e.y, e.x) for e in want.top(LAYERS[0], channel)]
+
+
+@pytest.mark.parametrize("given", ["3", "tiger shark"])
+def test_cli_target_is_a_class_number_or_name_as_for_concepts(folder, tmp_path, capsys, monkeypatch, given):
+    """QA 2026-12-06: `exemplars --target` took only a number while `concepts --target` takes a class name too;
+    both give the build the class's index."""
+    import vizhooks.atlas as atlas_package
+    from vizhooks.models.registry import imagenet_categories
+
+    asked = []
+    monkeypatch.setattr(atlas_package, "build_atlas", lambda *a, **k: asked.append(k["target"]) or 1 / 0)
+    assert imagenet_categories()[3] == "tiger shark"
+    with pytest.raises(ZeroDivisionError):
+        run_cli(capsys, "exemplars", folder, "--weights", "none", "--layers", LAYERS[0], "--size", "64", "--workers", 0,
+                "--rank", "relevance", "--target", given, "--out", tmp_path / "o")
+    assert asked == [3]

@@ -340,6 +340,8 @@ def weights_words(bundle: ModelBundle) -> str:
     it, since that sentence is English built from what the loader met."""
     if language() == SOURCE:
         return bundle.weights_status
+    if bundle.weights_source == "file":  # the page's words say "this server's own checkpoint"
+        return t("cli_weights_from_file", name=bundle.name)
     if bundle.pretrained:
         return t(f"weights_from_{bundle.weights_source}")
     if random_as_asked(bundle.weights_status):
@@ -446,8 +448,7 @@ def _exemplars_arguments(p: argparse.ArgumentParser) -> None:
                    metavar="N", help=t("cli_exemplars_checkpoint"))
     p.add_argument("--device", default="auto", help=t("cli_device"))
     p.add_argument("--rank", default="activation", choices=("activation", "relevance"), help=t("cli_exemplars_rank"))
-    p.add_argument("--target", type=_whole_number("--target", 0, 1_000_000), metavar="CLASS",
-                   help=t("cli_exemplars_target"))
+    p.add_argument("--target", metavar="CLASS", help=t("cli_exemplars_target"))
 
 
 def _exemplars(args: argparse.Namespace) -> int:
@@ -469,15 +470,19 @@ def _exemplars(args: argparse.Namespace) -> int:
     bundle = load_model(args.model, weights=args.weights, device=args.device)
     layers = args.layers or default_layers(bundle.model, (args.size, args.size))
     resolve_layers(bundle.model, layers)
-    if args.target is not None and not args.target < len(bundle.categories):
-        raise UsageError(t("cli_exemplars_target_range", model=bundle.name, n=len(bundle.categories),
-                           last=len(bundle.categories) - 1, target=args.target))
+    target = None
+    if args.target is not None:  # a class number or name, as concepts takes it
+        number = args.target.lstrip("-").isdigit()
+        if number and not 0 <= int(args.target) < len(bundle.categories):
+            raise UsageError(t("cli_exemplars_target_range", model=bundle.name, n=len(bundle.categories),
+                               last=len(bundle.categories) - 1, target=args.target))
+        target = _class_index(args.target, bundle.categories)
     print(model_line(bundle), file=sys.stderr)
     _output_folder(args.out)
     try:
         atlas = build_atlas(folder, bundle, layers, args.out, top=args.top, size=args.size, engine=args.engine,
                             batch=args.batch, workers=args.workers, checkpoint_every=args.checkpoint_every,
-                            rank=args.rank, target=args.target)
+                            rank=args.rank, target=target)
     except KeyboardInterrupt:
         print(t("cli_exemplars_interrupted", out=args.out), file=sys.stderr)
         return 130
