@@ -239,3 +239,20 @@ def test_the_curves_picture_has_a_line_per_map_and_dashed_references():
     assert len(strips.axes) == 1 and strips.axes[0].get_images()[0].get_array().shape == (8, 12 + 12 + 4, 3)
     with pytest.raises(ValueError, match="one map per column"):
         map_strips_figure([("a", [np.zeros((4, 4))])], ["original", "fc"])
+
+
+def test_a_vits_default_cam_layer_is_offered_and_chosen():
+    """Review 2026-12-06: a ViT's default CAM layer (its last block's first norm: the block's output reaches the
+    head through its class token only) is neither a conv nor a block, so the menu dropped it and opened empty."""
+    from vizhooks.interpret.methods import default_layers
+    from vizhooks.page.results import get_bundle
+
+    at = open_page(view="explain", model="vit_b_32", layers="conv_proj")
+    ok(at)
+    default = default_layers(get_bundle("vit_b_32").model)
+    assert default == ["encoder.layers.encoder_layer_11.ln_1"]
+    menu = at.multiselect(key="ex_layers")
+    assert menu.value == default and default[0] in menu.options
+    linked = open_page(view="explain", model="vit_b_32", layers="conv_proj", ex_layers=default[0])
+    ok(linked)
+    assert not linked.session_state["_url_notices"] and linked.multiselect(key="ex_layers").value == default

@@ -104,3 +104,19 @@ def test_a_value_too_large_for_the_layer_is_said_as_the_links_other_refusals(vie
     assert check(at)
     at.run()  # the page's own value from now on: said once
     assert EN["url_notice"].format(items=said) not in [i.value for i in at.info]
+
+
+def test_a_channel_set_on_the_page_is_not_said_to_come_from_the_link():
+    """Review 2026-12-06: the address bar holds the page's own values too, so a channel set on the page (300 of
+    layer4.1's 512) then cut by a narrower layer (conv1's 64) was said to be "ignored from the link"."""
+    from vizhooks.page.texts import EN
+
+    at = open_page(view="inspector", layers="conv1,layer4.1.conv1", size="128", insp_layer="layer4.1.conv1",
+                   insp_channel="300")
+    ok(at)
+    assert not [i.value for i in at.info if i.value.startswith(EN["url_notice"].split("{")[0])]
+    at.number_input(key="insp_channel").set_value(400).run()
+    at.selectbox(key="insp_layer").set_value("conv1").run()
+    ok(at)
+    assert at.number_input(key="insp_channel").value == 63
+    assert not [i.value for i in at.info if i.value.startswith(EN["url_notice"].split("{")[0])]

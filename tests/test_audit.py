@@ -353,7 +353,7 @@ def test_a_store_of_other_settings_is_refused(model, folder, tmp_path):
 
     i18n.set_language("zh")
     try:
-        assert "（模型或它的权重）" in i18n.said("err_audit_store", err.value.values)
+        assert "（模型或其权重）" in i18n.said("err_audit_store", err.value.values)
     finally:
         i18n.set_language("en")
 

@@ -87,6 +87,7 @@ def test_default_layers(tmp_path, capsys):
     (["--download-weights", "vgg17"], "--list-models"),
     (["explian"], "did you mean `python -m vizhooks explain`?"),
     (["exemplar", "{missing}"], "did you mean `python -m vizhooks exemplars`?"),
+    (["lesson.jpg"], "There is no file at lesson.jpg."),  # a missing photo named like a command is a photo
 ])
 def test_bad_input_exits_2_with_one_line(tmp_path, capsys, argv, needle):
     text = tmp_path / "notes.jpg"

@@ -675,3 +675,13 @@ def test_cli_target_is_a_class_number_or_name_as_for_concepts(folder, tmp_path, 
         run_cli(capsys, "exemplars", folder, "--weights", "none", "--layers", LAYERS[0], "--size", "64", "--workers", 0,
                 "--rank", "relevance", "--target", given, "--out", tmp_path / "o")
     assert asked == [3]
+
+
+def test_a_setting_only_the_saved_atlas_has_is_named(monkeypatch, tmp_path):
+    """Review 2026-12-06: a relevance atlas continued without --rank said "made with other settings ()": only
+    the new run's settings were compared."""
+    from vizhooks.atlas import store
+
+    monkeypatch.setattr(store, "read_progress", lambda out: (None, {"top": 3, "rank": "relevance", "target": 5}))
+    with pytest.raises(AtlasError, match=r"other settings \(--rank, --target\)"):
+        store.resume(tmp_path, {"top": 3}, ["conv1"], 3)

@@ -143,3 +143,18 @@ def test_maps_of_uses_what_is_known_of_the_modules_and_every_call():
     assert torch.equal(got["merge"], m) and torch.equal(got["merge#2"], m)  # known: permuted, every call
     assert got["conv"] is m and got["conv#2"] is m
     assert got["tokens"].shape == (1, 8, 8, 8) and torch.equal(got["tokens"], m)
+
+
+def test_cam_map_takes_maps_and_a_vits_token_grid_and_refuses_the_rest():
+    """What a CAM weighs (review 2026-12-06: tokens that make no patch grid became a one-pixel column, and an
+    (N, C, h, w) map was permuted by a guess from its sizes in the audit but not in explain)."""
+    from vizhooks.models.maps import cam_map
+
+    conv = torch.randn(2, 16, 16, 3)  # sizes that look channels-last: kept as they are unless the module is
+    assert cam_map(conv, (32, 32), channels_last=False) is conv
+    assert cam_map(conv, (32, 32), channels_last=True).shape == (2, 3, 16, 16)
+    tokens = torch.randn(2, 1 + 16, 8)  # a class token and a 4 x 4 grid of a 32 x 32 picture in 8 x 8 patches
+    grid = cam_map(tokens, (32, 32), channels_last=False)
+    torch.testing.assert_close(grid, tokens[:, 1:].reshape(2, 4, 4, 8).permute(0, 3, 1, 2))
+    assert cam_map(torch.randn(2, 7, 8), (32, 32), channels_last=False) is None  # 7 tokens: no grid
+    assert cam_map(torch.randn(2, 8), (32, 32), channels_last=False) is None  # a vector

@@ -32,10 +32,17 @@ def test_ray_engine_gives_the_local_index(folder, resnet18, local_ray, tmp_path,
     local = build_atlas(folder, resnet18, LAYERS, tmp_path / "local", top=TOP, size=SIZE, batch=4, progress=False)
     shards = []
     capfd.readouterr()
+    import logging
+
+    from ray.data import DataContext
+
+    level, bars = logging.getLogger("ray.data").level, DataContext.get_current().enable_progress_bars
     made = build_atlas(folder, resnet18, LAYERS, tmp_path / "ray", top=TOP, size=SIZE, batch=4, engine="ray",
                        workers=1, progress=False, on_batch=lambda n, state: shards.append(n))
     err = capfd.readouterr().err  # QA 2026-12-06: Ray Data's log lines came between the command's own
     assert "Starting execution of Dataset" not in err and "deprecated" not in err, err
+    # and only for the build: the caller's Ray Data says what it said before (review 2026-12-06)
+    assert (logging.getLogger("ray.data").level, DataContext.get_current().enable_progress_bars) == (level, bars)
     assert local_ray.is_initialized()  # the session of the test was used, not a new one
     # really sharded: 44 files in shards of 16 on one actor (each actor is a Python importing torch; the
     # resumed run below has two)

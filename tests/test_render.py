@@ -612,3 +612,29 @@ def test_overview_notes_are_red_and_blue_under_their_tiles():
     assert [(red > 0, blue > 0) for red, blue in column] == [(False, True), (True, False), (False, True)]
     plain = np.asarray(Image.open(io.BytesIO(overview_png(rows[1:], cmap="gray"))).convert("RGB"))
     assert _inks(plain) == (0, 0)
+
+
+def test_a_long_grid_title_is_drawn_smaller_to_fit_the_grid():
+    """Review 2026-12-06: the heading drawn at 20 px ran off a 622 px grid for DenseNet's
+    "features.denseblock4.denselayer16.conv2"; it steps down (to 13 px at least) until it fits."""
+    import io
+
+    import numpy as np
+    import torch
+    from PIL import Image
+
+    from vizhooks.render.figures import feature_grid
+
+    fig = feature_grid(torch.rand(32, 7, 7, generator=torch.Generator().manual_seed(0)), channels=16,
+                       title="features.denseblock4.denselayer16.conv2")
+    out = io.BytesIO()
+    fig.savefig(out, format="png", dpi=100)
+    page = np.asarray(Image.open(out).convert("L"))
+    band = page[:34]
+    inked = np.nonzero((band < 128).any(axis=0))[0]
+    assert page.shape[1] < 700 and inked.size and inked.max() < page.shape[1] - 6, (page.shape, inked.max())
+    short = feature_grid(torch.rand(32, 7, 7), channels=16, title="conv1")
+    out = io.BytesIO()
+    short.savefig(out, format="png", dpi=100)
+    rows = np.nonzero((np.asarray(Image.open(out).convert("L"))[:34] < 128).any(axis=1))[0]
+    assert rows.max() - rows.min() >= 13  # a short one keeps its large type

@@ -57,11 +57,15 @@ def session(workers: int, missing: Callable[[], Exception]) -> Iterator[Any]:
     ray, started_here = connect(workers, missing)
     from ray.data import DataContext
 
-    DataContext.get_current().enable_progress_bars = False
-    # Ray Data's lines on stderr ("Starting execution of Dataset ...", "Progress bars disabled ...")
-    logging.getLogger("ray.data").setLevel(logging.ERROR)
+    context, logger = DataContext.get_current(), logging.getLogger("ray.data")
+    bars, level = context.enable_progress_bars, logger.level
+    context.enable_progress_bars = False
+    # Ray Data's lines on stderr ("Starting execution of Dataset ...", "Progress bars disabled ..."), for the block
+    logger.setLevel(logging.ERROR)
     try:
         yield ray
     finally:
+        context.enable_progress_bars = bars
+        logger.setLevel(level)
         if started_here:
             ray.shutdown()

@@ -1141,8 +1141,8 @@ def _misspelt_command(word: str, names: list[str]) -> None:
     form would call it a missing photo, or an unexpected argument, without naming the command meant."""
     import difflib
 
-    if word.startswith("-") or os.path.lexists(word):
-        return
+    if word.startswith("-") or os.path.lexists(word) or os.path.splitext(word)[1] or os.sep in word or "/" in word:
+        return  # a missing photo ("lesson.jpg", "photos/explain") is said to be missing
     close = difflib.get_close_matches(word.lower(), names, n=1, cutoff=0.75)
     if close:
         raise UsageError(t("cli_misspelt_command", word=word, name=close[0], prog=PROG))

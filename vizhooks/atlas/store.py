@@ -124,7 +124,8 @@ def resume(out: Path, config: dict, names: list[str], top: int) -> PartialAtlas:
         return PartialAtlas.empty(names, top)
     state, old = saved
     if old != config:
-        changed = SettingNames(f"atlas_{k}" for k in config if old.get(k) != config[k])
+        keys = [*config, *(k for k in old if k not in config)]  # a setting only the saved atlas has (its rank) too
+        changed = SettingNames(f"atlas_{k}" for k in keys if old.get(k) != config.get(k))
         raise AtlasError(code="atlas_settings", out=str(out), changed=changed, progress=str(out / PROGRESS),
                          log=str(out / LOG))
     lines = len(state.done) + len(state.skipped)

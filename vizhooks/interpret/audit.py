@@ -60,7 +60,7 @@ from vizhooks.interpret.cam import cam_from
 from vizhooks.interpret.methods import METHODS, default_layers, explain
 from vizhooks.models.images import IMAGENET_MEAN, IMAGENET_STD, InvalidImageError, load_image, preprocess
 from vizhooks.models.layers import resolve_layers
-from vizhooks.models.maps import maps_of
+from vizhooks.models.maps import cam_map, channels_last_modules
 from vizhooks.models.registry import ModelBundle
 
 #: File endings counted as pictures (torchvision's ImageFolder's).
@@ -197,8 +197,7 @@ def class_folders(folder: str | Path) -> dict[str, list[Path]]:
     """
     root = Path(folder)
     if root.exists() and not root.is_dir():
-        raise AuditError(f"{root} is a file; give a folder with one sub-folder of pictures per class.",
-                         "audit_is_file", folder=str(root))
+        raise AuditError(code="audit_is_file", folder=str(root))
     if not root.is_dir():
         raise AuditError(f"There is no folder at {root}; give a folder with one sub-folder of pictures per class.",
                          "audit_no_folder", folder=str(root))
@@ -329,11 +328,12 @@ def gradcam_batch(model: nn.Module, x: torch.Tensor, layer: str) -> tuple[torch.
             top = logits.argmax(dim=1, keepdim=True)
             torch.autograd.grad(logits.gather(1, top).sum(), xg)
     a, size = kept.get("a"), (int(x.shape[-2]), int(x.shape[-1]))
-    shape = None if a is None else tuple(a.shape)
-    if a is not None and a.ndim in (3, 4):  # as the page shows it: a ViT's tokens over its patch grid, Swin's maps
-        g = kept.get("g", torch.zeros_like(a))
-        a, g = maps_of(model, {layer: a}, size)[layer], maps_of(model, {layer: g}, size)[layer]
-    if a is None or a.ndim != 4:
+    shape, g = None if a is None else tuple(a.shape), None
+    if a is not None:  # as a CAM weighs it: a ViT's tokens over its patch grid, Swin's maps permuted
+        channels_last = layer in channels_last_modules(model)
+        g = cam_map(kept.get("g", torch.zeros_like(a)), size, channels_last)
+        a = cam_map(a, size, channels_last)
+    if a is None or g is None:
         got = "did not run" if shape is None else f"gives a {shape} tensor"
         raise AuditError(f"Grad-CAM needs a layer whose output is a map over the picture ((N, C, h, w), or a ViT's "
                          f"tokens); {layer!r} {got}.", "audit_layer", layer=layer)
@@ -645,7 +645,7 @@ class _Store:
         saved = folder / SETTINGS
         if saved.is_file():
             old = json.loads(saved.read_text(encoding="utf-8"))
-            changed = [k for k in settings if old.get(k) != settings[k]]
+            changed = [k for k in [*settings, *(k for k in old if k not in settings)] if old.get(k) != settings.get(k)]
             if changed:
                 raise AuditError(code="audit_store", folder=str(folder),
                                  changed=SettingNames(f"audit_{key}" for key in changed))

@@ -53,7 +53,7 @@ from vizhooks.i18n import Names
 from vizhooks.interpret.cam import grad_cam
 from vizhooks.interpret.relevance import lrp_attribution
 from vizhooks.models.layers import find_layers, resolve_layers
-from vizhooks.models.maps import channels_last_modules, maps_of
+from vizhooks.models.maps import cam_map, channels_last_modules
 from vizhooks.models.registry import ModelBundle
 from vizhooks.render.scale import min_max
 
@@ -220,10 +220,10 @@ def _library_cam(model: nn.Module, x: torch.Tensor, target: int, method: str, la
 
     cls = _cam_class(method)
     module = model.get_submodule(layer)
-    hw, nchw = (int(x.shape[-2]), int(x.shape[-1])), layer not in channels_last_modules(model)
+    hw, channels_last = (int(x.shape[-2]), int(x.shape[-1])), layer in channels_last_modules(model)
 
     def as_maps(t: torch.Tensor) -> torch.Tensor:  # ViT tokens, Swin's channels-last maps: (N, C, h, w)
-        return _clone(t if t.ndim == 4 and nchw else maps_of(model, {layer: t}, hw)[layer])
+        return _clone(cast(torch.Tensor, cam_map(t, hw, channels_last)))  # _probe let only maps through
 
     with hooked(model) as hooks:
         # the constructor registers the hooks and calls model.eval(); the block restores the flag
@@ -242,7 +242,7 @@ def _library_cam(model: nn.Module, x: torch.Tensor, target: int, method: str, la
 def _probe(model: nn.Module, x: torch.Tensor, layers: Sequence[str]) -> tuple[int, int, dict[str, int]]:
     """One forward pass: (top-1 class, number of classes, {layer: channels of its map}). The channel
     counts give Score-CAM's batch count. A layer's output is taken as the page shows it
-    (:func:`~vizhooks.models.maps.maps_of`: a ViT's tokens over its patch grid, Swin's channels-last
+    (:func:`~vizhooks.models.maps.cam_map`: a ViT's tokens over its patch grid, Swin's channels-last
     maps); one that is no map over the picture (a pooled vector, a head) is refused."""
     shapes: dict[str, torch.Size] = {}
 
@@ -255,17 +255,16 @@ def _probe(model: nn.Module, x: torch.Tensor, layers: Sequence[str]) -> tuple[in
         for name in layers:
             hooks.forward_hook(name, keep(name))
         logits = first_tensor(model(x.to(model_device(model))))
-    hw = (int(x.shape[-2]), int(x.shape[-1]))
+    hw, known = (int(x.shape[-2]), int(x.shape[-1])), channels_last_modules(model)
     channels: dict[str, int] = {}
     for layer in layers:
         shape = shapes.get(layer)
-        mapped = None if shape is None or len(shape) not in (3, 4) else \
-            maps_of(model, {layer: torch.empty(shape, device="meta")}, hw)[layer].shape
+        mapped = None if shape is None else cam_map(torch.empty(shape, device="meta"), hw, layer in known)
         if mapped is None:
             got = "did not run" if shape is None else f"gives a {tuple(shape)} tensor"
             raise ExplainError(f"A CAM needs a layer whose output is a map over the picture ((1, C, h, w), or a "
                                f"ViT's tokens); {layer!r} {got}.", "explain_layer", layer=layer)
-        channels[layer] = int(mapped[1])
+        channels[layer] = int(mapped.shape[1])
     return int(logits[0].argmax()), int(logits.shape[-1]), channels
 
 

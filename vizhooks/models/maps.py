@@ -70,6 +70,17 @@ def as_map(t: torch.Tensor, input_hw: tuple[int, int], *, channels_last: bool | 
     raise ValueError(f"Cannot show a tensor of shape {tuple(t.shape)} as feature maps.")
 
 
+def cam_map(t: torch.Tensor, input_hw: tuple[int, int], channels_last: bool) -> torch.Tensor | None:
+    """A layer's output (or its gradient) as the ``(N, C, h, w)`` map a CAM weighs: a conv map as it is, a
+    channels-last module's (:func:`channels_last_modules`) permuted, a ViT's tokens over its patch grid (the class
+    token left out); None for anything else (a vector, tokens that make no grid)."""
+    if t.ndim == 4:
+        return t.permute(0, 3, 1, 2) if channels_last else t
+    if t.ndim == 3 and _token_grid(t.shape[1], input_hw) is not None:
+        return as_map(t, input_hw)
+    return None
+
+
 def channels_last_modules(model: nn.Module) -> set[str]:
     """Modules known to output (N, H, W, C): torchvision Swin's blocks, stages and patch embedding;
     the norm and pointwise layers inside Hugging Face ConvNeXt blocks."""

@@ -790,7 +790,8 @@ def _poll_chart(letters: list[str], totals: list[int]) -> Any:
     chart = alt.Chart(frame).mark_bar().encode(
         y=alt.Y("choice:N", sort=letters, title=t("poll_choice_axis")),
         x=alt.X("answers:Q", title=t("poll_answers_axis"), axis=alt.Axis(tickMinStep=1, format="d")),
-        tooltip=["choice", "answers"]).properties(height=36 * len(letters))
+        tooltip=[alt.Tooltip("choice:N", title=t("poll_choice_axis")),
+                 alt.Tooltip("answers:Q", title=t("poll_answers_axis"))]).properties(height=36 * len(letters))
     return chart_for_screen(chart)
 
 

@@ -422,6 +422,19 @@ def cam_layers(model: str) -> tuple[str, ...]:
         return tuple(default_layers(meta))
 
 
+def explain_layer_options(model: str) -> list[str]:
+    """The Explain view's CAM layers: the convs and blocks the sidebar lists, and the CAM's default where it is
+    neither (a ViT's last block's first norm), right after its block."""
+    from vizhooks.models.layers import architecture_layers
+
+    options = [info.name for info in architecture_layers(model)]
+    for name in cam_layers(model):
+        if name not in options:
+            parent = name.rsplit(".", 1)[0]
+            options.insert(options.index(parent) + 1 if parent in options else len(options), name)
+    return options
+
+
 def explain_key(model: str, key: tuple, target: int, method: str, layers: tuple[str, ...],
                 settings: tuple[tuple[str, Any], ...]) -> tuple:
     """What decides one method's map: the picture, the class, its layers (CAMs and Guided

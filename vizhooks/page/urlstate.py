@@ -17,6 +17,7 @@ from vizhooks.lesson.steps import HIDEABLE, STEPS, parse_plan
 from vizhooks.models.layers import LayerInfo, architecture_layers, reference_hw
 from vizhooks.models.registry import list_models
 from vizhooks.page.clip import offered as clip_offered
+from vizhooks.page.results import explain_layer_options
 from vizhooks.page.sources import SOURCES
 from vizhooks.page.taught import names_of
 from vizhooks.page.views import REGISTRY
@@ -194,6 +195,7 @@ def parse_query(
         infos, _ = layers_of(str(DEFAULTS["model"]))
     valid = {c.name for c in infos}
     convs = {c.name for c in infos if c.kind == "conv"}
+    model_name = str(good.get("model", DEFAULTS["model"]))
     # one layer each (cv_layer: a conv)
     for key in ("insp_layer", "atlas_layer", "iv_layer", "cv_layer", "pt_layer", "sr_layer"):
         if key in params:
@@ -204,7 +206,7 @@ def parse_query(
                 bad.append((key, name))
     if "ex_layers" in params:  # the CAM layers of the Explain view: convs and blocks, like the sidebar's
         names = [n.strip() for n in _one(params["ex_layers"]).split(",") if n.strip()]
-        if names and all(n in valid for n in names):
+        if names and all(n in valid or n in explain_layer_options(model_name) for n in names):
             good["ex_layers"] = list(dict.fromkeys(names))
         else:
             bad.append(("ex_layers", _one(params["ex_layers"])))

@@ -70,26 +70,28 @@ def select_all() -> int:
 
 
 def keep_below(key: str, count: int, default: int = 0) -> None:
-    """Keep a number input's value below ``count`` (a channel of a narrower layer, say); a link's value that
-    is too large for the layer is said as the link's other refused values are (the notice under the title)."""
+    """Keep a number input's value below ``count`` (a channel of a narrower layer, say); the opening link's value
+    that is too large for the layer is said as the link's other refused values are (the notice under the title)."""
     value = int(st.session_state.get(key, default))
-    if value >= count:
-        link_refused(key, value)
+    if from_link(key, value) and value >= count:
+        say_link_refused(key, value)
     st.session_state[key] = min(value, count - 1)
 
 
-def link_refused(key: str, value: Any, asked: Any = None) -> None:
-    """Say that the link's ``key=value`` was left out (``value`` a list: those of its values), when what the
-    view was ``asked`` (default ``value``) is the link's: checked in a view, where the layer or model it depends
-    on is known. A value set on the page is not the link's, and is not said."""
-    link, asked = st.query_params.get(key), value if asked is None else asked
+def from_link(key: str, asked: Any) -> bool:
+    """Whether ``asked`` is the opening link's ``key`` (``_link``, kept by ``state.init_state``): asked once a
+    key, by the view that checks it once its layer or model is known; a value set on the page is not the link's
+    (the address bar holds the page's values too)."""
+    link = st.session_state.get("_link", {}).pop(key, None)
     if isinstance(asked, (list, tuple)):
-        from_link = link is not None and sorted(p for p in link.split(",") if p) == sorted(map(str, asked))
-    else:
-        from_link = link == str(asked)
-    if from_link:
-        shown = ",".join(map(str, value)) if isinstance(value, (list, tuple)) else str(value)
-        st.info(t("url_notice", items=f"{key}={shown}"))
+        return link is not None and sorted(p for p in link.split(",") if p) == sorted(map(str, asked))
+    return link == str(asked)
+
+
+def say_link_refused(key: str, value: Any) -> None:
+    """The notice of the link's ``key=value`` left out (``value`` a list: those of its values)."""
+    shown = ",".join(map(str, value)) if isinstance(value, (list, tuple)) else str(value)
+    st.info(t("url_notice", items=f"{key}={shown}"))
 
 
 @contextmanager

@@ -287,7 +287,8 @@ class _Pixels(Artist):
 _GRID_PX = 800
 _MIN_TILE_PX = 40
 _SEP_PX = 2
-#: The grid's heading line (layer, shape, channels shown, order) in its 34 px band: shown at about half size.
+#: The grid's heading line (layer, shape, channels shown, order) in its 34 px band, shown at about half size:
+#: at most this size, and as large as fits the grid's width.
 _TITLE_FONT_PX = 20
 
 
@@ -452,8 +453,10 @@ def _draw_text(page: np.ndarray, layout: GridLayout, box: _Ink, text: _Ink, titl
             fill = red if ink == NOTE_RED else blue if ink == NOTE_BLUE else None
             draw.text((x + 3 + draw.textlength(f"{ch} ", font=font), y + 2 - top // 2), note,
                       fill=text if fill is None else fill, font=font)
-    draw.text((6, layout.title_px // 2), layout.title, fill=title, font=_font(_TITLE_FONT_PX, "DejaVu Sans"),
-              anchor="lm")
+    size = _TITLE_FONT_PX  # smaller, down to 13 px, where a long layer name would not fit the page's width
+    while size > 13 and draw.textlength(layout.title, font=_font(size, "DejaVu Sans")) > page.shape[1] - 12:
+        size -= 1
+    draw.text((6, layout.title_px // 2), layout.title, fill=title, font=_font(size, "DejaVu Sans"), anchor="lm")
     page[...] = np.asarray(img)
 
 

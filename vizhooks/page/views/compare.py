@@ -18,7 +18,15 @@ from vizhooks.page.results import cached, conv_infos, get_analysis, get_bundle, 
 from vizhooks.page.sources import PHOTO_SOURCES, photo_bytes, photo_picker
 from vizhooks.page.texts import nt, sentences, t
 from vizhooks.page.views import View
-from vizhooks.page.widgets import keep_valid, labels_for, link_refused, select_all, shown_labels, top5_bars
+from vizhooks.page.widgets import (
+    from_link,
+    keep_valid,
+    labels_for,
+    say_link_refused,
+    select_all,
+    shown_labels,
+    top5_bars,
+)
 
 if TYPE_CHECKING:  # annotations only: a view never imports the page's state (urlstate reads the views)
     from vizhooks.page.state import Context
@@ -136,8 +144,8 @@ def show_patch(ctx: Context, other: Analysis, digest_b: str) -> None:
     if part == "channels":
         asked = st.session_state.get("pt_channels", list(range(min(4, count))))
         kept = [ch for ch in asked if ch < count]
-        if kept != asked:
-            link_refused("pt_channels", [ch for ch in asked if ch >= count], asked)
+        if from_link("pt_channels", asked) and kept != asked:
+            say_link_refused("pt_channels", [ch for ch in asked if ch >= count])
         st.session_state["pt_channels"] = kept
         channels = tuple(sorted(st.multiselect(t("patching_channels"), list(range(count)), key="pt_channels",
                                                select_all=select_all())))

@@ -13,12 +13,12 @@ import streamlit as st
 from vizhooks.interpret.faithfulness import Faithfulness
 from vizhooks.interpret.methods import CAM_METHODS, IG_BASELINES, METHODS
 from vizhooks.interpret.sanity import FLAG_AT
-from vizhooks.models.layers import architecture_layers
 from vizhooks.page.results import (
     INFIDELITY_DRAWS,
     cam_layers,
     curves_png,
     explain_key,
+    explain_layer_options,
     explain_references,
     get_explanations,
     get_faithfulness,
@@ -81,7 +81,7 @@ def _choices(model: str) -> tuple[tuple[str, ...], tuple[str, ...], tuple[tuple[
     st.session_state["ex_methods"] = [m for m in st.session_state["ex_methods"] if m in METHODS]
     methods = st.multiselect(t("ex_methods"), METHODS, key="ex_methods", select_all=select_all(),
                              format_func=labels_for("ex_method_"), help=t("ex_methods_help"))
-    options = [info.name for info in architecture_layers(model)]
+    options = explain_layer_options(model)
     default = list(cam_layers(model))
     chosen = st.session_state.get("ex_layers")
     if not isinstance(chosen, list) or not set(chosen) <= set(options):  # another model's layers, say

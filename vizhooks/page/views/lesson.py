@@ -199,7 +199,7 @@ def take_home(ctx: Context) -> None:
                                    mime=FORMATS[fmt], key=f"lesson_take_home_{fmt}", on_click="ignore",
                                    icon=":material/download:")
                 seconds = build.seconds()  # "made in 0 s" read as nothing made
-                st.caption(t("follow_ready", seconds=seconds) if seconds >= 0.5 else t("follow_ready_quick"))
+                st.caption(t("follow_ready", seconds=seconds) if seconds >= 1 else t("follow_ready_quick"))
             elif build is not None and build.running:
                 st.fragment(_building, run_every=TAKE_HOME_POLL)(key, fmt)
             else:
