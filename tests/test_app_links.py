@@ -89,6 +89,8 @@ def test_a_class_the_model_lacks_is_reported_and_leaves_the_link(lang):
 @pytest.mark.parametrize(("view", "query", "said", "check"), [
     ("inspector", {"insp_layer": "conv1", "insp_channel": "99999"}, "insp_channel=99999",
      lambda at: at.number_input(key="insp_channel").value == 63),
+    ("inspector", {"insp_layer": "conv1", "insp_channel": "0900"}, "insp_channel=900",  # compared as read
+     lambda at: at.number_input(key="insp_channel").value == 63),
     ("compare", {"pt_on": "1", "pt_layer": "conv1", "pt_part": "channels", "pt_channels": "99999,3"},
      "pt_channels=99999",
      lambda at: at.multiselect(key="pt_channels").value == [3]),

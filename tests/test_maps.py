@@ -150,11 +150,30 @@ def test_cam_map_takes_maps_and_a_vits_token_grid_and_refuses_the_rest():
     (N, C, h, w) map was permuted by a guess from its sizes in the audit but not in explain)."""
     from vizhooks.models.maps import cam_map
 
-    conv = torch.randn(2, 16, 16, 3)  # sizes that look channels-last: kept as they are unless the module is
+    conv = torch.randn(2, 64, 8, 8)
     assert cam_map(conv, (32, 32), channels_last=False) is conv
-    assert cam_map(conv, (32, 32), channels_last=True).shape == (2, 3, 16, 16)
+    swin = torch.randn(2, 8, 8, 768)  # a channels-last block the module list lacks: read by its sizes, as the page
+    assert cam_map(swin, (256, 256), channels_last=False).shape == (2, 768, 8, 8)
+    assert cam_map(torch.randn(2, 16, 16, 3), (32, 32), channels_last=True).shape == (2, 3, 16, 16)
     tokens = torch.randn(2, 1 + 16, 8)  # a class token and a 4 x 4 grid of a 32 x 32 picture in 8 x 8 patches
     grid = cam_map(tokens, (32, 32), channels_last=False)
     torch.testing.assert_close(grid, tokens[:, 1:].reshape(2, 4, 4, 8).permute(0, 3, 1, 2))
     assert cam_map(torch.randn(2, 7, 8), (32, 32), channels_last=False) is None  # 7 tokens: no grid
     assert cam_map(torch.randn(2, 8), (32, 32), channels_last=False) is None  # a vector
+
+
+def test_timms_swinv2_blocks_are_known_channels_last():
+    """Review 2026-12-06: timm's SwinV2 blocks ("SwinTransformerV2Block") give (N, h, w, C) and were not in the
+    list, so a CAM weighed 8 "channels" of layers.3.blocks.1; the block's output is checked with a hook."""
+    import timm
+
+    from vizhooks.models.maps import channels_last_modules
+
+    model = timm.create_model("swinv2_tiny_window8_256", pretrained=False).eval()
+    seen = {}
+    handle = model.get_submodule("layers.3.blocks.1").register_forward_hook(lambda m, a, out: seen.setdefault("o", out))
+    with torch.no_grad():
+        model(torch.randn(1, 3, 256, 256))
+    handle.remove()
+    assert seen["o"].shape == (1, 8, 8, 768)  # channels last
+    assert {f"layers.{s}.blocks.{b}" for s in range(4) for b in (0, 1)} <= channels_last_modules(model)

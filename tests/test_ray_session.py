@@ -41,3 +41,21 @@ def test_the_shipped_package_is_vizhooks_itself():
     import vizhooks
 
     assert _ray.PACKAGE == str(__import__("pathlib").Path(vizhooks.__file__).resolve().parent)
+
+
+def test_overlapping_sessions_give_the_callers_ray_data_settings_back_after_the_last():
+    """Review 2026-12-06: two sessions in two threads restored each other's saved settings, leaving Ray Data's
+    progress bars off for good; the settings go back when the last block ends."""
+    import logging
+    from types import SimpleNamespace
+
+    from vizhooks._ray import _Quiet
+
+    quiet, context, logger = _Quiet(), SimpleNamespace(enable_progress_bars=True), logging.getLogger("ray.data")
+    before = logger.level
+    quiet.enter(context)
+    quiet.enter(context)
+    quiet.leave(context)
+    assert context.enable_progress_bars is False and logger.level == logging.ERROR  # one block still runs
+    quiet.leave(context)
+    assert context.enable_progress_bars is True and logger.level == before

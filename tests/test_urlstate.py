@@ -468,3 +468,19 @@ def test_layers_of_a_view_follow_the_linked_model():
 def test_a_class_code_is_read_as_typed():
     good, bad = parse({"class": "k7q-2xm"})
     assert good["class"] == "K7Q2XM" and bad == []
+
+
+def test_an_explain_layer_of_a_model_whose_layers_cannot_be_listed_is_refused_not_raised(monkeypatch):
+    """Review 2026-12-06: a link's ex_layers beyond the sidebar's asks for the Explain view's own options, which
+    can fail for a model that cannot be built; the link's value is refused and the page opens."""
+    import vizhooks.page.urlstate as urlstate
+    from vizhooks.errors import CodedError
+
+    def fails(model):
+        raise CodedError("no layers", "explain_layers")
+
+    monkeypatch.setattr(urlstate, "explain_layer_options", fails)
+    good, bad = parse({"ex_layers": "layer4.1.norm"})
+    assert "ex_layers" not in good and ("ex_layers", "layer4.1.norm") in bad
+    good, bad = parse({"ex_layers": "layer4.1"})  # a layer the sidebar lists needs no more
+    assert good["ex_layers"] == ["layer4.1"] and not bad

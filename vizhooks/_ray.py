@@ -6,6 +6,7 @@ from __future__ import annotations
 import contextlib
 import logging
 import os
+import threading
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
@@ -57,15 +58,37 @@ def session(workers: int, missing: Callable[[], Exception]) -> Iterator[Any]:
     ray, started_here = connect(workers, missing)
     from ray.data import DataContext
 
-    context, logger = DataContext.get_current(), logging.getLogger("ray.data")
-    bars, level = context.enable_progress_bars, logger.level
-    context.enable_progress_bars = False
-    # Ray Data's lines on stderr ("Starting execution of Dataset ...", "Progress bars disabled ..."), for the block
-    logger.setLevel(logging.ERROR)
+    _QUIET.enter(DataContext.get_current())
     try:
         yield ray
     finally:
-        context.enable_progress_bars = bars
-        logger.setLevel(level)
+        _QUIET.leave(DataContext.get_current())
         if started_here:
             ray.shutdown()
+
+
+class _Quiet:
+    """Ray Data's progress bars and its lines on stderr ("Starting execution of Dataset ...", "Progress bars
+    disabled ...") off while any session block runs, in any thread; the caller's settings back after the last."""
+
+    def __init__(self) -> None:
+        self.lock, self.depth, self.saved = threading.Lock(), 0, (True, logging.NOTSET)
+
+    def enter(self, context: Any) -> None:
+        logger = logging.getLogger("ray.data")
+        with self.lock:
+            if self.depth == 0:
+                self.saved = (context.enable_progress_bars, logger.level)
+                context.enable_progress_bars = False
+                logger.setLevel(logging.ERROR)
+            self.depth += 1
+
+    def leave(self, context: Any) -> None:
+        with self.lock:
+            self.depth -= 1
+            if self.depth == 0:
+                context.enable_progress_bars = self.saved[0]
+                logging.getLogger("ray.data").setLevel(self.saved[1])
+
+
+_QUIET = _Quiet()

@@ -71,11 +71,12 @@ def as_map(t: torch.Tensor, input_hw: tuple[int, int], *, channels_last: bool | 
 
 
 def cam_map(t: torch.Tensor, input_hw: tuple[int, int], channels_last: bool) -> torch.Tensor | None:
-    """A layer's output (or its gradient) as the ``(N, C, h, w)`` map a CAM weighs: a conv map as it is, a
-    channels-last module's (:func:`channels_last_modules`) permuted, a ViT's tokens over its patch grid (the class
-    token left out); None for anything else (a vector, tokens that make no grid)."""
+    """A layer's output (or its gradient) as the ``(N, C, h, w)`` map a CAM weighs, as the page shows it
+    (:func:`as_map`): a known channels-last module's (:func:`channels_last_modules`) permuted, another 4-D map
+    by its sizes (a channels-last block this list lacks, e.g. a newer timm one), a ViT's tokens over its patch
+    grid (the class token left out); None for anything else (a vector, tokens that make no grid)."""
     if t.ndim == 4:
-        return t.permute(0, 3, 1, 2) if channels_last else t
+        return as_map(t, input_hw, channels_last=True if channels_last else None)
     if t.ndim == 3 and _token_grid(t.shape[1], input_hw) is not None:
         return as_map(t, input_hw)
     return None
@@ -90,7 +91,8 @@ def channels_last_modules(model: nn.Module) -> set[str]:
         if kind in ("ConvNextLayer", "ConvNextV2Layer"):  # permuted after dwconv, back at the block's end
             prefix = f"{name}." if name else ""
             names.update(prefix + child for child, _ in module.named_children() if child not in ("dwconv", "drop_path"))
-        elif kind.startswith("SwinTransformerBlock") or kind in ("PatchMerging", "PatchMergingV2"):
+        elif kind.startswith(("SwinTransformerBlock", "SwinTransformerV2Block")) or kind in ("PatchMerging",
+                                                                                               "PatchMergingV2"):
             names.add(name)
         elif kind == "Permute":  # to NHWC only: Swin's last Permute turns its maps back to NCHW
             if list(getattr(module, "dims", ())) == [0, 2, 3, 1]:

@@ -72,10 +72,10 @@ def init_state() -> None:
         return
     names = samples()
     params = {k: st.query_params.get_all(k) for k in st.query_params}
-    # the opening link's own values, for the checks a view makes once its layer is known (widgets.link_refused):
-    # the address bar later holds the page's values too
-    st.session_state["_link"] = {k: v[-1] for k, v in params.items() if v}
     good, bad = parse_query(params, names)
+    # the opening link's own values as read, for the checks a view makes once its layer is known
+    # (widgets.from_link): the address bar later holds the page's values too
+    st.session_state["_link"] = {k: good[k] for k in params if k in good}
     for key, value in DEFAULTS.items():
         st.session_state[key] = good.get(key, value)
     # a link names its source; an upload or a camera picture it cannot carry: the page asks for one

@@ -85,6 +85,15 @@ def layers_of(model: str) -> tuple[tuple[LayerInfo, ...], Exception | None]:
         return (), exc
 
 
+def _explain_layer(model: str, name: str) -> bool:
+    """Whether the Explain view offers ``name`` beyond the sidebar's layers (a ViT's default CAM layer); a model
+    whose layers cannot be listed offers nothing more (its refusal is said where the model is chosen)."""
+    try:
+        return name in explain_layer_options(model)
+    except (CodedError, OSError, KeyError, RuntimeError):
+        return False
+
+
 def parse_query(
     params: Mapping[str, str | Sequence[str]], samples: Sequence[str]
 ) -> tuple[dict[str, object], list[tuple[str, str]]]:
@@ -206,7 +215,7 @@ def parse_query(
                 bad.append((key, name))
     if "ex_layers" in params:  # the CAM layers of the Explain view: convs and blocks, like the sidebar's
         names = [n.strip() for n in _one(params["ex_layers"]).split(",") if n.strip()]
-        if names and all(n in valid or n in explain_layer_options(model_name) for n in names):
+        if names and all(n in valid or _explain_layer(model_name, n) for n in names):
             good["ex_layers"] = list(dict.fromkeys(names))
         else:
             bad.append(("ex_layers", _one(params["ex_layers"])))

@@ -84,8 +84,8 @@ def from_link(key: str, asked: Any) -> bool:
     (the address bar holds the page's values too)."""
     link = st.session_state.get("_link", {}).pop(key, None)
     if isinstance(asked, (list, tuple)):
-        return link is not None and sorted(p for p in link.split(",") if p) == sorted(map(str, asked))
-    return link == str(asked)
+        return isinstance(link, (list, tuple)) and sorted(link) == sorted(asked)
+    return link is not None and link == asked
 
 
 def say_link_refused(key: str, value: Any) -> None:

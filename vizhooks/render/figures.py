@@ -300,7 +300,7 @@ def _check_grid_args(channels: object, columns: object) -> None:
         raise ValueError(f"columns must be a whole number of at least 1, not {columns!r}.")
 
 
-@functools.lru_cache(maxsize=8)
+@functools.lru_cache(maxsize=32)  # the heading's sizes (20 down to 13) beside the tiles' own
 def _font(size: int, face: str | None = None) -> ImageFont.FreeTypeFont | ImageFont.ImageFont:
     from PIL import ImageFont
 
